@@ -1,0 +1,237 @@
+"""What every CLI command shares: options, opening the store, error mapping.
+
+Only click and the standard library are imported here, so ``lantern --help`` stays fast;
+each command imports the library parts it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .errors import InvalidInput, LanternError
+from .fields import KINDS
+
+
+class LanternGroup(click.Group):
+    """Maps lantern's typed errors and click's usage errors to the contract's exit codes."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in args
+        from . import render
+
+        try:
+            code = super().main(
+                args, prog_name or "lantern", complete_var, standalone_mode=False, **extra
+            )
+        except click.UsageError as err:
+            render.error(InvalidInput(err.format_message(), code="usage_error"), as_json)
+            code = 2
+        except click.ClickException as err:
+            render.error(err, as_json, code="error")
+            code = err.exit_code
+        except click.Abort:
+            sys.stderr.write("Aborted!\n")
+            code = 1
+        except LanternError as err:
+            render.error(err, as_json)
+            code = err.exit_code
+        except BrokenPipeError:
+            code = 0
+            _silence_stdout()
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def json_option(func: Callable) -> Callable:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Write one JSON document to stdout."
+    )(func)
+
+
+def store_option(func: Callable) -> Callable:
+    return click.option(
+        "--store",
+        "store_path",
+        metavar="PATH",
+        default=None,
+        help="The store to use (default: $LANTERN_STORE, the enclosing store, or the default).",
+    )(func)
+
+
+def author_option(func: Callable) -> Callable:
+    return click.option(
+        "--author",
+        metavar='"NAME <EMAIL>"',
+        default=None,
+        help="Commit author (default: $LANTERN_AUTHOR, else the repository's git identity).",
+    )(func)
+
+
+def reason_option(func: Callable) -> Callable:
+    return click.option(
+        "--reason", metavar="TEXT", default=None, help="Why: recorded as Lantern-Reason."
+    )(func)
+
+
+def common(func: Callable) -> Callable:
+    """--json and --store on every command."""
+    return json_option(store_option(func))
+
+
+def writer(func: Callable) -> Callable:
+    """--json, --store and --author on every command that commits."""
+    return common(author_option(func))
+
+
+def open_store(store_path: str | None = None, author: str | None = None, actor: str = "cli"):
+    from .store import Store
+
+    ctx = click.get_current_context(silent=True)
+    root_store = None
+    if ctx is not None:
+        root = ctx.find_root()
+        root_store = (root.obj or {}).get("store_path") if root.obj else None
+    return Store.discover(store_path or root_store, actor=actor, author=author)
+
+
+def read_content(content: str) -> str:
+    """CONTENT as given, or stdin when it is ``-``."""
+    if content == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InvalidInput(
+                f"content: stdin is not valid UTF-8 (byte {err.start})", code="invalid_field"
+            ) from None
+    return content
+
+
+def parse_time_option(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    from .timespec import parse_time
+
+    return parse_time(value, name=name)
+
+
+def add_options(defaults: bool = True) -> Callable:
+    """The options a new record takes (add, supersede)."""
+
+    def decorate(func: Callable) -> Callable:
+        options = [
+            click.option(
+                "--kind",
+                required=defaults,
+                default=None,
+                metavar="KIND",
+                help=f"One of: {', '.join(KINDS)}.",
+            ),
+            click.option(
+                "--scope",
+                default="global" if defaults else None,
+                metavar="SCOPE",
+                help="global, or namespace:name (user:ana, project:x).",
+            ),
+            click.option(
+                "--priority",
+                type=int,
+                default=50 if defaults else None,
+                metavar="N",
+                help="0-100.",
+            ),
+            click.option(
+                "--urgency",
+                type=int,
+                default=0 if defaults else None,
+                metavar="N",
+                help="0-100.",
+            ),
+            click.option(
+                "--confidence",
+                type=float,
+                default=1.0 if defaults else None,
+                metavar="F",
+                help="0.0-1.0.",
+            ),
+            click.option(
+                "--expires-at",
+                default=None,
+                metavar="T",
+                help="Unix seconds, ISO 8601 (2026-12-31) or a duration (+2h, +7d).",
+            ),
+            click.option(
+                "--source-ref",
+                "source_refs",
+                multiple=True,
+                metavar="REF",
+                help="A reference to evidence (repeatable).",
+            ),
+        ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def filter_options(func: Callable) -> Callable:
+    """The filters list and search share."""
+    options = [
+        click.option(
+            "--scope",
+            "scopes",
+            multiple=True,
+            metavar="S",
+            help="A scope; user:* matches a prefix. Repeatable.",
+        ),
+        click.option("--kind", "kinds", multiple=True, metavar="K", help="A kind. Repeatable."),
+        click.option(
+            "--status",
+            default="active",
+            show_default=True,
+            metavar="STATUS",
+            help="active, archived, superseded or all.",
+        ),
+        click.option("--min-priority", type=int, default=None, metavar="N"),
+        click.option("--min-urgency", type=int, default=None, metavar="N"),
+        click.option("--limit", type=int, default=None, metavar="N", help="At most N records."),
+        click.option(
+            "--include-expired", is_flag=True, help="Also show records past their expires_at."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def record_query(**kwargs: Any):
+    from .search_index import RecordQuery
+
+    return RecordQuery(
+        scopes=tuple(kwargs.get("scopes") or ()),
+        kinds=tuple(kwargs.get("kinds") or ()),
+        status=kwargs.get("status") or "active",
+        min_priority=kwargs.get("min_priority"),
+        min_urgency=kwargs.get("min_urgency"),
+        text=kwargs.get("query"),
+        include_expired=bool(kwargs.get("include_expired")),
+        limit=kwargs.get("limit"),
+    )

@@ -1,0 +1,107 @@
+"""Typed exceptions. The CLI and the MCP server map them to exit codes and JSON in one place."""
+
+from __future__ import annotations
+
+
+class LanternError(Exception):
+    """Base class: every error lantern raises on purpose carries a code and an exit status."""
+
+    code = "store_error"
+    exit_code = 1
+
+    def __init__(self, message: str, *, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def to_dict(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class StoreError(LanternError):
+    """The store or git failed (I/O, lock, repository state). Exit 1."""
+
+    code = "store_error"
+    exit_code = 1
+
+
+class GitError(StoreError):
+    code = "git_error"
+
+
+class LockTimeout(StoreError):
+    code = "lock_timeout"
+
+
+class NoStore(StoreError):
+    code = "no_store"
+
+
+class UnsupportedFormat(StoreError):
+    code = "unsupported_format"
+
+
+class UncommittedChanges(StoreError):
+    code = "uncommitted_changes"
+
+
+class InvalidInput(LanternError):
+    """The caller gave a bad value. Exit 2."""
+
+    code = "invalid_input"
+    exit_code = 2
+
+
+class ValidationError(InvalidInput):
+    """A record field or file is invalid; names the field, and the file and line when known."""
+
+    code = "invalid_field"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        code: str | None = None,
+    ):
+        self.field = field
+        self.path = path
+        self.line = line
+        self.reason = message
+        super().__init__(self._compose(message), code=code)
+
+    def _compose(self, message: str) -> str:
+        where = ""
+        if self.path:
+            where = self.path + (f":{self.line}" if self.line else "") + ": "
+        elif self.line:
+            where = f"line {self.line}: "
+        return where + message
+
+    def located(self, path: str, line_offset: int = 0) -> ValidationError:
+        """The same error, placed in a file."""
+        line = self.line + line_offset if self.line is not None else None
+        return ValidationError(self.reason, field=self.field, path=path, line=line, code=self.code)
+
+
+class NotFound(LanternError):
+    code = "not_found"
+    exit_code = 3
+
+
+class AmbiguousId(LanternError):
+    code = "ambiguous_id"
+    exit_code = 3
+
+    def __init__(self, prefix: str, candidates: list[str]):
+        self.candidates = sorted(candidates)
+        shown = ", ".join(self.candidates[:10]) + (" ..." if len(self.candidates) > 10 else "")
+        super().__init__(f"id prefix {prefix!r} is ambiguous: {shown}")
+
+
+class CheckFailed(LanternError):
+    code = "check_failed"
+    exit_code = 4

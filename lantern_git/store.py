@@ -1,0 +1,713 @@
+"""The Store: the library API that the CLI and the MCP server are thin layers over.
+
+A store is a git repository holding ``lantern.yaml``, ``memory/<aa>/<id>.md`` record files, and a
+local ``.lantern/`` folder of derived state (search index, lock, write journal). The files are
+the truth; every write is one git commit carrying provenance trailers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .errors import (
+    AmbiguousId,
+    InvalidInput,
+    NoStore,
+    NotFound,
+    StoreError,
+    UncommittedChanges,
+    UnsupportedFormat,
+    ValidationError,
+)
+from .lock import WriterLock
+from .record import (
+    ID_RE,
+    Record,
+    compute_id,
+    record_path,
+    validate_confidence,
+    validate_priority,
+    validate_source_refs,
+    validate_timestamp,
+)
+
+FORMAT_VERSION = 1
+MARKER = "lantern.yaml"
+STATE_DIR = ".lantern"
+GITIGNORE_LINE = "/.lantern/"
+GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
+ACTORS = ("cli", "mcp", "api", "sync")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def default_store_path() -> str:
+    import platformdirs
+
+    return os.path.join(platformdirs.user_data_dir("lantern", appauthor=False), "store")
+
+
+def find_enclosing_store(start: str) -> str | None:
+    """The nearest folder at or above ``start`` that holds a store, like git finds its repo."""
+    current = os.path.abspath(start)
+    while True:
+        if os.path.isfile(os.path.join(current, MARKER)) and os.path.exists(
+            os.path.join(current, ".git")
+        ):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def locate_store(explicit: str | None = None, cwd: str | None = None) -> tuple[str, bool]:
+    """(path, is_default): ``--store`` > ``LANTERN_STORE`` > enclosing store > default store."""
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit)), False
+    env = os.environ.get("LANTERN_STORE")
+    if env:
+        return os.path.abspath(os.path.expanduser(env)), False
+    enclosing = find_enclosing_store(cwd or os.getcwd())
+    if enclosing:
+        return enclosing, False
+    return default_store_path(), True
+
+
+@dataclass
+class InitResult:
+    path: str
+    created_repo: bool
+    committed: bool
+    commit: str | None
+
+
+class Store:
+    """A lantern store. Open one with :meth:`open`, :meth:`discover` or :meth:`init`."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        actor: str = "api",
+        author: str | None = None,
+        create_on_write: bool = False,
+        warn: Callable[[str], None] | None = None,
+    ):
+        self.root = os.path.abspath(root)
+        self.state_dir = os.path.join(self.root, STATE_DIR)
+        self.actor = actor
+        self.author = author
+        self.create_on_write = create_on_write
+        self.warn = warn or (lambda message: print(message, file=sys.stderr))
+        self.last_commit: str | None = None
+        self._git = None
+        self._index = None
+        self._lock = WriterLock(os.path.join(self.state_dir, "lock"))
+        if self.exists:
+            self._check_format()
+        elif not create_on_write:
+            raise NoStore(
+                f"{self.root} is not a lantern store (no {MARKER}); "
+                f"create one with: lantern init {self.root}"
+            )
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, root: str, **kwargs: Any) -> Store:
+        return cls(root, **kwargs)
+
+    @classmethod
+    def discover(cls, explicit: str | None = None, **kwargs: Any) -> Store:
+        path, is_default = locate_store(explicit)
+        return cls(path, create_on_write=is_default, **kwargs)
+
+    @classmethod
+    def init(cls, root: str, **kwargs: Any) -> Store:
+        store = cls(root, create_on_write=True, **kwargs)
+        store.initialize()
+        return store
+
+    @property
+    def exists(self) -> bool:
+        return os.path.isfile(os.path.join(self.root, MARKER)) and os.path.exists(
+            os.path.join(self.root, ".git")
+        )
+
+    def _check_format(self) -> None:
+        path = os.path.join(self.root, MARKER)
+        try:
+            with open(path, "rb") as handle:
+                data = yaml.load(handle.read(), Loader=yaml.CSafeLoader)
+        except (OSError, yaml.YAMLError) as err:
+            raise StoreError(f"{path}: cannot be read: {err}") from None
+        version = data.get("format") if isinstance(data, dict) else None
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise StoreError(f"{path}: 'format' must be a positive integer, got {version!r}")
+        if version > FORMAT_VERSION:
+            raise UnsupportedFormat(
+                f"{self.root} uses store format {version}, but this lantern knows formats up to "
+                f"{FORMAT_VERSION}; upgrade lantern-git to use it"
+            )
+
+    @property
+    def git(self):
+        if self._git is None:
+            from .gitstore import GitRepo
+
+            self._git = GitRepo(self.root)
+        return self._git
+
+    @property
+    def index(self):
+        if self._index is None:
+            from .search_index import SearchIndex
+
+            self._index = SearchIndex(self.root, self.state_dir, self.locked)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+    # ------------------------------------------------------------------ init
+
+    def initialize(self) -> InitResult:
+        """Create the store, or adopt an existing git repository, touching none of its files."""
+        import pygit2
+
+        os.makedirs(self.root, exist_ok=True)
+        created_repo = False
+        if not os.path.exists(os.path.join(self.root, ".git")):
+            pygit2.init_repository(self.root)
+            created_repo = True
+        self._git = None
+        git = self.git
+        with self.locked():
+            head_tree = git.head_tree()
+            files: dict[str, bytes] = {}
+            wanted = {
+                MARKER: (None, f"format: {FORMAT_VERSION}\n"),
+                ".gitignore": (GITIGNORE_LINE, None),
+                ".gitattributes": (GITATTRIBUTES_LINE, None),
+            }
+            for name, (line, whole) in wanted.items():
+                current = _read_worktree(self.root, name)
+                if whole is not None:
+                    content = current if current is not None else whole.encode()
+                else:
+                    content = _with_line(current or b"", line)
+                if content != current or git.blob_at(head_tree, name) != content:
+                    files[name] = content
+            if self.exists:
+                self._check_format()
+            if not files:
+                return InitResult(self.root, created_repo, False, None)
+            self._commit(files, "init lantern store", "init", ())
+        return InitResult(self.root, created_repo, True, self.last_commit)
+
+    # ------------------------------------------------------------------ locking and writes
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _recover(self) -> None:
+        if not os.path.exists(os.path.join(self.state_dir, "journal.json")):
+            return
+        from .gitstore import recover
+
+        with self.locked():
+            message = recover(self.git, self.state_dir)
+        if message:
+            self.warn(message)
+
+    def _ensure_exists(self) -> None:
+        if not self.exists:
+            if not self.create_on_write:
+                raise NoStore(f"{self.root} is not a lantern store")
+            self.initialize()
+
+    def _commit(
+        self,
+        files: dict[str, bytes | None],
+        summary: str,
+        op: str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        extra_trailers: Iterable[str] = (),
+    ) -> str:
+        """Commit ``files`` as one write; the caller holds the lock."""
+        from .gitstore import Provenance
+
+        prov = Provenance(
+            op=op,
+            records=tuple(record_ids),
+            actor=self.actor,
+            reason=reason,
+            author=self.author,
+        )
+        git = self.git
+        if prov.author is None and not os.environ.get("LANTERN_AUTHOR"):
+            prov = _with_fallback_identity(git, prov, self.warn)
+        oid = git.commit_files(
+            files, summary, prov, journal_dir=self.state_dir, extra_trailers=extra_trailers
+        )
+        record_files = [p for p in files if p.startswith("memory/")]
+        if record_files:
+            self.index.note_written(record_files)
+        git.finish(self.state_dir)
+        self.last_commit = str(oid)
+        return self.last_commit
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        self._ensure_exists()
+        with self.locked():
+            from .gitstore import recover
+
+            message = recover(self.git, self.state_dir)
+            if message:
+                self.warn(message)
+            self.git.check_writable()
+            self.last_commit = None
+            yield
+
+    # ------------------------------------------------------------------ reading records
+
+    def resolve_id(self, ref: str) -> str:
+        """The full id for an id or a unique prefix of 4 or more hex digits."""
+        if not isinstance(ref, str):
+            raise InvalidInput(
+                f"id: expected a string, got {type(ref).__name__}", code="invalid_id"
+            )
+        prefix = ref.strip().lower()
+        if not prefix or any(c not in "0123456789abcdef" for c in prefix) or len(prefix) > 16:
+            raise InvalidInput(
+                f"id: {ref!r} is not a record id (16 hex digits, or a prefix of 4 or more)",
+                code="invalid_id",
+            )
+        if len(prefix) < 4:
+            raise InvalidInput(
+                f"id: prefix {ref!r} is too short; give at least 4 hex digits", code="invalid_id"
+            )
+        if not self.exists:
+            raise NotFound(f"no record with id {prefix}")
+        if len(prefix) == 16:
+            if os.path.lexists(os.path.join(self.root, record_path(prefix))):
+                return prefix
+            raise NotFound(f"no record with id {prefix}")
+        shard = os.path.join(self.root, "memory", prefix[:2])
+        try:
+            names = os.listdir(shard)
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        candidates = [
+            n[:-3]
+            for n in names
+            if n.startswith(prefix) and n.endswith(".md") and ID_RE.fullmatch(n[:-3])
+        ]
+        if not candidates:
+            raise NotFound(f"no record with id prefix {prefix}")
+        if len(candidates) > 1:
+            raise AmbiguousId(prefix, candidates)
+        return candidates[0]
+
+    def _read(self, record_id: str) -> tuple[str, Record]:
+        from .search_index import read_record_file
+
+        path = record_path(record_id)
+        data, record, problem = read_record_file(self.root, path)
+        if record is None:
+            if data is None and not os.path.lexists(os.path.join(self.root, path)):
+                raise NotFound(f"no record with id {record_id}")
+            raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_record")
+        return data.decode("utf-8"), record
+
+    def get(self, ref: str) -> Record:
+        self._recover()
+        return self._read(self.resolve_id(ref))[1]
+
+    def short_id(self, record_id: str, minimum: int = 7) -> str:
+        """The shortest unambiguous prefix of ``record_id`` (at least ``minimum``), like git."""
+        try:
+            names = os.listdir(os.path.join(self.root, "memory", record_id[:2]))
+        except OSError:
+            return record_id[:minimum]
+        others = [n[:16] for n in names if n.endswith(".md") and n[:16] != record_id]
+        length = minimum
+        while length < 16 and any(o.startswith(record_id[:length]) for o in others):
+            length += 1
+        return record_id[:length]
+
+    # ------------------------------------------------------------------ listing
+
+    def refresh(self):
+        """Bring the search index in step with the files; warns about files it skipped."""
+        self._recover()
+        report = self.index.refresh()
+        for problem in report.broken.values():
+            self.warn(f"warning: skipped {problem}")
+        return report
+
+    def list(self, query=None, **filters: Any) -> list[Record]:
+        """Records in the contract's order: active first, priority, urgency, newest, id."""
+        from .search_index import RecordQuery
+
+        query = query or RecordQuery(**filters)
+        _check_query(query)
+        if not self.exists:
+            return []
+        self.refresh()
+        return [hit.record for hit in self.index.list(query)]
+
+    def search(self, text: str, query=None, **filters: Any):
+        """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
+        from .search_index import RecordQuery
+
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("query: must not be empty", code="invalid_query")
+        query = query or RecordQuery(**filters)
+        query.text = text
+        _check_query(query)
+        if not self.exists:
+            return []
+        self.refresh()
+        return self.index.search(query)
+
+    def rebuild_index(self):
+        self._recover()
+        report = self.index.rebuild()
+        for problem in report.broken.values():
+            self.warn(f"warning: skipped {problem}")
+        return report
+
+    # ------------------------------------------------------------------ writing records
+
+    def add(
+        self,
+        content: str,
+        *,
+        kind: str,
+        scope: str = "global",
+        priority: int = 50,
+        urgency: int = 0,
+        confidence: float = 1.0,
+        expires_at: int | None = None,
+        source_refs: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """Add a record; adding the same kind+scope+content again returns it, with no commit."""
+        record = Record.new(
+            kind=kind,
+            content=content,
+            scope=scope,
+            priority=priority,
+            urgency=urgency,
+            confidence=confidence,
+            expires_at=expires_at,
+            source_refs=tuple(source_refs),
+        )
+        with self._writing():
+            path = record_path(record.id)
+            if os.path.lexists(os.path.join(self.root, path)):
+                return self._read(record.id)[1]
+            text = record.to_markdown()
+            self._commit(
+                {path: text.encode("utf-8")},
+                _summary("add", record),
+                "add",
+                (record.id,),
+                reason=reason,
+            )
+        return record
+
+    def archive(self, ref: str, *, reason: str | None = None) -> Record:
+        """Mark a record archived. It stays in the store and in history."""
+
+        def change(record: Record) -> Record:
+            if record.status == "superseded":
+                raise InvalidInput(
+                    f"record {record.id} is superseded; restore it before archiving",
+                    code="invalid_state",
+                )
+            return record.evolve(status="archived")
+
+        return self._mutate(ref, "archive", change, reason)
+
+    def restore(self, ref: str, *, reason: str | None = None) -> Record:
+        """Make an archived or superseded record active again."""
+        return self._mutate(ref, "restore", lambda r: r.evolve(status="active"), reason)
+
+    def update(
+        self,
+        ref: str,
+        *,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | None = UNSET,
+        add_source_refs: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """Change importance fields; ``expires_at=None`` clears the expiry."""
+        changes: dict[str, Any] = {}
+        if priority is not None:
+            changes["priority"] = validate_priority(priority)
+        if urgency is not None:
+            changes["urgency"] = validate_priority(urgency, "urgency")
+        if confidence is not None:
+            changes["confidence"] = validate_confidence(confidence)
+        if expires_at is not UNSET:
+            changes["expires_at"] = (
+                None if expires_at is None else validate_timestamp("expires_at", expires_at)
+            )
+        new_refs = validate_source_refs(list(add_source_refs))
+        if not changes and not new_refs:
+            raise InvalidInput(
+                "nothing to update: give --priority, --urgency, --confidence, --expires-at "
+                "or --add-source-ref",
+                code="nothing_to_update",
+            )
+
+        def change(record: Record) -> Record:
+            refs = record.source_refs + tuple(r for r in new_refs if r not in record.source_refs)
+            return record.evolve(**changes, source_refs=refs)
+
+        return self._mutate(ref, "update", change, reason)
+
+    def supersede(
+        self,
+        old_ref: str,
+        content: str,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | None = None,
+        source_refs: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """Replace a record: the new one carries ``supersedes_id``; both change in one commit.
+
+        Kind, scope, priority, urgency and confidence default to the old record's.
+        """
+        with self._writing():
+            old_id = self.resolve_id(old_ref)
+            old_text, old = self._read(old_id)
+            self._ensure_committed(old_id, old_text)
+            if old.status != "active":
+                raise InvalidInput(
+                    f"record {old_id} is {old.status}; only an active record can be superseded",
+                    code="invalid_state",
+                )
+            new_kind, new_scope = kind or old.kind, scope or old.scope
+            if compute_id(new_kind, new_scope, content) == old_id:
+                raise InvalidInput(
+                    "the new content is the same as the old record's; nothing to supersede",
+                    code="identical_content",
+                )
+            new = Record.new(
+                kind=new_kind,
+                content=content,
+                scope=new_scope,
+                priority=old.priority if priority is None else priority,
+                urgency=old.urgency if urgency is None else urgency,
+                confidence=old.confidence if confidence is None else confidence,
+                expires_at=expires_at,
+                supersedes_id=old_id,
+                source_refs=tuple(source_refs),
+            )
+            new_path = record_path(new.id)
+            if os.path.lexists(os.path.join(self.root, new_path)):
+                raise InvalidInput(
+                    f"a record with this content already exists ({new.id}); "
+                    "restore or update it instead",
+                    code="already_exists",
+                )
+            old_new = old.evolve(
+                status="superseded", updated_at=max(new.updated_at, old.updated_at)
+            )
+            self._commit(
+                {
+                    new_path: new.to_markdown().encode("utf-8"),
+                    record_path(old_id): old_new.rewrite(old_text).encode("utf-8"),
+                },
+                f"supersede {old_id} -> {new.id}: {_first_line(new.content)}",
+                "supersede",
+                (old_id, new.id),
+                reason=reason,
+            )
+        return new
+
+    def _mutate(
+        self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None
+    ) -> Record:
+        with self._writing():
+            record_id = self.resolve_id(ref)
+            text, record = self._read(record_id)
+            self._ensure_committed(record_id, text)
+            changed = change(record)
+            if changed == record:
+                return record
+            changed = changed.evolve(updated_at=max(int(time.time()), record.updated_at))
+            self._commit(
+                {record_path(record_id): changed.rewrite(text).encode("utf-8")},
+                _summary(op, changed),
+                op,
+                (record_id,),
+                reason=reason,
+            )
+        return changed
+
+    def _ensure_committed(self, record_id: str, text: str) -> None:
+        """Refuse to sweep a hand edit that is not committed yet into a lantern commit."""
+        path = record_path(record_id)
+        committed = self.git.blob_at(self.git.head_tree(), path)
+        if committed != text.encode("utf-8"):
+            raise UncommittedChanges(
+                f"{path} has uncommitted changes; commit them first with: lantern commit"
+            )
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "path": self.root,
+            "exists": self.exists,
+            "format": FORMAT_VERSION if self.exists else None,
+            "records": 0,
+            "by_status": {},
+            "by_kind": {},
+            "broken_files": 0,
+            "index": None,
+            "branch": None,
+            "head": None,
+            "upstream": None,
+            "ahead": None,
+            "behind": None,
+        }
+        if not self.exists:
+            return info
+        report = self.refresh()
+        counts = self.index.counts()
+        info["by_status"] = dict(sorted(counts["status"].items()))
+        info["by_kind"] = dict(sorted(counts["kind"].items()))
+        info["records"] = sum(counts["status"].values())
+        info["broken_files"] = len(report.broken)
+        info["index"] = (
+            "rebuilt"
+            if report.rebuilt
+            else ("refreshed" if report.updated or report.removed else "up to date")
+        )
+        info.update(self.git.branch_info())
+        return info
+
+
+def _check_query(query) -> None:
+    from .record import KINDS, validate_scope
+
+    if query.status not in ("active", "archived", "superseded", "all"):
+        raise InvalidInput(
+            f"status: must be active, archived, superseded or all; got {query.status!r}",
+            code="invalid_field",
+        )
+    for kind in query.kinds:
+        if kind not in KINDS:
+            raise InvalidInput(
+                f"kind: must be one of {', '.join(KINDS)}; got {kind!r}", code="invalid_field"
+            )
+    for scope in query.scopes:
+        if scope.endswith("*"):
+            if len(scope) > 200 or any(c.isspace() for c in scope):
+                raise InvalidInput(f"scope: invalid scope pattern {scope!r}", code="invalid_field")
+        else:
+            try:
+                validate_scope(scope)
+            except ValidationError as err:
+                raise InvalidInput(err.message, code="invalid_field") from None
+    for name in ("min_priority", "min_urgency"):
+        value = getattr(query, name)
+        if value is not None:
+            validate_priority(value, name)
+    if query.limit is not None and (isinstance(query.limit, bool) or query.limit < 0):
+        raise InvalidInput("limit: must be 0 or more", code="invalid_field")
+    if query.offset < 0:
+        raise InvalidInput("offset: must be 0 or more", code="invalid_field")
+
+
+def _first_line(content: str, width: int = 60) -> str:
+    line = " ".join(content.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _summary(op: str, record: Record) -> str:
+    return f"{op} {record.id}: {_first_line(record.content)}"
+
+
+def _read_worktree(root: str, name: str) -> bytes | None:
+    try:
+        with open(os.path.join(root, name), "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _with_line(current: bytes, line: str) -> bytes:
+    lines = current.decode("utf-8", "replace").splitlines()
+    if line in (existing.strip() for existing in lines):
+        return current
+    prefix = current if not current or current.endswith(b"\n") else current + b"\n"
+    return prefix + line.encode() + b"\n"
+
+
+_warned_identity = False
+
+
+def _with_fallback_identity(git, prov, warn):
+    """A store must stay writable on a fresh machine: fall back to user@host, and say so."""
+    global _warned_identity
+    import getpass
+    import socket
+
+    import pygit2
+
+    try:
+        git.repo.default_signature  # noqa: B018 - raises when no identity is configured
+        return prov
+    except (KeyError, pygit2.GitError):
+        pass
+    user = getpass.getuser() or "lantern"
+    host = socket.gethostname() or "localhost"
+    author = f"{user} <{user}@{host}>"
+    if not _warned_identity:
+        warn(
+            f"lantern: no git identity is configured; committing as {author} "
+            '(set git config user.name/user.email, or LANTERN_AUTHOR="Name <email>")'
+        )
+        _warned_identity = True
+    from dataclasses import replace
+
+    return replace(prov, author=author)

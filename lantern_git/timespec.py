@@ -1,0 +1,41 @@
+"""Parsing the times users type: unix seconds, ISO 8601, or a duration from now."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timezone
+
+from .errors import InvalidInput
+
+_RELATIVE = re.compile(r"([+-])(\d+)([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_time(text: str, *, name: str = "time", now: int | None = None) -> int:
+    """Unix seconds from ``1767139200``, ``2026-12-31``, ``2026-12-31T08:00:00Z`` or ``+7d``.
+
+    An ISO time without an offset is taken as UTC, so the same text means the same moment on
+    every host that shares the store.
+    """
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    match = _RELATIVE.fullmatch(value)
+    if match:
+        sign, amount, unit = match.groups()
+        base = int(time.time()) if now is None else now
+        delta = int(amount) * _UNIT_SECONDS[unit]
+        return base + delta if sign == "+" else base - delta
+    iso = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        raise InvalidInput(
+            f"{name}: {text!r} is not unix seconds, an ISO 8601 date or time "
+            "(2026-12-31, 2026-12-31T08:00:00Z) or a duration (+2h, +7d)",
+            code="invalid_time",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp())

@@ -1,0 +1,104 @@
+"""Shared fixtures: real git repositories in temporary folders, never mocks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from lantern_git.store import Store
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.com",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    """Each test gets its own HOME and data dir, and no LANTERN_* variables from outside."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test Author\n\temail = author@example.com\n"
+        "[init]\n\tdefaultBranch = main\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    for name in list(os.environ):
+        if name.startswith("LANTERN_"):
+            monkeypatch.delenv(name)
+    for name, value in IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LANTERN_LOCK_TIMEOUT", "20")
+    return home
+
+
+def init_repo(path: Path) -> pygit2.Repository:
+    """A plain git repository with a local identity, as a user would have."""
+    repo = pygit2.init_repository(str(path), initial_head="main")
+    repo.config["user.name"] = "Test Author"
+    repo.config["user.email"] = "author@example.com"
+    return repo
+
+
+@pytest.fixture
+def store_path(tmp_path) -> Path:
+    path = tmp_path / "store"
+    init_repo(path)
+    Store.init(str(path))
+    return path
+
+
+@pytest.fixture
+def store(store_path) -> Store:
+    s = Store.open(str(store_path), actor="api")
+    yield s
+    s.close()
+
+
+def git(path, *args, check=True) -> str:
+    """Run the real git CLI in ``path``; returns stdout."""
+    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def lantern(*args, cwd=None, env=None, input=None, timeout=60):
+    """Run the real ``lantern`` CLI in a subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "lantern_git", *args],
+        cwd=cwd,
+        env=full_env,
+        input=input,
+        capture_output=True,
+        text=isinstance(input, str) or input is None,
+        timeout=timeout,
+    )
+
+
+def snapshot(path) -> dict:
+    """Everything that must not change after a refused write: HEAD, the files, git status."""
+    files = {}
+    root = Path(path)
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith(".git/") or rel == ".git" or rel.startswith(".lantern"):
+            continue
+        if p.is_file():
+            files[rel] = p.read_bytes()
+    return {
+        "head": git(path, "rev-parse", "HEAD").strip(),
+        "files": files,
+        "status": git(path, "status", "--porcelain"),
+    }
