@@ -111,6 +111,7 @@ def _emit_record(store, record, as_json: bool, verb: str | None) -> None:
 @click.argument("content")
 @add_options()
 @reason_option
+@click.option("--quiet", "-q", is_flag=True, help="Print only the record's id (for scripts).")
 @writer
 def memory_add(
     content,
@@ -122,6 +123,7 @@ def memory_add(
     expires_at,
     source_refs,
     reason,
+    quiet,
     as_json,
     store_path,
     author,
@@ -142,6 +144,9 @@ def memory_add(
         source_refs=source_refs,
         reason=reason,
     )
+    if quiet and not as_json:
+        click.echo(record.id)
+        return
     _emit_record(store, record, as_json, "added" if store.last_commit else "exists")
 
 

@@ -83,11 +83,10 @@ def _check_int(name: str, value: Any, lo: int, hi: int, lines=None) -> int:
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
-    kind = type(value).__name__
     text = repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
-    return f"{kind} {text}"
+    return text if isinstance(value, (str, int, float)) else f"{type(value).__name__} {text}"
 
 
 def validate_kind(value: Any, lines=None) -> str:
