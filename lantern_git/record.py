@@ -496,6 +496,7 @@ def _parse(text: str) -> Record:
         )
     front, body, body_line = split_front_matter(text)
     data, lines, raw = _load_front(front)
+    content_key_line = lines.get("content")
     lines["content"] = body_line
     for required in ("id", "kind"):
         if required not in data:
@@ -526,7 +527,7 @@ def _parse(text: str) -> Record:
         raise ValidationError(
             "content: belongs in the body after the front matter, not in it",
             field="content",
-            line=lines.get("content"),
+            line=content_key_line,
         )
     record = Record(content=body, extra=extra, **values)
     return record.validated(lines)
