@@ -153,13 +153,16 @@ def memory_add(
 @memory.command("list")
 @filter_options
 @click.option("--query", default=None, metavar="TEXT", help="Only records matching these words.")
+@click.option(
+    "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
+)
 @common
-def memory_list(as_json, store_path, **filters) -> None:
+def memory_list(as_json, store_path, at, **filters) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
     from . import render
 
     store = open_store(store_path)
-    records = store.list(record_query(**filters))
+    records = store.list(record_query(**filters), at=at)
     short = render.ShortIds(store.root)
     render.emit(records, as_json, lambda rs: render.table(rs, short))
 
@@ -318,6 +321,11 @@ def index_rebuild(as_json, store_path) -> None:
             + (f", skipped {v['skipped']}" if v["skipped"] else "")
         ],
     )
+
+
+from . import cli_lifecycle  # noqa: E402 - commands register onto the groups above
+
+cli_lifecycle.register(cli, memory)
 
 
 def main() -> None:

@@ -223,7 +223,7 @@ def filter_options(func: Callable) -> Callable:
 
 
 def record_query(**kwargs: Any):
-    from .search_index import RecordQuery
+    from .query import RecordQuery
 
     return RecordQuery(
         scopes=tuple(kwargs.get("scopes") or ()),

@@ -256,6 +256,7 @@ class Store:
         *,
         reason: str | None = None,
         extra_trailers: Iterable[str] = (),
+        rebuild_index: bool = False,
     ) -> str:
         """Commit ``files`` as one write; the caller holds the lock."""
         from .gitstore import Provenance
@@ -274,7 +275,9 @@ class Store:
             files, summary, prov, journal_dir=self.state_dir, extra_trailers=extra_trailers
         )
         record_files = [p for p in files if p.startswith("memory/")]
-        if record_files:
+        if record_files and rebuild_index:
+            self.index.rebuild()
+        elif record_files:
             self.index.note_written(record_files)
         git.finish(self.state_dir)
         self.last_commit = str(oid)
@@ -370,14 +373,21 @@ class Store:
             self.warn(f"warning: skipped {problem}")
         return report
 
-    def list(self, query=None, **filters: Any) -> list[Record]:
-        """Records in the contract's order: active first, priority, urgency, newest, id."""
-        from .search_index import RecordQuery
+    def list(self, query=None, *, at: str | int | None = None, **filters: Any) -> list[Record]:
+        """Records in the contract's order: active first, priority, urgency, newest, id.
+
+        ``at`` (a git revision or a time) answers from git's tree at that point instead.
+        """
+        from .query import RecordQuery
 
         query = query or RecordQuery(**filters)
         _check_query(query)
         if not self.exists:
             return []
+        if at is not None:
+            from .timetravel import list_at
+
+            return list_at(self.git, at, query, warn=self.warn)
         self.refresh()
         return [hit.record for hit in self.index.list(query)]
 
@@ -590,6 +600,64 @@ class Store:
             raise UncommittedChanges(
                 f"{path} has uncommitted changes; commit them first with: lantern commit"
             )
+
+    # ------------------------------------------------------------ history, hand edits, transfer
+
+    def history(self, ref: str):
+        """The commits that changed a record, newest first, with the fields they changed."""
+        from .history import record_history
+
+        self._recover()
+        return record_history(self.git, self.resolve_id(ref))
+
+    def log(self, limit: int | None = 20):
+        """The store's recent operations, newest first, read from the commit trailers."""
+        from .history import store_log
+
+        if not self.exists:
+            return []
+        self._recover()
+        return store_log(self.git, limit)
+
+    def check(self):
+        """Validate every file under memory/; a report of ``path:line: message`` problems."""
+        from .checker import CheckReport, check_files
+
+        self._recover()
+        return check_files(self.root) if self.exists else CheckReport()
+
+    def commit_hand_edits(self, message: str | None = None, *, reason: str | None = None):
+        """Validate and commit record files edited by hand (raises CheckFailed if invalid)."""
+        from .checker import commit_hand_edits
+
+        return commit_hand_edits(self, message, reason=reason)[0]
+
+    def begin_edit(self, ref: str):
+        """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
+        from .editing import EditSession
+
+        return EditSession(self, ref)
+
+    def apply_edit(
+        self, ref: str, original_text: str, text: str, *, reason: str | None = None
+    ) -> Record:
+        """Commit ``text`` as the record's new file if it validates (Lantern-Op: edit)."""
+        from .editing import apply_edit
+
+        return apply_edit(self, self.resolve_id(ref), original_text, text, reason)
+
+    def export_records(self):
+        """Every record, any status, in id order, read from the files."""
+        from .transfer import export_records
+
+        self._recover()
+        return export_records(self.root, self.warn) if self.exists else iter(())
+
+    def import_records(self, lines, *, reason: str | None = None, progress=None):
+        """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
+        from .transfer import import_records
+
+        return import_records(self, lines, reason=reason, progress=progress)
 
     # ------------------------------------------------------------------ status
 

@@ -1,0 +1,174 @@
+"""History read from git: the commits that touched a record, and the store's recent operations.
+
+Nothing here is stored by lantern besides the commits themselves: the op, actor, reason and
+records come from the trailers, the field changes from comparing the record file's blobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from .errors import NotFound, ValidationError
+from .fields import RECORD_KEYS
+from .gitstore import GitRepo, parse_trailers
+from .record import Record, record_path
+
+try:
+    from pygit2.enums import SortMode
+
+    _TOPO_TIME = SortMode.TOPOLOGICAL | SortMode.TIME
+except ImportError:  # pragma: no cover - older pygit2
+    _TOPO_TIME = pygit2.GIT_SORT_TOPOLOGICAL | pygit2.GIT_SORT_TIME
+
+
+@dataclass
+class Change:
+    field: str
+    old: Any
+    new: Any
+
+    def to_dict(self) -> dict:
+        return {"field": self.field, "old": self.old, "new": self.new}
+
+
+@dataclass
+class LogEntry:
+    """One commit, as lantern's provenance trailers describe it."""
+
+    commit: str
+    time: int
+    author: str
+    op: str | None
+    actor: str | None
+    reason: str | None
+    summary: str
+    records: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "commit": self.commit,
+            "time": self.time,
+            "author": self.author,
+            "op": self.op,
+            "actor": self.actor,
+            "records": self.records,
+            "reason": self.reason,
+            "summary": self.summary,
+        }
+
+
+@dataclass
+class HistoryEntry(LogEntry):
+    """One commit that changed a record file, with the fields it changed."""
+
+    changes: list[Change] = field(default_factory=list)
+    problem: str | None = None
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        data["changes"] = [c.to_dict() for c in self.changes]
+        data["problem"] = self.problem
+        return data
+
+
+def _entry(commit: pygit2.Commit, cls=LogEntry, **extra: Any):
+    trailers = parse_trailers(commit.message)
+    author = commit.author
+    return cls(
+        commit=str(commit.id),
+        time=int(commit.commit_time),
+        author=f"{author.name} <{author.email}>",
+        op=_first(trailers, "Lantern-Op"),
+        actor=_first(trailers, "Lantern-Actor"),
+        reason=_first(trailers, "Lantern-Reason"),
+        summary=commit.message.split("\n", 1)[0],
+        records=trailers.get("Lantern-Record", []),
+        **extra,
+    )
+
+
+def _first(trailers: dict[str, list[str]], key: str) -> str | None:
+    values = trailers.get(key)
+    return values[0] if values else None
+
+
+def _walk(repo: pygit2.Repository, head) -> Iterator[pygit2.Commit]:
+    if head is None:
+        return iter(())
+    return repo.walk(head, _TOPO_TIME)
+
+
+def store_log(git: GitRepo, limit: int | None = 20) -> list[LogEntry]:
+    """The newest ``limit`` commits of the store's branch, newest first."""
+    if limit is not None and limit < 0:
+        from .errors import InvalidInput
+
+        raise InvalidInput("limit: must be 0 or more", code="invalid_field")
+    entries: list[LogEntry] = []
+    for commit in _walk(git.repo, git.head_oid()):
+        if limit is not None and len(entries) >= limit:
+            break
+        entries.append(_entry(commit))
+    return entries
+
+
+def _blob_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def _parse_blob(repo: pygit2.Repository, oid) -> tuple[Record | None, str | None]:
+    if oid is None:
+        return None, None
+    try:
+        return Record.from_markdown(repo[oid].data.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "the record file was not valid UTF-8 in this commit"
+    except ValidationError as err:
+        return None, f"the record file was invalid in this commit: {err.message}"
+
+
+def diff_records(old: Record | None, new: Record | None) -> list[Change]:
+    """Field by field, in the contract's order; a missing side reads as null."""
+    before = old.to_dict() if old is not None else {}
+    after = new.to_dict() if new is not None else {}
+    changes = []
+    for key in RECORD_KEYS:
+        a, b = before.get(key), after.get(key)
+        if a != b:
+            changes.append(Change(key, a, b))
+    return changes
+
+
+def record_history(git: GitRepo, record_id: str) -> list[HistoryEntry]:
+    """Commits reachable from HEAD that changed ``memory/<aa>/<id>.md``, newest first.
+
+    A merge is listed only when the file differs from every parent's (the merge itself
+    changed it); otherwise the change is listed where it was made, as ``git log`` does.
+    """
+    repo = git.repo
+    path = record_path(record_id)
+    entries: list[HistoryEntry] = []
+    for commit in _walk(repo, git.head_oid()):
+        here = _blob_id(commit.tree, path)
+        parents = [_blob_id(p.tree, path) for p in commit.parents]
+        if parents and any(here == before for before in parents):
+            continue
+        if not parents and here is None:
+            continue
+        before = parents[0] if parents else None
+        old, _ = _parse_blob(repo, before)
+        new, problem = _parse_blob(repo, here)
+        changes = diff_records(old, new) if problem is None else []
+        if here is None:
+            problem = "the record file was deleted in this commit"
+        entries.append(_entry(commit, HistoryEntry, changes=changes, problem=problem))
+    if not entries:
+        raise NotFound(f"no history for record {record_id}")
+    return entries
