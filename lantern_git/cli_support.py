@@ -43,10 +43,32 @@ class LanternGroup(click.Group):
         except BrokenPipeError:
             code = 0
             _silence_stdout()
+        except OSError as err:
+            render.error(err, as_json, code="io_error")
+            code = 1
+        except Exception as err:
+            code = _internal_error(err, as_json)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _internal_error(err: Exception, as_json: bool) -> int:
+    """A bug, not a user error: one clear line, the traceback only when LANTERN_DEBUG=1."""
+    import os
+
+    from . import render
+
+    if os.environ.get("LANTERN_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
+    message = f"internal error: {type(err).__name__}: {err}"
+    if not as_json:
+        message += " (set LANTERN_DEBUG=1 for the traceback)"
+    render.error(Exception(message), as_json, code="internal_error")
+    return 1
 
 
 def _silence_stdout() -> None:
@@ -114,7 +136,16 @@ def open_store(store_path: str | None = None, author: str | None = None, actor: 
 def read_content(content: str) -> str:
     """CONTENT as given, or stdin when it is ``-``."""
     if content == "-":
-        data = sys.stdin.buffer.read()
+        from .fields import MAX_CONTENT_BYTES
+
+        # Bounded: a runaway pipe must not be read into memory before being refused.
+        limit = 4 * MAX_CONTENT_BYTES
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise InvalidInput(
+                f"content: is larger than the maximum record size ({MAX_CONTENT_BYTES} bytes)",
+                code="invalid_field",
+            )
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as err:

@@ -24,6 +24,14 @@ from .errors import GitError
 
 JOURNAL = "journal.json"
 TMP_SUFFIX = ".lantern-tmp"
+# Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
+# step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
+# after-search-index), so tests can check that recover() repairs a write cut off there.
+# Read once at import; unset, each point costs one comparison.
+FAULT = os.environ.get("LANTERN_FAULT") or None
+# Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
+_GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "logs/HEAD.lock")
+_fsync_enabled = False
 _AUTHOR_RE = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]*)>\s*")
 
 try:
@@ -70,6 +78,31 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
     return trailers
 
 
+def fault(point: str) -> None:
+    """The LANTERN_FAULT test hook: die here, as a power cut or ``kill -9`` would."""
+    if point == FAULT:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _enable_fsync() -> None:
+    """Make libgit2 fsync objects, refs and the index, so a write survives a power cut."""
+    global _fsync_enabled
+    if _fsync_enabled:
+        return
+    _fsync_enabled = True
+    try:
+        from pygit2.enums import Option
+
+        pygit2.option(Option.ENABLE_FSYNC_GITDIR, 1)
+    except (ImportError, AttributeError, ValueError, pygit2.GitError):  # pragma: no cover
+        try:
+            pygit2.settings.enable_fsync_gitdir = True
+        except AttributeError:
+            pass
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Write via a temporary file in the same folder, fsync, rename: never a half-written file."""
     folder = os.path.dirname(path)
@@ -109,6 +142,7 @@ class GitRepo:
 
     def __init__(self, root: str):
         self.root = root
+        _enable_fsync()
         try:
             self.repo = pygit2.Repository(root)
         except pygit2.GitError as err:
@@ -251,22 +285,34 @@ class GitRepo:
         journal_dir: str,
         extra_trailers: Iterable[str] = (),
     ) -> pygit2.Oid:
-        """Write ``files`` (path -> bytes, or None to delete) and commit them as one commit."""
+        """Write ``files`` (path -> bytes, or None to delete) and commit them as one commit.
+
+        A failure before the branch moves rolls the working files back before raising; a crash
+        anywhere is repaired by :func:`recover` on the next command.
+        """
         self.check_writable()
         ref_name = self.branch_ref()
         signature = self.signature(prov.author)
         head = self.head_oid()
-        base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
-        blobs = {
-            path: (self.repo.create_blob(data) if data is not None else None)
-            for path, data in files.items()
-        }
-        tree_oid = self.build_tree(base_tree, blobs)
-        if tree_oid is None:
-            tree_oid = self.repo.TreeBuilder().write()
-        message = format_message(summary, prov, extra_trailers)
-        parents = [head] if head is not None else []
-        commit_oid = self.repo.create_commit(None, signature, signature, message, tree_oid, parents)
+        for path in files:
+            self._check_inside(path)
+        try:
+            base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
+            blobs = {
+                path: (self.repo.create_blob(data) if data is not None else None)
+                for path, data in files.items()
+            }
+            tree_oid = self.build_tree(base_tree, blobs)
+            if tree_oid is None:
+                tree_oid = self.repo.TreeBuilder().write()
+            message = format_message(summary, prov, extra_trailers)
+            parents = [head] if head is not None else []
+            commit_oid = self.repo.create_commit(
+                None, signature, signature, message, tree_oid, parents
+            )
+        except (pygit2.GitError, OSError) as err:
+            raise GitError(f"cannot write to the git repository: {err}; nothing changed") from None
+        fault("after-objects")
         journal = {
             "op": prov.op,
             "ref": ref_name,
@@ -281,13 +327,59 @@ class GitRepo:
             },
         }
         journal_path = os.path.join(journal_dir, JOURNAL)
-        os.makedirs(journal_dir, exist_ok=True)
-        atomic_write(journal_path, json.dumps(journal).encode())
-        for path, data in files.items():
-            self._write_worktree(path, data)
-        self._move_ref(ref_name, head, commit_oid, summary)
-        self.sync_index(files)
+        try:
+            os.makedirs(journal_dir, exist_ok=True)
+            atomic_write(journal_path, json.dumps(journal).encode())
+        except OSError as err:
+            raise GitError(
+                f"cannot write the write journal {journal_path}: {err.strerror}; nothing changed"
+            ) from None
+        fault("after-journal")
+        try:
+            for number, (path, data) in enumerate(files.items()):
+                self._write_worktree(path, data)
+                if number == 0:
+                    fault("after-first-file")
+            fault("after-files")
+            self._move_ref(ref_name, head, commit_oid, summary)
+        except BaseException as err:
+            undone = self._undo(journal_dir)
+            if isinstance(err, (OSError, pygit2.GitError)):
+                raise GitError(f"the write failed ({err}); {undone}") from None
+            raise
+        fault("after-ref")
+        try:
+            self.sync_index(files)
+        except (OSError, pygit2.GitError) as err:
+            raise GitError(
+                f"committed {str(commit_oid)[:7]}, but .git/index could not be updated ({err}); "
+                "the next lantern command finishes it"
+            ) from None
+        fault("after-index")
         return commit_oid
+
+    def _undo(self, journal_dir: str) -> str:
+        """Roll back a write that failed before its branch moved; the journal is the guide."""
+        try:
+            # A lock file here belongs to a live git process, never to us: leave it.
+            outcome = recover(self, journal_dir, clear_locks=False) or ""
+            return outcome.removeprefix("lantern: ")
+        except Exception:
+            return "the next lantern command will roll it back"
+
+    def _check_inside(self, path: str) -> None:
+        """Refuse to write through a symbolic link: a record write never leaves the store."""
+        parts = path.split("/")
+        if not path or path.startswith("/") or ".." in parts or "\\" in path:
+            raise GitError(f"refusing to write {path!r}: not a plain path inside the store")
+        current = self.root
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            if os.path.islink(current):
+                raise GitError(
+                    f"refusing to write {path}: {os.path.relpath(current, self.root)} is a "
+                    "symbolic link, and lantern never writes outside the store"
+                )
 
     def finish(self, journal_dir: str) -> None:
         """The write is complete, the search index included: drop its journal."""
@@ -337,37 +429,73 @@ def _hex(oid) -> str | None:
     return str(oid) if oid is not None else None
 
 
-def recover(git: GitRepo, journal_dir: str) -> str | None:
-    """Complete or roll back a write that was interrupted; returns what was done, for stderr."""
+def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str | None:
+    """Complete or roll back a write that was interrupted; returns what was done, for stderr.
+
+    The caller holds the writer lock. The branch ref decides: if it points at the journal's
+    commit the write happened and the working files and ``.git/index`` are brought forward;
+    if it still points where it did before, the working files are put back. Running this
+    again after a crash half-way through it gives the same result.
+    """
     journal_path = os.path.join(journal_dir, JOURNAL)
     try:
         with open(journal_path, "rb") as handle:
+            journal_mtime = os.fstat(handle.fileno()).st_mtime
             journal = json.loads(handle.read())
+        files: dict = journal["files"]
+        op, ref_name, commit = journal["op"], journal["ref"], journal["commit"]
+        head_before = journal["head_before"]
+        if not isinstance(files, dict):
+            raise TypeError("files")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError, TypeError):
         os.unlink(journal_path)
         return "lantern: discarded an unreadable write journal"
+    if clear_locks:
+        _clear_stale_git_locks(git, ref_name, journal_mtime)
     repo = git.repo
-    ref = repo.references.get(journal["ref"])
+    ref = repo.references.get(ref_name)
     head = str(ref.target) if ref is not None else None
-    files: dict = journal["files"]
-    if head == journal["commit"]:
-        for path, change in files.items():
-            _restore_file(git, path, change["new"])
-        git.sync_index(files)
-        outcome = f"completed an interrupted {journal['op']} (commit {journal['commit'][:7]})"
-    elif head == journal["head_before"]:
-        for path, change in files.items():
-            if _worktree_oid(git, path) == change["new"]:
-                _restore_file(git, path, change["old"])
-        git.sync_index(files)
-        outcome = f"rolled back an interrupted {journal['op']}; nothing of it was committed"
-    else:
-        outcome = f"found an interrupted {journal['op']} whose branch has since moved; left as is"
+    head_ref = repo.references.get("HEAD")
+    on_branch = head_ref is not None and head_ref.target == ref_name
+    try:
+        if on_branch and head == commit:
+            for path, change in files.items():
+                _restore_file(git, path, change["new"])
+            git.sync_index(files)
+            outcome = f"completed an interrupted {op} (commit {commit[:7]})"
+        elif on_branch and head == head_before:
+            for path, change in files.items():
+                if _worktree_oid(git, path) == change["new"]:
+                    _restore_file(git, path, change["old"])
+            git.sync_index(files)
+            outcome = f"rolled back an interrupted {op}; nothing of it was committed"
+        else:
+            outcome = f"found an interrupted {op} whose branch has since moved; left as is"
+    except KeyError as err:
+        outcome = f"could not repair an interrupted {op}: git object {err} is missing; left as is"
     _remove_temporaries(git.root, files)
     os.unlink(journal_path)
+    _fsync_dir(journal_dir)
     return "lantern: " + outcome
+
+
+def _clear_stale_git_locks(git: GitRepo, ref_name: str, since: float) -> None:
+    """Drop git lock files the interrupted write itself left: created after its journal.
+
+    We hold the writer lock, so a git lock file younger than the journal was almost surely
+    left by the killed writer; a plain git command running at this very moment is the one
+    case this cannot tell apart, and git would refuse to go on with a missing lock anyway.
+    """
+    gitdir = git.repo.path
+    for name in (*_GIT_LOCKS, ref_name + ".lock", "logs/" + ref_name + ".lock"):
+        lock = os.path.join(gitdir, name)
+        try:
+            if os.stat(lock).st_mtime >= since - 1:
+                os.unlink(lock)
+        except FileNotFoundError:
+            pass
 
 
 def _worktree_oid(git: GitRepo, path: str) -> str | None:

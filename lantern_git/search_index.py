@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from stat import S_ISREG
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
@@ -71,6 +72,8 @@ def scan_record_files(root: str) -> dict[str, tuple[int, int, int]]:
     """Every ``memory/<aa>/*.md`` file with its (mtime_ns, size, inode)."""
     found: dict[str, tuple[int, int, int]] = {}
     memory = os.path.join(root, "memory")
+    if os.path.islink(memory):
+        raise StoreError(f"{memory} is a symbolic link; lantern keeps records inside the store")
     try:
         shards = list(os.scandir(memory))
     except FileNotFoundError:
@@ -94,7 +97,11 @@ def read_record_file(root: str, path: str) -> tuple[bytes | None, Record | None,
     try:
         if os.path.islink(full):
             return None, None, f"{path}: is a symbolic link; record files must be regular files"
-        with open(full, "rb") as handle:
+        # O_NONBLOCK: a FIFO planted as a record file must not hang every command.
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open(fd, "rb") as handle:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return None, None, f"{path}: is not a regular file"
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         return None, None, f"{path}: cannot be read: {err.strerror}"

@@ -19,6 +19,7 @@ import yaml
 
 from .errors import (
     AmbiguousId,
+    GitError,
     InvalidInput,
     NoStore,
     NotFound,
@@ -259,7 +260,7 @@ class Store:
         rebuild_index: bool = False,
     ) -> str:
         """Commit ``files`` as one write; the caller holds the lock."""
-        from .gitstore import Provenance
+        from .gitstore import Provenance, fault
 
         prov = Provenance(
             op=op,
@@ -275,10 +276,14 @@ class Store:
             files, summary, prov, journal_dir=self.state_dir, extra_trailers=extra_trailers
         )
         record_files = [p for p in files if p.startswith("memory/")]
-        if record_files and rebuild_index:
-            self.index.rebuild()
-        elif record_files:
-            self.index.note_written(record_files)
+        try:
+            if record_files and rebuild_index:
+                self.index.rebuild()
+            elif record_files:
+                self.index.note_written(record_files)
+        except Exception as err:  # derived state must never fail a write that is committed
+            self.warn(f"warning: the search index was not updated ({err}); the next read does it")
+        fault("after-search-index")
         git.finish(self.state_dir)
         self.last_commit = str(oid)
         return self.last_commit
@@ -293,6 +298,11 @@ class Store:
             if message:
                 self.warn(message)
             self.git.check_writable()
+            if self.git.head_oid() is None:
+                raise GitError(
+                    f"branch {self.git.branch_ref().removeprefix('refs/heads/')} has no commits "
+                    f"yet; commit the store files first with: lantern init {self.root}"
+                )
             self.last_commit = None
             yield
 
@@ -340,6 +350,13 @@ class Store:
         from .search_index import read_record_file
 
         path = record_path(record_id)
+        if os.path.islink(os.path.join(self.root, "memory", record_id[:2])) or os.path.islink(
+            os.path.join(self.root, "memory")
+        ):
+            raise StoreError(
+                f"{path}: lies under a symbolic link; lantern reads records only inside the store",
+                code="invalid_record",
+            )
         data, record, problem = read_record_file(self.root, path)
         if record is None:
             if data is None and not os.path.lexists(os.path.join(self.root, path)):
