@@ -1,0 +1,414 @@
+"""Speed at scale: lantern against its baselines, measured in the same run.
+
+    python benchmarks/run.py            # 1,000, 10,000 and 100,000 records (~15 minutes)
+    python benchmarks/run.py --quick    # 1,000 and 10,000 only (under three minutes)
+    python benchmarks/run.py --sizes 1000,50000 --reps 9
+
+Stores are built from the shared corpus generator (``<repo>/../shared/bench/corpus.py``, or the
+folder named by ``LANTERN_BENCH_SHARED``) through ``lantern import``'s library path, under
+``bench-stores/`` (gitignored) unless ``--dir`` says otherwise, and removed afterwards unless
+``--keep``. Every figure is printed as median and p95 next to its baseline and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("LANTERN_BENCH_SHARED") or os.path.join(REPO, "..", "shared", "bench")
+sys.path.insert(0, os.path.abspath(SHARED))
+sys.path.insert(0, REPO)
+
+import corpus  # noqa: E402 - located at run time, never copied into the project
+
+from lantern_git.record import Record, record_path  # noqa: E402
+from lantern_git.store import Store  # noqa: E402
+
+PY = sys.executable
+LANTERN = [PY, "-m", "lantern_git"]
+IMPORT_FLOOR = [PY, "-c", "import pygit2, yaml, click, whoosh.index"]
+# The peer's recorded figures (../shared/bench/README.md), basic-memory 0.24.1 at N=1000.
+PEER = {
+    "write_inproc_ms": 347.0,
+    "search_ms": 50.0,
+    "bulk_index_s": 121.0,
+    "cli_write_s": 9.4,
+    "peak_mb": 265.0,
+}
+ENV = dict(os.environ, LANTERN_AUTHOR="Bench <bench@example.com>", PYTHONDONTWRITEBYTECODE="1")
+ENV.pop("LANTERN_STORE", None)
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def timed(fn, reps, setup=None):
+    out = []
+    for i in range(reps):
+        if setup:
+            setup(i)
+        start = time.perf_counter()
+        fn(i)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def run_process(argv, cwd=None):
+    """Wall time and peak RSS (MB) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {err[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def git(root, *args):
+    subprocess.run(["git", *args], cwd=root, check=True, env=ENV, capture_output=True)
+
+
+# ---------------------------------------------------------------- the corpus as records
+
+
+def to_record(rec) -> Record:
+    stamp = calendar.timegm(time.strptime(rec.created, "%Y-%m-%dT%H:%M:%SZ"))
+    return Record.new(
+        kind=rec.kind,
+        content=rec.content,
+        scope=rec.scope,
+        priority=rec.priority,
+        urgency=rec.urgency,
+        now=stamp,
+    )
+
+
+def jsonl(records) -> list[bytes]:
+    return [json.dumps(to_record(r).to_dict()).encode() for r in records]
+
+
+def build_store(root: str, n: int) -> dict:
+    """A store of the first ``n`` corpus records, through the import path; its timings."""
+    lines = jsonl(corpus.iter_corpus(n))
+    start = time.perf_counter()
+    store = Store.init(root, author="Bench <bench@example.com>")
+    store.import_records(lines)
+    imported = time.perf_counter() - start
+    store.close()
+    # The import may have updated the index record by record; time a full rebuild on its own.
+    return {"import_s": imported}
+
+
+def naive_scan(root: str, scope: str, limit: int = 50):
+    """The baseline list: read every record file, parse its front matter, filter, sort."""
+    import yaml
+
+    found = []
+    memory = os.path.join(root, "memory")
+    for shard in os.listdir(memory):
+        folder = os.path.join(memory, shard)
+        for name in os.listdir(folder):
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                text = handle.read()
+            front = text.split("\n---\n", 1)[0][4:]
+            data = yaml.load(front, Loader=yaml.CSafeLoader)
+            if data.get("scope") != scope or data.get("status") != "active":
+                continue
+            found.append(
+                (-data["priority"], -data["urgency"], -data["updated_at"], data["id"], data)
+            )
+    found.sort(key=lambda item: item[:4])
+    return found[:limit]
+
+
+def pull_commit(root: str, round_number: int, count: int = 100) -> str:
+    """A commit on top of HEAD changing ``count`` records, as a collaborator's push would."""
+    import pygit2
+
+    from lantern_git.gitstore import GitRepo
+
+    repo = GitRepo(root)
+    head = repo.head_oid()
+    tree = repo.head_tree()
+    memory = tree["memory"].peel(pygit2.Tree)
+    paths = []
+    for shard in memory:
+        for entry in repo.repo[shard.id]:
+            paths.append(f"memory/{shard.name}/{entry.name}")
+            if len(paths) >= count * (round_number + 1):
+                break
+        if len(paths) >= count * (round_number + 1):
+            break
+    changes = {}
+    for path in paths[-count:]:
+        text = repo.blob_at(tree, path).decode()
+        lines = [
+            f"urgency: {(int(line.split(':')[1]) + 1 + round_number) % 101}"
+            if line.startswith("urgency: ")
+            else line
+            for line in text.split("\n")
+        ]
+        changes[path] = repo.repo.create_blob("\n".join(lines).encode())
+    new_tree = repo.build_tree(tree, changes)
+    sig = pygit2.Signature("Peer", "peer@example.com")
+    oid = repo.repo.create_commit(None, sig, sig, f"peer edit {round_number}", new_tree, [head])
+    return str(oid)
+
+
+# ---------------------------------------------------------------- one size
+
+
+def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bool) -> None:
+    big = n >= 100_000
+    slow_reps = 3 if big else max(3, reps // 2)
+    print(f"\n== {n} records: building ...", flush=True)
+    built = build_store(root, n)
+    extras.setdefault("import_s", {})[n] = built["import_s"]
+    print(f"   import (commit + index): {built['import_s']:.1f} s", flush=True)
+
+    store = Store.open(root, author="Bench <bench@example.com>")
+    rebuilds = timed(lambda i: store.rebuild_index(), 1 if big else 3)
+    store.close()
+    extras.setdefault("rebuild_s", {})[n] = median(rebuilds)
+    print(f"   full index rebuild: {median(rebuilds):.2f} s", flush=True)
+
+    scopes = [f"user:u{i % 10}" for i in range(reps)]
+
+    # -- list through the library, vs a naive scan
+    def lib_list(i):
+        s = Store.open(root)
+        result = s.list(scopes=(scopes[i],), limit=50)
+        s.close()
+        assert result, scopes[i]
+
+    Store.open(root).list(limit=1)  # the index is fresh after the rebuild: warm the page cache
+    ours = timed(lib_list, reps)
+    base = timed(lambda i: naive_scan(root, scopes[i]), slow_reps)
+    check = naive_scan(root, scopes[0])
+    got = Store.open(root).list(scopes=(scopes[0],), limit=50)
+    assert [r.id for r in got] == [item[3] for item in check], "list order differs from the scan"
+    rows.append(("list (library, 1 scope, top 50)", n, ours, "naive scan + CSafeLoader", base))
+
+    # -- add through the library, vs git add + commit of one record file
+    writes = corpus.extra_records(n, 2 * reps + 2 * slow_reps + 20)
+    store = Store.open(root, author="Bench <bench@example.com>")
+
+    def lib_add(i):
+        rec = writes[i]
+        store.add(rec.content, kind=rec.kind, scope=rec.scope, priority=rec.priority)
+
+    ours = timed(lib_add, reps)
+    seen = {r.id for r in Store.open(root).list(status="all", limit=None)}
+    added = [to_record(writes[i]).id for i in range(reps)]
+    assert all(rid in seen for rid in added), "an added record is not visible to the next list"
+    store.close()
+
+    def write_file(i):
+        record = to_record(writes[reps + i])
+        path = os.path.join(root, record_path(record.id))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(record.to_markdown())
+        base_paths[i] = record_path(record.id)
+
+    base_paths: dict[int, str] = {}
+    base = timed(
+        lambda i: subprocess.run(
+            f"git add {base_paths[i]} && git commit -q -m x",
+            shell=True,
+            cwd=root,
+            env=ENV,
+            check=True,
+        ),
+        reps,
+        setup=write_file,
+    )
+    rows.append(("add (library: commit + index)", n, ours, "git add FILE && git commit", base))
+    extras.setdefault("add_lib", {})[n] = ours
+
+    # -- whole processes
+    floor = [run_process(IMPORT_FLOOR)[0] for _ in range(slow_reps)]
+    cli_list = [
+        run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "50"])
+        for _ in range(slow_reps)
+    ]
+    rows.append(
+        ("lantern memory list --limit 50", n, [t for t, _ in cli_list], "import floor", floor)
+    )
+    extras.setdefault("peak_list_mb", {})[n] = max(mb for _, mb in cli_list)
+    offset = 2 * reps
+
+    def cli_add(i):
+        rec = writes[offset + i]
+        options = ["--kind", rec.kind, "--scope", rec.scope]
+        run_process([*LANTERN, "--store", root, "memory", "add", rec.content, *options])
+
+    ours = timed(cli_add, slow_reps)
+    rows.append(("lantern memory add", n, ours, "import floor", floor))
+    extras.setdefault("cli_add", {})[n] = ours
+    if first:
+        helps = [run_process([*LANTERN, "--help"])[0] for _ in range(slow_reps)]
+        bare = [run_process([PY, "-c", "pass"])[0] for _ in range(slow_reps)]
+        rows.append(("lantern --help", n, helps, "python -c pass", bare))
+
+    # -- search (for the peer comparison)
+    words = corpus.query_words(reps)
+
+    def lib_search(i):
+        s = Store.open(root)
+        s.search(words[i], limit=10)
+        s.close()
+
+    extras.setdefault("search", {})[n] = timed(lib_search, reps)
+
+    # -- refresh after a git pull that changed 100 records, vs a full rebuild
+    def pull(i):
+        git(root, "merge", "--ff-only", "-q", pull_commit(root, i))
+
+    def refresh(i):
+        s = Store.open(root)
+        report = s.refresh()
+        s.close()
+        assert report.updated >= 100, report
+
+    ours = timed(refresh, slow_reps, setup=pull)
+    rows.append(("refresh after a pull of 100 records", n, ours, "full index rebuild", rebuilds))
+
+
+# ---------------------------------------------------------------- report
+
+TARGETS = {
+    "add (library: commit + index)": (0.5, (10_000, 100_000)),
+    "list (library, 1 scope, top 50)": (1 / 30, (10_000, 100_000)),
+    "lantern memory list --limit 50": (2.0, (10_000,)),
+    "lantern memory add": (2.0, (10_000,)),
+    "lantern --help": (5.0, None),
+    "refresh after a pull of 100 records": (1 / 20, (100_000,)),
+}
+
+
+def fmt(seconds):
+    if seconds >= 10:
+        return f"{seconds:.1f} s"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1000:.1f} ms"
+
+
+def report(rows, extras, sizes, fingerprint) -> str:
+    out = [
+        f"corpus_fingerprint(1000) = {fingerprint}; python {sys.version.split()[0]}; "
+        f"{os.cpu_count()} CPUs",
+        "",
+        "| figure | N | ours median | ours p95 | baseline | baseline median | baseline p95 "
+        "| ratio (median) | target | holds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, n, ours, base_name, base in rows:
+        ratio = median(ours) / median(base)
+        limit, at = TARGETS[name]
+        applies = at is None or n in at
+        holds = ("yes" if ratio <= limit else "NO") if applies else "-"
+        target = f"<= {limit:.3g}" if limit >= 1 or limit == 0.5 else f"<= 1/{round(1 / limit)}"
+        out.append(
+            f"| {name} | {n:,} | {fmt(median(ours))} | {fmt(p95(ours))} | {base_name} "
+            f"| {fmt(median(base))} | {fmt(p95(base))} | {ratio:.3f} | {target} | {holds} |"
+        )
+    out += ["", "| size | import (commit + index) | full index rebuild | peak RSS of list |"]
+    out.append("|---|---|---|---|")
+    for n in sizes:
+        out.append(
+            f"| {n:,} | {fmt(extras['import_s'][n])} | {fmt(extras['rebuild_s'][n])} "
+            f"| {extras['peak_list_mb'][n]:.0f} MB |"
+        )
+    adds = extras["add_lib"]
+    if min(sizes) <= 1000 and max(sizes) >= 100_000:
+        growth = median(adds[max(sizes)]) / median(adds[min(sizes)])
+        out.append(
+            f"\nadd latency growth {min(sizes):,} -> {max(sizes):,}: {growth:.2f}x "
+            f"(target <= 3x: {'yes' if growth <= 3 else 'NO'})"
+        )
+    if 1000 in sizes:
+        lib_add = median(adds[1000]) * 1000
+        search = median(extras["search"][1000]) * 1000
+        cli_add = median(extras["cli_add"][1000])
+        peak = extras["peak_list_mb"][1000]
+        imported = extras["import_s"][1000]
+        out += [
+            "",
+            "Against basic-memory 0.24.1 (its recorded figures), at 1,000 records:",
+            "",
+            "| figure | basic-memory | lantern | speed-up | target |",
+            "|---|---|---|---|---|",
+            _peer_row("in-process write", PEER["write_inproc_ms"], lib_add, "ms", 20),
+            _peer_row("keyword search", PEER["search_ms"], search, "ms", 5),
+            _peer_row("bulk index / lantern import", PEER["bulk_index_s"], imported, "s", 100),
+            _peer_row("CLI write", PEER["cli_write_s"], cli_add, "s", 20),
+            _peer_row("peak memory (MB)", PEER["peak_mb"], peak, "MB", 3),
+        ]
+    return "\n".join(out)
+
+
+def _peer_row(name, theirs, ours, unit, want):
+    factor = theirs / ours
+    return (
+        f"| {name} | {theirs:g} {unit} | {ours:.3g} {unit} | {factor:.1f}x "
+        f"| >= {want}x: {'yes' if factor >= want else 'NO'} |"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 records only")
+    parser.add_argument("--sizes", help="comma-separated store sizes (default 1000,10000,100000)")
+    parser.add_argument("--reps", type=int, default=15, help="repetitions of in-process figures")
+    parser.add_argument("--dir", help="where to build the stores (default: <repo>/bench-stores)")
+    parser.add_argument("--keep", action="store_true", help="keep the stores afterwards")
+    args = parser.parse_args(argv)
+    if args.sizes:
+        sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",")]
+    else:
+        sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
+    base_dir = args.dir or os.path.join(REPO, "bench-stores")
+    os.makedirs(base_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="run-", dir=base_dir)
+    rows: list = []
+    extras: dict = {}
+    started = time.perf_counter()
+    try:
+        for number, n in enumerate(sizes):
+            bench_size(os.path.join(work, str(n)), n, args.reps, rows, extras, number == 0)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(report(rows, extras, sizes, corpus.corpus_fingerprint(1000)))
+    print(f"\n(total run time {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
