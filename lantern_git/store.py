@@ -199,6 +199,11 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
+        from .sync import ensure_merge_driver
+
+        # Git config is not cloned: every init (and sync) makes sure the record merge driver
+        # that .gitattributes names is registered here.
+        ensure_merge_driver(git.repo)
         with self.locked():
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
@@ -675,6 +680,14 @@ class Store:
         from .transfer import import_records
 
         return import_records(self, lines, reason=reason, progress=progress)
+
+    # ------------------------------------------------------------------ sync
+
+    def sync(self, remote: str | None = None, *, push: bool = True):
+        """Fetch, merge records field by field, push; returns a :class:`SyncReport`."""
+        from .sync import sync
+
+        return sync(self, remote, push=push)
 
     # ------------------------------------------------------------------ status
 
