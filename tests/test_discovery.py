@@ -1,0 +1,237 @@
+"""Which store a command uses, stdin content, concurrent writers and the lock: real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, init_repo, lantern, snapshot
+
+from lantern_git.lock import WriterLock
+from lantern_git.record import compute_id, record_path
+from lantern_git.store import Store
+
+
+def make_store(path: Path) -> Path:
+    init_repo(path)
+    Store.init(str(path)).close()
+    return path
+
+
+def commits(path) -> int:
+    return int(git(path, "rev-list", "--count", "HEAD").strip())
+
+
+def used_store(*args, cwd, env=None) -> str:
+    result = lantern("status", "--json", *args, cwd=cwd, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["path"]
+
+
+@pytest.fixture
+def three_stores(tmp_path):
+    flag = make_store(tmp_path / "flag")
+    env = make_store(tmp_path / "env")
+    enclosing = make_store(tmp_path / "enclosing")
+    deep = enclosing / "sub" / "dir"
+    deep.mkdir(parents=True)
+    return flag, env, enclosing, deep
+
+
+def test_store_option_wins_over_everything(three_stores):
+    flag, env, _, deep = three_stores
+    assert used_store("--store", str(flag), cwd=deep, env={"LANTERN_STORE": str(env)}) == str(flag)
+    result = lantern(
+        "--store", str(flag), "memory", "add", "via flag", "--kind", "fact",
+        cwd=deep, env={"LANTERN_STORE": str(env)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (flag / record_path(compute_id("fact", "global", "via flag"))).exists()
+    assert commits(env) == 1
+
+
+def test_environment_wins_over_the_enclosing_store(three_stores):
+    _, env, enclosing, deep = three_stores
+    assert used_store(cwd=deep, env={"LANTERN_STORE": str(env)}) == str(env)
+    result = lantern(
+        "memory", "add", "via env", "--kind", "fact", cwd=deep, env={"LANTERN_STORE": str(env)}
+    )
+    assert result.returncode == 0, result.stderr
+    assert commits(env) == 2
+    assert commits(enclosing) == 1
+
+
+def test_the_enclosing_store_is_found_from_a_subfolder(three_stores):
+    _, _, enclosing, deep = three_stores
+    assert used_store(cwd=deep) == str(enclosing)
+    result = lantern("memory", "add", "via cwd", "--kind", "fact", cwd=deep)
+    assert result.returncode == 0, result.stderr
+    assert commits(enclosing) == 2
+    listed = json.loads(lantern("memory", "list", "--json", cwd=enclosing / "sub").stdout)
+    assert [r["content"] for r in listed] == ["via cwd"]
+    # The record lands at the store's root, not in the folder the command ran from.
+    assert not (deep / "memory").exists()
+    assert git(enclosing, "status", "--porcelain") == ""
+
+
+def test_a_relative_store_path_is_taken_from_the_working_directory(three_stores):
+    flag, _, _, _ = three_stores
+    assert used_store("--store", "flag", cwd=flag.parent) == str(flag)
+    assert used_store(cwd=flag.parent, env={"LANTERN_STORE": "env"}) == str(flag.parent / "env")
+
+
+def test_the_default_store_is_created_by_the_first_write_only(tmp_path, isolated_env):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    default = Path(os.environ["XDG_DATA_HOME"]) / "lantern" / "store"
+    info = json.loads(lantern("status", "--json", cwd=outside).stdout)
+    assert info["path"] == str(default)
+    assert info["exists"] is False
+    for read in (
+        ["memory", "list", "--json"],
+        ["memory", "search", "anything", "--json"],
+        ["status"],
+    ):
+        result = lantern(*read, cwd=outside)
+        assert result.returncode == 0, result.stderr
+        assert not default.exists(), read
+    assert lantern("memory", "list", "--json", cwd=outside).stdout == "[]\n"
+    shown = lantern("memory", "show", "0123456789abcdef", cwd=outside)
+    assert shown.returncode == 3
+    assert not default.exists()
+
+    added = lantern("memory", "add", "first memory", "--kind", "fact", "--json", cwd=outside)
+    assert added.returncode == 0, added.stderr
+    record = json.loads(added.stdout)
+    assert (default / "lantern.yaml").read_text() == "format: 1\n"
+    assert (default / record_path(record["id"])).exists()
+    assert commits(default) == 2
+    ops = git(default, "log", "--format=%(trailers:key=Lantern-Op,valueonly)").split()
+    assert ops == ["add", "init"]
+    assert git(default, "status", "--porcelain") == ""
+    listed = json.loads(lantern("memory", "list", "--json", cwd=outside).stdout)
+    assert [r["id"] for r in listed] == [record["id"]]
+
+
+def test_a_missing_explicit_store_is_an_error_not_created(tmp_path):
+    missing = tmp_path / "missing"
+    result = lantern("--store", str(missing), "memory", "add", "x", "--kind", "fact")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: ") and "lantern init" in result.stderr
+    assert not missing.exists()
+
+
+# ---------------------------------------------------------------------------- stdin
+
+
+def test_content_from_stdin(store_path):
+    env = {"LANTERN_STORE": str(store_path)}
+    text = "Line one — ünïcode\n\nline three\n"
+    result = lantern(
+        "memory", "add", "-", "--kind", "observation", "--json", input=text.encode(), env=env
+    )
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["content"] == "Line one — ünïcode\n\nline three"
+    assert record["id"] == compute_id("observation", "global", text)
+    new = lantern("memory", "supersede", record["id"], "-", "--json", input="replacement", env=env)
+    assert new.returncode == 0, new.stderr
+    assert json.loads(new.stdout)["content"] == "replacement"
+
+
+def test_bad_stdin_is_refused(store_path):
+    env = {"LANTERN_STORE": str(store_path)}
+    before = snapshot(store_path)
+    for data, needle in ((b"", "must not be empty"), (b"\xff\xfe bad", "UTF-8")):
+        result = lantern("memory", "add", "-", "--kind", "fact", input=data, env=env)
+        stderr = result.stderr.decode()
+        assert result.returncode == 2
+        assert stderr.startswith("Error: content: ")
+        assert needle in stderr
+    assert snapshot(store_path) == before
+
+
+# ---------------------------------------------------------------------------- concurrency
+
+
+def _spawn(store_path, *args) -> subprocess.Popen:
+    env = dict(os.environ, LANTERN_STORE=str(store_path))
+    return subprocess.Popen(
+        [sys.executable, "-m", "lantern_git", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_concurrent_writers_both_commit_with_linear_history(store_path):
+    start = commits(store_path)
+    writers = [
+        _spawn(store_path, "memory", "add", f"writer {n}", "--kind", "fact", "--json")
+        for n in range(4)
+    ]
+    outputs = [w.communicate(timeout=120) for w in writers]
+    for writer, (out, err) in zip(writers, outputs):
+        assert writer.returncode == 0, err
+        json.loads(out)
+    assert commits(store_path) == start + 4
+    assert git(store_path, "rev-list", "--merges", "HEAD") == ""
+    parents = git(store_path, "log", "--format=%P").splitlines()
+    assert all(len(line.split()) <= 1 for line in parents)
+    summaries = git(store_path, "log", f"-{4}", "--format=%s").splitlines()
+    assert sorted(s.split(": ", 1)[1] for s in summaries) == [f"writer {n}" for n in range(4)]
+    assert git(store_path, "status", "--porcelain") == ""
+    listed = json.loads(
+        lantern("memory", "list", "--json", env={"LANTERN_STORE": str(store_path)}).stdout
+    )
+    assert sorted(r["content"] for r in listed) == [f"writer {n}" for n in range(4)]
+
+
+def test_concurrent_archive_and_add_touch_different_records(store_path):
+    env = {"LANTERN_STORE": str(store_path)}
+    first = json.loads(lantern("memory", "add", "base", "--kind", "fact", "--json", env=env).stdout)
+    start = commits(store_path)
+    procs = [
+        _spawn(store_path, "memory", "archive", first["id"]),
+        _spawn(store_path, "memory", "add", "other", "--kind", "goal"),
+        _spawn(store_path, "memory", "update", first["id"], "--priority", "77"),
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert commits(store_path) == start + 3
+    assert git(store_path, "rev-list", "--merges", "HEAD") == ""
+    shown = json.loads(lantern("memory", "show", first["id"], "--json", env=env).stdout)
+    assert (shown["status"], shown["priority"]) == ("archived", 77)
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------------------- the lock
+
+
+def test_a_held_lock_makes_a_writer_fail_with_exit_1(store_path):
+    env = {"LANTERN_STORE": str(store_path), "LANTERN_LOCK_TIMEOUT": "0.5"}
+    before = snapshot(store_path)
+    held = WriterLock(str(store_path / ".lantern" / "lock"), timeout=0)
+    held.acquire()
+    try:
+        result = lantern("memory", "add", "blocked", "--kind", "fact", env=env)
+        as_json = lantern("memory", "add", "blocked", "--kind", "fact", "--json", env=env)
+    finally:
+        held.release()
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: another lantern process has held the store lock")
+    assert "0.5s" in result.stderr and "LANTERN_LOCK_TIMEOUT" in result.stderr
+    assert as_json.returncode == 1
+    assert as_json.stdout == ""
+    assert json.loads(as_json.stderr)["error"]["code"] == "lock_timeout"
+    assert snapshot(store_path) == before
+    # Once the lock is free the same write goes through.
+    again = lantern("memory", "add", "blocked", "--kind", "fact", env=env)
+    assert again.returncode == 0, again.stderr
