@@ -327,6 +327,10 @@ from . import cli_lifecycle  # noqa: E402 - commands register onto the groups ab
 
 cli_lifecycle.register(cli, memory)
 
+from . import cli_mcp  # noqa: E402
+
+cli_mcp.register(cli, memory)
+
 from . import cli_sync  # noqa: E402
 
 cli_sync.register(cli, memory)

@@ -1,0 +1,851 @@
+"""The MCP server: lantern's tools over stdio, each a thin call into :class:`Store`.
+
+The tools hold no policy. They add, show, list, search and change records exactly as the CLI
+does (same library calls, same record objects, same error codes and messages); deciding what
+becomes memory and what to put in a context window stays with the agent that calls them.
+
+Every call opens the store afresh and closes it afterwards, so a long-lived server keeps no
+searcher, manifest or repository handle that a CLI write, a hand edit or a ``git pull`` could
+make stale. Calls run one at a time in a worker thread: the store is not thread-safe, and the
+writer lock serializes the server against other processes.
+
+The SDK is imported only by :func:`build_server` and :func:`serve`, which only ``lantern mcp``
+calls, so the rest of lantern never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidInput, LanternError
+from .fields import (
+    KINDS,
+    MAX_CONTENT_BYTES,
+    MAX_SCOPE_CHARS,
+    MAX_SOURCE_REF_CHARS,
+    MAX_SOURCE_REFS,
+    MAX_TIMESTAMP,
+    RECORD_KEYS,
+    STATUSES,
+)
+
+SERVER_NAME = "lantern"
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+INSTRUCTIONS = (
+    "Lantern stores an agent's memory records (facts, preferences, goals, constraints, task "
+    "state, observations, hypotheses) as markdown files in a git repository; every write is a "
+    "commit. These tools store and retrieve records. They do not decide what is worth "
+    "remembering, resolve contradictions or rank by hidden salience: list returns records in "
+    "one documented order (active first, then priority desc, urgency desc, updated_at desc, id "
+    "asc) and search by keyword relevance. Choosing which records to use is up to you. List "
+    "and search return at most `limit` records per call; page with `offset` and "
+    "`next_offset`, and ask only for the `fields` you need."
+)
+
+# ---------------------------------------------------------------------------- schemas
+
+_ID_PREFIX = {
+    "type": "string",
+    "pattern": "^[0-9a-fA-F]{4,16}$",
+    "description": "A record id (16 hex digits) or a unique prefix of at least 4.",
+}
+_KIND = {"type": "string", "enum": list(KINDS)}
+_SCOPE = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_SCOPE_CHARS,
+    "pattern": r"^(global|[A-Za-z0-9_.\-]+:[^\s:*][^\s*]*)$",
+    "description": "'global', or 'namespace:name' such as 'user:ana' or 'project:lantern'.",
+}
+_PERCENT = {"type": "integer", "minimum": 0, "maximum": 100}
+_CONFIDENCE = {"type": "number", "minimum": 0.0, "maximum": 1.0}
+_TIME = {
+    "type": ["integer", "string"],
+    "minimum": 0,
+    "maximum": MAX_TIMESTAMP,
+    "description": (
+        "When the record stops being current: unix seconds, an ISO 8601 date or time "
+        "('2026-12-31', '2026-12-31T08:00:00Z', UTC when no offset is given) or a duration "
+        "from now ('+2h', '+7d')."
+    ),
+}
+_CONTENT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_CONTENT_BYTES,
+    "description": (
+        f"The memory itself, as text (markdown is fine); at most {MAX_CONTENT_BYTES} bytes of "
+        "UTF-8. Whitespace at either end is trimmed."
+    ),
+}
+_SOURCE_REFS = {
+    "type": "array",
+    "maxItems": MAX_SOURCE_REFS,
+    "items": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_REF_CHARS},
+    "description": "References to evidence: a source, chunk, session or commit; one line each.",
+}
+_REASON = {
+    "type": "string",
+    "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
+}
+
+
+def _with(schema: dict, **extra: Any) -> dict:
+    return {**schema, **extra}
+
+
+_RECORD_PROPERTIES: dict[str, dict] = {
+    "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+    "kind": _KIND,
+    "scope": {"type": "string"},
+    "status": {"type": "string", "enum": list(STATUSES)},
+    "priority": _PERCENT,
+    "urgency": _PERCENT,
+    "confidence": _CONFIDENCE,
+    "created_at": {"type": "integer"},
+    "updated_at": {"type": "integer"},
+    "expires_at": {"type": ["integer", "null"]},
+    "supersedes_id": {"type": ["string", "null"]},
+    "source_refs": {"type": "array", "items": {"type": "string"}},
+    "content": {"type": "string"},
+}
+
+RECORD_SCHEMA = {
+    "type": "object",
+    "properties": _RECORD_PROPERTIES,
+    "required": list(RECORD_KEYS),
+    "additionalProperties": False,
+}
+
+
+def _page_schema(item_properties: dict) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "records": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": item_properties,
+                    "additionalProperties": False,
+                },
+            },
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1},
+            "next_offset": {
+                "type": ["integer", "null"],
+                "description": "The offset of the next page, or null when this is the last.",
+            },
+        },
+        "required": ["records", "offset", "limit", "next_offset"],
+        "additionalProperties": False,
+    }
+
+
+_HISTORY_ENTRY = {
+    "type": "object",
+    "properties": {
+        "commit": {"type": "string"},
+        "time": {"type": "integer"},
+        "author": {"type": "string"},
+        "op": {"type": ["string", "null"]},
+        "actor": {"type": ["string", "null"]},
+        "records": {"type": "array", "items": {"type": "string"}},
+        "reason": {"type": ["string", "null"]},
+        "summary": {"type": "string"},
+        "changes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"field": {"type": "string"}, "old": {}, "new": {}},
+            },
+        },
+        "problem": {"type": ["string", "null"]},
+    },
+}
+
+HISTORY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "history": {"type": "array", "items": _HISTORY_ENTRY},
+    },
+    "required": ["id", "history"],
+}
+
+
+def _filter_properties(search: bool) -> dict[str, dict]:
+    fields = [*RECORD_KEYS, "score"] if search else list(RECORD_KEYS)
+    properties: dict[str, dict] = {}
+    if search:
+        properties["query"] = {
+            "type": "string",
+            "minLength": 1,
+            "description": "Keywords to look for in the content (stemmed; any word may match).",
+        }
+    properties.update(
+        {
+            "scope": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS},
+                "description": (
+                    "Only records in one of these scopes; a trailing * matches a prefix "
+                    "('user:*'). Default: every scope."
+                ),
+            },
+            "kind": {
+                "type": "array",
+                "items": _KIND,
+                "description": "Only records of one of these kinds. Default: every kind.",
+            },
+            "status": {
+                "type": "string",
+                "enum": [*STATUSES, "all"],
+                "default": "active",
+                "description": "Only records with this status, or 'all'.",
+            },
+            "min_priority": _with(_PERCENT, description="Only records with priority >= this."),
+            "min_urgency": _with(_PERCENT, description="Only records with urgency >= this."),
+        }
+    )
+    if not search:
+        properties["query"] = {
+            "type": "string",
+            "description": "Only records whose content matches these keywords; order unchanged.",
+        }
+    properties.update(
+        {
+            "include_expired": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also return records whose expires_at has passed.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "default": DEFAULT_LIMIT,
+                "description": f"At most this many records (1-{MAX_LIMIT}).",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "Skip this many records first; use next_offset from a page.",
+            },
+            "fields": {
+                "type": "array",
+                "items": {"type": "string", "enum": fields},
+                "minItems": 1,
+                "uniqueItems": True,
+                "description": (
+                    "Return only these fields of each record (in the schema's order). "
+                    "Default: every field."
+                ),
+            },
+        }
+    )
+    return properties
+
+
+def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _add_properties(defaults: bool) -> dict[str, dict]:
+    """What add takes (with its defaults), or supersede (defaulting to the old record's)."""
+
+    def default(schema: dict, value: Any, inherit: str) -> dict:
+        if defaults:
+            return _with(schema, default=value)
+        return _with(schema, description=f"Default: the old record's {inherit}.")
+
+    return {
+        "kind": _KIND if defaults else _with(_KIND, description="Default: the old record's kind."),
+        "scope": default(_SCOPE, "global", "scope"),
+        "priority": default(_with(_PERCENT, description="0-100, higher first."), 50, "priority"),
+        "urgency": default(_with(_PERCENT, description="0-100, higher first."), 0, "urgency"),
+        "confidence": default(
+            _with(_CONFIDENCE, description="0.0-1.0: how sure the caller is."), 1.0, "confidence"
+        ),
+        "expires_at": _TIME,
+        "source_refs": _SOURCE_REFS,
+        "reason": _REASON,
+    }
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict
+    output_schema: dict
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    call: Callable[[Any, dict], tuple[dict, str | None]]
+
+
+def _record_result(store, record) -> tuple[dict, str | None]:
+    return record.to_dict(), store.last_commit
+
+
+def _add(store, args: dict) -> tuple[dict, str | None]:
+    record = store.add(
+        args["content"],
+        kind=args["kind"],
+        scope=args.get("scope", "global"),
+        priority=args.get("priority", 50),
+        urgency=args.get("urgency", 0),
+        confidence=args.get("confidence", 1.0),
+        expires_at=_time(args.get("expires_at")),
+        source_refs=args.get("source_refs", ()),
+        reason=args.get("reason"),
+    )
+    return _record_result(store, record)
+
+
+def _show(store, args: dict) -> tuple[dict, str | None]:
+    return store.get(args["id"]).to_dict(), None
+
+
+def _archive(store, args: dict) -> tuple[dict, str | None]:
+    return _record_result(store, store.archive(args["id"], reason=args.get("reason")))
+
+
+def _restore(store, args: dict) -> tuple[dict, str | None]:
+    return _record_result(store, store.restore(args["id"], reason=args.get("reason")))
+
+
+def _supersede(store, args: dict) -> tuple[dict, str | None]:
+    record = store.supersede(
+        args["id"],
+        args["content"],
+        kind=args.get("kind"),
+        scope=args.get("scope"),
+        priority=args.get("priority"),
+        urgency=args.get("urgency"),
+        confidence=args.get("confidence"),
+        expires_at=_time(args.get("expires_at")),
+        source_refs=args.get("source_refs", ()),
+        reason=args.get("reason"),
+    )
+    return _record_result(store, record)
+
+
+def _update(store, args: dict) -> tuple[dict, str | None]:
+    from .store import UNSET
+
+    expiry: Any = UNSET
+    if "expires_at" in args:
+        value = args["expires_at"]
+        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+            expiry = None
+        else:
+            expiry = _time(value)
+    record = store.update(
+        args["id"],
+        priority=args.get("priority"),
+        urgency=args.get("urgency"),
+        confidence=args.get("confidence"),
+        expires_at=expiry,
+        add_source_refs=args.get("add_source_refs", ()),
+        reason=args.get("reason"),
+    )
+    return _record_result(store, record)
+
+
+def _query(args: dict, limit: int):
+    from .query import RecordQuery
+
+    return RecordQuery(
+        scopes=tuple(args.get("scope", ())),
+        kinds=tuple(args.get("kind", ())),
+        status=args.get("status", "active"),
+        min_priority=args.get("min_priority"),
+        min_urgency=args.get("min_urgency"),
+        include_expired=args.get("include_expired", False),
+        # One more than asked tells whether another page follows, without counting them all.
+        limit=limit + 1,
+        offset=args.get("offset", 0),
+    )
+
+
+def _page(items: list[dict], args: dict, limit: int) -> dict:
+    offset = args.get("offset", 0)
+    more = len(items) > limit
+    items = items[:limit]
+    fields = args.get("fields")
+    if fields:
+        wanted = set(fields)
+        items = [{k: v for k, v in item.items() if k in wanted} for item in items]
+    return {
+        "records": items,
+        "offset": offset,
+        "limit": limit,
+        "next_offset": offset + limit if more else None,
+    }
+
+
+def _limit(args: dict) -> int:
+    limit = args.get("limit", DEFAULT_LIMIT)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(
+            f"limit: must be between 1 and {MAX_LIMIT}, got {limit}", code="invalid_field"
+        )
+    return limit
+
+
+def _list(store, args: dict) -> tuple[dict, str | None]:
+    limit = _limit(args)
+    query = _query(args, limit)
+    query.text = args.get("query") or None
+    records = store.list(query)
+    return _page([r.to_dict() for r in records], args, limit), None
+
+
+def _search(store, args: dict) -> tuple[dict, str | None]:
+    from .render import to_jsonable
+
+    limit = _limit(args)
+    hits = store.search(args["query"], _query(args, limit))
+    return _page(to_jsonable(hits), args, limit), None
+
+
+def _history(store, args: dict) -> tuple[dict, str | None]:
+    from .render import to_jsonable
+
+    record_id = store.resolve_id(args["id"])
+    return {"id": record_id, "history": to_jsonable(store.history(record_id))}, None
+
+
+def _time(value: Any) -> int | None:
+    """Unix seconds as given, or parsed from the texts the CLI's --expires-at accepts."""
+    if value is None or not isinstance(value, str):
+        return value
+    from .timespec import parse_time
+
+    return parse_time(value, name="expires_at")
+
+
+_WRITE_NOTE = (
+    " Each change is one git commit with the trailer Lantern-Actor: mcp; nothing is ever "
+    "deleted, and `lantern_memory_history` shows every change."
+)
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="lantern_memory_add",
+        title="Add a memory record",
+        description=(
+            "Store one memory record and return it. The id is derived from kind, scope and "
+            "content, so adding the same kind+scope+content again returns the existing record "
+            "unchanged and commits nothing (safe to retry). This tool does not judge whether "
+            "something is worth remembering, merge near-duplicates or resolve contradictions "
+            "with other records: to replace a record, use lantern_memory_supersede." + _WRITE_NOTE
+        ),
+        input_schema=_object(
+            {"content": _CONTENT, **_add_properties(defaults=True)}, ("content", "kind")
+        ),
+        output_schema=RECORD_SCHEMA,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        call=_add,
+    ),
+    ToolSpec(
+        name="lantern_memory_show",
+        title="Show one memory record",
+        description=(
+            "Return one record, every field, by id or unique id prefix (4+ hex digits). "
+            "Read-only. Archived and superseded records are returned too; check `status`."
+        ),
+        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        output_schema=RECORD_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_show,
+    ),
+    ToolSpec(
+        name="lantern_memory_list",
+        title="List memory records",
+        description=(
+            "Return one page of records matching the filters (default: active, unexpired, "
+            "every scope and kind), in a fixed documented order: active first, then priority "
+            "desc, urgency desc, updated_at desc, id asc. No other ranking is applied: weigh "
+            "priority, urgency, confidence and recency yourself. Read-only. At most `limit` "
+            f"records (default {DEFAULT_LIMIT}) per call; pass `next_offset` back as `offset` "
+            "for the next page, and `fields` to receive only the fields you need."
+        ),
+        input_schema=_object(_filter_properties(search=False)),
+        output_schema=_page_schema(_RECORD_PROPERTIES),
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_list,
+    ),
+    ToolSpec(
+        name="lantern_memory_search",
+        title="Search memory records by keyword",
+        description=(
+            "Return one page of records whose content matches the keywords, most relevant "
+            "first (BM25 keyword score, ties by id), each with its `score`. Plain keyword "
+            "relevance only: no embeddings, no priority or recency weighting. Takes the same "
+            "filters, paging and `fields` as lantern_memory_list. Read-only."
+        ),
+        input_schema=_object(_filter_properties(search=True), ("query",)),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, "score": {"type": "number"}}),
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_search,
+    ),
+    ToolSpec(
+        name="lantern_memory_archive",
+        title="Archive a memory record",
+        description=(
+            "Set an active record's status to archived, so default lists and searches stop "
+            "returning it. Nothing is deleted; lantern_memory_restore undoes it. Archiving an "
+            "archived record changes nothing. A superseded record cannot be archived." + _WRITE_NOTE
+        ),
+        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        output_schema=RECORD_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        call=_archive,
+    ),
+    ToolSpec(
+        name="lantern_memory_restore",
+        title="Restore a memory record",
+        description=(
+            "Make an archived or superseded record active again. Restoring an active record "
+            "changes nothing. It does not touch the record that superseded it." + _WRITE_NOTE
+        ),
+        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        output_schema=RECORD_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        call=_restore,
+    ),
+    ToolSpec(
+        name="lantern_memory_supersede",
+        title="Replace a memory record",
+        description=(
+            "Replace an active record with new content: writes a new record whose "
+            "supersedes_id names the old one and marks the old one superseded, in one commit. "
+            "Returns the new record. Kind, scope, priority, urgency and confidence default to "
+            "the old record's. Not idempotent: once the old record is superseded, calling "
+            "again fails with invalid_state and changes nothing." + _WRITE_NOTE
+        ),
+        input_schema=_object(
+            {"id": _ID_PREFIX, "content": _CONTENT, **_add_properties(defaults=False)},
+            ("id", "content"),
+        ),
+        output_schema=RECORD_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        call=_supersede,
+    ),
+    ToolSpec(
+        name="lantern_memory_update",
+        title="Update a record's importance fields",
+        description=(
+            "Change a record's priority, urgency, confidence or expiry, or add source refs; "
+            "give at least one. The content, kind and scope never change (use "
+            "lantern_memory_supersede). `expires_at: null` clears the expiry. Setting values "
+            "a record already has changes nothing." + _WRITE_NOTE
+        ),
+        input_schema=_object(
+            {
+                "id": _ID_PREFIX,
+                "priority": _with(_PERCENT, description="0-100, higher first."),
+                "urgency": _with(_PERCENT, description="0-100, higher first."),
+                "confidence": _with(_CONFIDENCE, description="0.0-1.0."),
+                "expires_at": _with(
+                    _TIME,
+                    type=["integer", "string", "null"],
+                    description=_TIME["description"] + " null clears the expiry.",
+                ),
+                "add_source_refs": _with(
+                    _SOURCE_REFS, description="Source refs to append (duplicates are skipped)."
+                ),
+                "reason": _REASON,
+            },
+            ("id",),
+        ),
+        output_schema=RECORD_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        call=_update,
+    ),
+    ToolSpec(
+        name="lantern_memory_history",
+        title="History of a memory record",
+        description=(
+            "Return every commit that changed a record, newest first: when, who, which "
+            "operation and actor (cli, mcp, api, sync), the reason given, and each field's "
+            "old and new value. Read from git; read-only."
+        ),
+        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        output_schema=HISTORY_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_history,
+    ),
+)
+
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def check_arguments(tool: ToolSpec, arguments: dict | None) -> dict:
+    """The arguments with their JSON types checked; ranges and enums are the library's to check.
+
+    Leaving value checks to the library keeps the codes and messages the same as the CLI's.
+    """
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidInput("arguments: must be an object", code="usage_error")
+    properties = tool.input_schema["properties"]
+    for name in arguments:
+        if name not in properties:
+            raise InvalidInput(
+                f"{name}: unknown argument for {tool.name}; it takes: {', '.join(properties)}",
+                code="usage_error",
+            )
+    for name in tool.input_schema["required"]:
+        if name not in arguments:
+            raise InvalidInput(f"{name}: is required", code="usage_error")
+    checked = {}
+    for name, value in arguments.items():
+        checked[name] = _check_type(name, value, properties[name])
+    fields = checked.get("fields")
+    if fields is not None:
+        allowed = properties["fields"]["items"]["enum"]
+        for field in fields:
+            if field not in allowed:
+                raise InvalidInput(
+                    f"fields: {field!r} is not a field; choose from {', '.join(allowed)}",
+                    code="invalid_field",
+                )
+    return checked
+
+
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _check_type(name: str, value: Any, schema: dict) -> Any:
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    if not types and "enum" in schema:
+        types = ["string"]
+    for kind in types:
+        ok, converted = _is(kind, value)
+        if ok:
+            if kind == "array":
+                items = schema.get("items", {})
+                return [_check_type(f"{name}[{i}]", v, items) for i, v in enumerate(converted)]
+            return converted
+    # A lone string where a list of strings is expected is taken as a list of one, as an agent
+    # writing {"scope": "user:ana"} means.
+    if types == ["array"] and isinstance(value, str):
+        return [_check_type(f"{name}[0]", value, schema.get("items", {}))]
+    expected = " or ".join(_TYPE_WORDS[t] for t in types)
+    raise InvalidInput(f"{name}: must be {expected}, got {_json_type(value)}", code="invalid_field")
+
+
+def _is(kind: str, value: Any) -> tuple[bool, Any]:
+    if kind == "integer":
+        if isinstance(value, bool):
+            return False, value
+        if isinstance(value, int):
+            return True, value
+        # JSON has one number type; 50.0 is the integer 50 to a JSON Schema validator.
+        if isinstance(value, float) and value.is_integer():
+            return True, int(value)
+        return False, value
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool), value
+    if kind == "string":
+        return isinstance(value, str), value
+    if kind == "boolean":
+        return isinstance(value, bool), value
+    if kind == "array":
+        return isinstance(value, list), value
+    if kind == "null":
+        return value is None, value
+    return True, value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {shown!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------------------- running calls
+
+
+@dataclass
+class StoreTarget:
+    """Where the server's store is, and how to open it for each call."""
+
+    path: str
+    create_on_write: bool = False
+    author: str | None = None
+
+    def open(self):
+        from .store import Store
+
+        return Store(
+            self.path, actor="mcp", author=self.author, create_on_write=self.create_on_write
+        )
+
+
+@dataclass
+class Outcome:
+    """One tool call's answer: a JSON object, whether it is an error, and the commit it made."""
+
+    value: dict
+    is_error: bool = False
+    commit: str | None = None
+
+
+class ToolRunner:
+    """Runs tool calls one at a time against a freshly opened store."""
+
+    def __init__(self, target: StoreTarget):
+        self.target = target
+        self._lock = threading.Lock()
+
+    def run(self, name: str, arguments: dict | None) -> Outcome:
+        tool = TOOLS_BY_NAME[name]
+        with self._lock:
+            try:
+                args = check_arguments(tool, arguments)
+                store = self.target.open()
+                try:
+                    value, commit = tool.call(store, args)
+                finally:
+                    store.close()
+                return Outcome(value, commit=commit)
+            except LanternError as err:
+                return Outcome(err.to_dict(), is_error=True)
+            except Exception as err:  # a bug must not take the server down with it
+                traceback.print_exc(file=sys.stderr)
+                message = f"{name} failed unexpectedly: {type(err).__name__}: {err}"
+                return Outcome({"error": {"code": "internal_error", "message": message}}, True)
+
+
+def build_server(target: StoreTarget):
+    """The MCP server object, with one handler for listing tools and one for calling them."""
+    import anyio.to_thread
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    from . import __version__
+
+    runner = ToolRunner(target)
+    tools = [
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            output_schema=spec.output_schema,
+            annotations=types.ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=spec.destructive,
+                idempotent_hint=spec.idempotent,
+                open_world_hint=False,
+            ),
+        )
+        for spec in TOOLS
+    ]
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx, params) -> types.CallToolResult:
+        if params.name not in TOOLS_BY_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool {params.name!r}; the tools are: " + ", ".join(TOOLS_BY_NAME),
+            )
+        outcome = await anyio.to_thread.run_sync(runner.run, params.name, params.arguments)
+        text = json.dumps(outcome.value, ensure_ascii=False)
+        meta = {"lantern/commit": outcome.commit} if outcome.commit else None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=outcome.value,
+            is_error=outcome.is_error,
+            _meta=meta,
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        title="Lantern memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve(target: StoreTarget) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(target)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
