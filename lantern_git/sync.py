@@ -193,9 +193,11 @@ def run_git(
 
 
 def _failure(what: str, result: subprocess.CompletedProcess) -> GitError:
-    detail = " ".join((result.stderr or result.stdout or "").strip().splitlines()[-3:])
+    output = result.stderr or result.stdout or ""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    detail = " ".join(lines[-4:])
     hint = ""
-    lowered = detail.lower()
+    lowered = output.lower()
     if "permission denied" in lowered or "host key verification failed" in lowered:
         hint = (
             " (ssh runs without prompts: load a key into your ssh agent with ssh-add, "
