@@ -46,10 +46,10 @@ def _text(value: dict) -> list[str]:
     if value["remote_head"] is None:
         lines.append(f"{where} is empty")
     elif value["fast_forward"]:
-        lines.append(f"fast-forwarded to {where} ({value['incoming_commits']} new commits)")
+        lines.append(f"fast-forwarded to {where} ({_commits(value['incoming_commits'])})")
     elif value["merge_commits"]:
         lines.append(
-            f"merged {where} ({value['incoming_commits']} new commits) "
+            f"merged {where} ({_commits(value['incoming_commits'])}) "
             f"in {value['merge_commits'][-1][:7]}"
         )
     else:
@@ -70,12 +70,16 @@ def _text(value: dict) -> list[str]:
             )
     if value["pushed"]:
         lines.append(
-            f"pushed {value['pushed_commits']} commit(s) to {where}"
+            f"pushed {_commits(value['pushed_commits'])} to {where}"
             + (" (upstream set)" if value["set_upstream"] else "")
         )
     elif value["remote_head"] is not None and value["head_after"] == value["remote_head"]:
         lines.append("up to date")
     return lines
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit" + ("" if count == 1 else "s")
 
 
 def _short(value) -> str:

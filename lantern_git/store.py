@@ -203,7 +203,7 @@ class Store:
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here.
-        ensure_merge_driver(git.repo)
+        ensure_merge_driver(git.repo, self.warn)
         with self.locked():
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
@@ -739,7 +739,7 @@ def _check_query(query) -> None:
             )
     for scope in query.scopes:
         if scope.endswith("*"):
-            if len(scope) > 200 or any(c.isspace() for c in scope):
+            if len(scope) > 200 or not scope.isprintable() or any(c.isspace() for c in scope):
                 raise InvalidInput(f"scope: invalid scope pattern {scope!r}", code="invalid_field")
         else:
             try:

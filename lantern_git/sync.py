@@ -50,24 +50,33 @@ def merge_driver_command() -> str:
     return f"{shlex.quote(sys.executable)} -m lantern_git merge-file %O %A %B %P"
 
 
-def ensure_merge_driver(repo: pygit2.Repository) -> bool:
+def ensure_merge_driver(repo: pygit2.Repository, warn=None) -> bool:
     """Register the record merge driver in the repository's own config; True if it changed.
 
-    Git config is not cloned, so ``init`` and every ``sync`` make sure it is there.
+    Git config is not cloned, so ``init`` and every ``sync`` make sure it is there. A config
+    that cannot be written (locked by a running git, read-only) only costs plain ``git pull``
+    its record merge, so it is a warning, not a failure.
     """
-    config = repo.config
     changed = False
-    for key, value in (
-        ("merge.lantern.name", DRIVER_NAME),
-        ("merge.lantern.driver", merge_driver_command()),
-    ):
-        try:
-            current = config[key]
-        except KeyError:
-            current = None
-        if current != value:
-            config[key] = value
-            changed = True
+    try:
+        config = repo.config
+        for key, value in (
+            ("merge.lantern.name", DRIVER_NAME),
+            ("merge.lantern.driver", merge_driver_command()),
+        ):
+            try:
+                current = config[key]
+            except KeyError:
+                current = None
+            if current != value:
+                config[key] = value
+                changed = True
+    except (pygit2.GitError, OSError) as err:
+        if warn is not None:
+            warn(
+                f"lantern: could not register the record merge driver in .git/config ({err}); "
+                "plain git pull will merge record files line by line until it is"
+            )
     return changed
 
 
@@ -783,7 +792,7 @@ def sync(store, remote: str | None = None, *, push: bool = True) -> SyncReport:
         if message:
             store.warn(message)
         store.git.check_writable()
-        ensure_merge_driver(store.git.repo)
+        ensure_merge_driver(store.git.repo, store.warn)
         report = _Sync(store, remote, push).run()
         store.refresh()
     return report

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -571,3 +572,52 @@ def test_index_sees_pulled_records_and_status_is_clean(pair):
     listed = lantern("memory", "list", "--json", "--store", str(b.path))
     assert {r["id"] for r in json.loads(listed.stdout)} == ids
     assert os.path.exists(b.path / ".lantern")
+
+
+def test_criss_cross_history_merges_like_git_does(tmp_path, remote):
+    """Two merge bases (hosts that merged each other at once): a virtual base, as git's ort."""
+    a = first_host(tmp_path, remote)
+    record = a.add("Criss-cross record.", priority=50)
+    other = a.add("Untouched record.")
+    a.sync()
+    b = clone_host(tmp_path, remote, "b")
+    git(a.path, "remote", "add", "peer", str(b.path))
+    git(b.path, "remote", "add", "peer", str(a.path))
+    stamp = record.updated_at + 10
+    a.hand_edit(record.id, priority=60, updated_at=stamp)
+    b.hand_edit(record.id, urgency=9, updated_at=stamp)
+    git(a.path, "fetch", "-q", "peer")
+    git(b.path, "fetch", "-q", "peer")
+    # Each merges the other's pre-merge commit with plain git (through the driver).
+    git(a.path, "merge", "-q", "--no-edit", "peer/main")
+    git(b.path, "merge", "-q", "--no-edit", "peer/main")
+    a.hand_edit(record.id, status="archived", updated_at=stamp + 5)
+    b.hand_edit(record.id, priority=70, updated_at=stamp + 5)
+    b.hand_edit(other.id, urgency=3, updated_at=stamp + 5)
+    git(b.path, "push", "-q", "origin", "main")
+    twin = tmp_path / "twin"
+    git(tmp_path, "clone", "-q", str(a.path), "twin")
+    Store.init(str(twin)).close()
+    git(twin, "fetch", "-q", str(b.path), "main")
+    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
+    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    a.sync()
+    merged = a.read(record.id)
+    assert (merged.priority, merged.urgency, merged.status) == (70, 9, "archived")
+    assert a.read(other.id).urgency == 3
+    assert a.memory() == Host(twin).memory()
+    assert_clean_and_valid(a)
+
+
+def test_the_two_hosts_example_runs(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "examples" / "two_hosts.sh"
+    env = dict(os.environ)
+    env["LANTERN"] = f"{sys.executable} -m lantern_git"
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["TMPDIR"] = str(tmp_path)
+    result = subprocess.run(
+        ["sh", str(script)], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "laptop/memory and desktop/memory are identical" in result.stdout
+    assert "Lantern-Record: " in result.stdout and "(priority, source_refs)" in result.stdout
