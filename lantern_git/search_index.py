@@ -342,6 +342,9 @@ class SearchIndex:
         return self._run(query, scored=True)
 
     def _run(self, query: RecordQuery, scored: bool) -> list[Hit]:
+        if query.limit == 0:
+            # Whoosh refuses limit=0, and its error would be taken for a damaged index.
+            return []
         try:
             return self._run_once(query, scored)
         except _NeedsRebuild:
