@@ -44,6 +44,7 @@ class LanternGroup(click.Group):
             code = 0
             _silence_stdout()
         except OSError as err:
+            _debug_traceback()
             render.error(err, as_json, code="io_error")
             code = 1
         except Exception as err:
@@ -56,19 +57,24 @@ class LanternGroup(click.Group):
 
 def _internal_error(err: Exception, as_json: bool) -> int:
     """A bug, not a user error: one clear line, the traceback only when LANTERN_DEBUG=1."""
-    import os
 
     from . import render
 
-    if os.environ.get("LANTERN_DEBUG") == "1":
-        import traceback
-
-        traceback.print_exc()
+    _debug_traceback()
     message = f"internal error: {type(err).__name__}: {err}"
     if not as_json:
         message += " (set LANTERN_DEBUG=1 for the traceback)"
     render.error(Exception(message), as_json, code="internal_error")
     return 1
+
+
+def _debug_traceback() -> None:
+    import os
+
+    if os.environ.get("LANTERN_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
 
 
 def _silence_stdout() -> None:

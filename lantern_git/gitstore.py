@@ -56,6 +56,23 @@ class Provenance:
     reason: str | None = None
     author: str | None = None
 
+    def __post_init__(self) -> None:
+        # Undecodable bytes from argv arrive as lone surrogates, which git cannot store.
+        for name in ("reason", "author"):
+            value = getattr(self, name)
+            if value is not None and not _encodable(value):
+                from .errors import InvalidInput
+
+                raise InvalidInput(f"{name}: is not valid Unicode text", code="invalid_" + name)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
 
 def format_message(summary: str, prov: Provenance, extra_trailers: Iterable[str] = ()) -> str:
     lines = [summary.strip().splitlines()[0] if summary.strip() else prov.op, ""]
@@ -194,12 +211,13 @@ class GitRepo:
 
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""
-        self.branch_ref()
+        # The state first: a stopped rebase also detaches HEAD, and "detached" would mislead.
         if self.repo.state() != _STATE_NONE:
             raise GitError(
                 "the repository has an unfinished git operation (merge, rebase, cherry-pick...); "
                 "finish or abort it with git before writing"
             )
+        self.branch_ref()
 
     def signature(self, author: str | None) -> pygit2.Signature:
         author = author or os.environ.get("LANTERN_AUTHOR")
@@ -475,10 +493,30 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
             outcome = f"found an interrupted {op} whose branch has since moved; left as is"
     except KeyError as err:
         outcome = f"could not repair an interrupted {op}: git object {err} is missing; left as is"
+    except (OSError, pygit2.GitError) as err:
+        locks = _existing_locks(git, ref_name)
+        remedy = f"remove {', '.join(locks)} and " if locks else ""
+        raise GitError(
+            f"cannot finish repairing an interrupted {op} ({err}); if no git command is "
+            f"running, {remedy}run lantern again"
+        ) from None
     _remove_temporaries(git.root, files)
     os.unlink(journal_path)
     _fsync_dir(journal_dir)
     return "lantern: " + outcome
+
+
+def _lock_names(ref_name: str) -> tuple[str, ...]:
+    return (*_GIT_LOCKS, ref_name + ".lock", "logs/" + ref_name + ".lock")
+
+
+def _existing_locks(git: GitRepo, ref_name: str) -> list[str]:
+    gitdir = git.repo.path
+    return [
+        os.path.join(gitdir, name)
+        for name in _lock_names(ref_name)
+        if os.path.exists(os.path.join(gitdir, name))
+    ]
 
 
 def _clear_stale_git_locks(git: GitRepo, ref_name: str, since: float) -> None:
@@ -489,7 +527,7 @@ def _clear_stale_git_locks(git: GitRepo, ref_name: str, since: float) -> None:
     case this cannot tell apart, and git would refuse to go on with a missing lock anyway.
     """
     gitdir = git.repo.path
-    for name in (*_GIT_LOCKS, ref_name + ".lock", "logs/" + ref_name + ".lock"):
+    for name in _lock_names(ref_name):
         lock = os.path.join(gitdir, name)
         try:
             if os.stat(lock).st_mtime >= since - 1:

@@ -37,6 +37,8 @@ from .fields import (  # noqa: F401 - re-exported for library users
 ID_RE = re.compile(r"[0-9a-f]{16}")
 SCOPE_RE = re.compile(r"global|[A-Za-z0-9_.\-]+:[^\s:*][^\s*]*")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Lone surrogates: what undecodable bytes in argv or a file name become; not encodable as UTF-8.
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE_RUN = re.compile(r"\s+")
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/@+\-]*")
 _RESOLVER = Resolver()
@@ -108,6 +110,8 @@ def validate_scope(value: Any, lines=None) -> str:
         raise _fail("scope", f"must be a string, got {_describe(value)}", lines)
     if len(value) > MAX_SCOPE_CHARS:
         raise _fail("scope", f"is longer than {MAX_SCOPE_CHARS} characters", lines)
+    if _SURROGATE_RE.search(value):
+        raise _fail("scope", "is not valid Unicode text (undecodable bytes?)", lines)
     if _CONTROL_RE.search(value) or not SCOPE_RE.fullmatch(value):
         raise _fail(
             "scope",
@@ -153,6 +157,8 @@ def validate_source_refs(value: Any, lines=None) -> tuple[str, ...]:
             raise _fail(
                 "source_refs", f"entries must be non-empty strings, got {_describe(ref)}", lines
             )
+        if _SURROGATE_RE.search(ref):
+            raise _fail("source_refs", "entries must be valid Unicode text", lines)
         if len(ref) > MAX_SOURCE_REF_CHARS or "\0" in ref or "\n" in ref:
             raise _fail(
                 "source_refs",
@@ -411,6 +417,15 @@ class _StrictLoader(yaml.CSafeLoader):
         seen: set = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"a key must be a plain value, got {type(key).__name__}",
+                    key_node.start_mark,
+                ) from None
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark

@@ -1,0 +1,212 @@
+"""Shared by the reliability, fault and soak tests: writers, killers, and the store audit.
+
+The audit is the definition of "nothing lost, nothing broken" used everywhere:
+every acknowledged write is in HEAD and in the listing, the history is linear, ``git fsck`` and
+``lantern check`` pass, ``git status`` is clean, no journal or temporary file is left, and the
+search index lists exactly the records of the working tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from lantern_git.record import compute_id
+from lantern_git.store import Store
+
+PYTHON = sys.executable
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def cli(store: Path | str, *args: str, env: dict | None = None, timeout: float = 60, input=None):
+    """The real CLI in a subprocess, on ``store``."""
+    return subprocess.run(
+        [PYTHON, "-m", "lantern_git", "--store", str(store), *args],
+        env=env or cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=input,
+    )
+
+
+def start_cli(store: Path | str, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PYTHON, "-m", "lantern_git", "--store", str(store), *args],
+        env=env or cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def add_args(content: str, scope: str = "global", kind: str = "fact") -> list[str]:
+    return ["memory", "add", content, "--kind", kind, "--scope", scope, "--json"]
+
+
+def record_id(content: str, scope: str = "global", kind: str = "fact") -> str:
+    return compute_id(kind, scope, content)
+
+
+def make_store(path: Path) -> Path:
+    repo = pygit2.init_repository(str(path), initial_head="main")
+    repo.config["user.name"] = "Test Author"
+    repo.config["user.email"] = "author@example.com"
+    Store.init(str(path)).close()
+    return path
+
+
+@dataclass
+class Tally:
+    """Figures a run reports: what was tried, what was acknowledged, what was found."""
+
+    attempted: int = 0
+    acknowledged: int = 0
+    failed_cleanly: int = 0
+    kills: int = 0
+    recoveries: int = 0
+    found: int = 0
+    inputs: int = 0
+    acked_ids: set[str] = field(default_factory=set)
+
+    def merge(self, other: Tally) -> None:
+        for name in ("attempted", "acknowledged", "failed_cleanly", "kills", "recoveries"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.inputs += other.inputs
+        self.acked_ids |= other.acked_ids
+
+
+def git_out(path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
+
+
+def audit(path: Path | str, acknowledged: set[str] = frozenset()) -> dict:
+    """Assert the store is whole; returns figures. ``acknowledged``: ids whose write returned 0."""
+    path = Path(path)
+    listing = cli(path, "memory", "list", "--status", "all", "--include-expired", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert "Traceback" not in listing.stderr, listing.stderr
+    listed = {r["id"] for r in json.loads(listing.stdout)}
+    repo = pygit2.Repository(str(path))
+    head = repo.head.peel(pygit2.Commit)
+    committed = set()
+    memory = head.tree["memory"] if "memory" in head.tree else None  # noqa: SIM401 - Tree
+    if memory is not None:
+        for shard in repo[memory.id]:
+            for entry in repo[shard.id]:
+                committed.add(entry.name[:-3])
+    worktree = {p.stem for p in (path / "memory").glob("*/*.md")}
+    missing = acknowledged - committed
+    assert not missing, f"acknowledged writes lost: {sorted(missing)}"
+    assert committed == worktree, f"HEAD and working tree differ: {committed ^ worktree}"
+    assert listed == committed, f"index lists {listed ^ committed} wrongly"
+    merges = git_out(path, "rev-list", "--min-parents=2", "HEAD").stdout.split()
+    assert not merges, f"unexpected merge commits: {merges}"
+    fsck = git_out(path, "fsck", "--no-dangling")
+    assert fsck.returncode == 0, fsck.stderr + fsck.stdout
+    status = git_out(path, "status", "--porcelain", "--untracked-files=all")
+    assert status.stdout == "", f"git status not clean:\n{status.stdout}"
+    check = cli(path, "check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert not (path / ".lantern" / "journal.json").exists()
+    leftovers = [p for p in path.rglob("*.lantern-tmp")]
+    assert not leftovers, f"temporary files left: {leftovers}"
+    return {
+        "committed": len(committed),
+        "commits": int(git_out(path, "rev-list", "--count", "HEAD").stdout),
+    }
+
+
+def kill_after(proc: subprocess.Popen, delay: float) -> bool:
+    """SIGKILL ``proc`` after ``delay`` seconds unless it finished; True if it was killed."""
+    try:
+        proc.wait(timeout=delay)
+        return False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return True
+
+
+def random_kill_round(path: Path, rng: random.Random, tally: Tally, tag: str) -> None:
+    """Start one CLI write, kill it after a random delay, and account for what happened."""
+    content = f"{tag} {rng.getrandbits(48):x}"
+    scope = f"project:p{rng.randrange(4)}"
+    existing = _existing_ids(path)
+    op = rng.random()
+    if existing and op < 0.25:
+        args = ["memory", "archive", rng.choice(existing), "--json"]
+        new_id = None
+    elif existing and op < 0.4:
+        args = ["memory", "supersede", rng.choice(existing), content, "--json"]
+        new_id = "from-output"
+    else:
+        args = add_args(content, scope)
+        new_id = record_id(content, scope)
+    proc = start_cli(path, *args)
+    tally.attempted += 1
+    killed = kill_after(proc, rng.uniform(0.0, 0.6))
+    if killed:
+        tally.kills += 1
+        return
+    out, err = proc.communicate()
+    assert "Traceback" not in err, err
+    if "lantern: completed" in err or "lantern: rolled back" in err:
+        tally.recoveries += 1
+    if proc.returncode == 0:
+        tally.acknowledged += 1
+        if new_id == "from-output":
+            new_id = json.loads(out)["id"]
+        if new_id:
+            tally.acked_ids.add(new_id)
+    else:
+        assert proc.returncode in (1, 2), err
+        tally.failed_cleanly += 1
+
+
+def _existing_ids(path: Path) -> list[str]:
+    """Active records, read from the files (a listing would race the writers)."""
+    ids = []
+    for p in sorted((path / "memory").glob("*/*.md")):
+        try:
+            text = p.read_text()
+        except OSError:
+            continue
+        if "\nstatus: active\n" in text:
+            ids.append(p.stem)
+    return ids
+
+
+def recover_now(path: Path, tally: Tally | None = None) -> str:
+    """The next command after a kill: a read, which must repair the store on its own."""
+    result = cli(path, "memory", "list", "--json", "--status", "all")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    if tally is not None and (
+        "lantern: completed" in result.stderr or "rolled back" in result.stderr
+    ):
+        tally.recoveries += 1
+    return result.stderr
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False

@@ -1,0 +1,419 @@
+"""Crashes at precise points, git in odd states, and a damaged search index.
+
+Kills use the LANTERN_FAULT test hook (gitstore.fault): the CLI process SIGKILLs itself at the
+named step of a write, and the next command must repair the store on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git, snapshot
+from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
+
+from lantern_git.errors import GitError
+from lantern_git.store import Store
+
+BEFORE_REF = ["after-objects", "after-journal", "after-first-file", "after-files"]
+AFTER_REF = ["after-ref", "after-index", "after-search-index"]
+
+
+@pytest.fixture
+def seeded(tmp_path) -> tuple[Path, str]:
+    """A store with one committed record (so archive and supersede have a target)."""
+    path = make_store(tmp_path / "store")
+    result = cli(path, *add_args("the seed record"))
+    assert result.returncode == 0, result.stderr
+    return path, json.loads(result.stdout)["id"]
+
+
+def _op_args(op: str, seed: str) -> list[str]:
+    return {
+        "add": add_args("a fresh fact"),
+        "archive": ["memory", "archive", seed, "--reason", "crash test"],
+        "supersede": ["memory", "supersede", seed, "the replacement"],
+        "update": ["memory", "update", seed, "--priority", "77"],
+    }[op]
+
+
+# Every step for a one-file and a two-file write; two sides of the ref for the others.
+CASES = [(op, point) for op in ("add", "supersede") for point in BEFORE_REF + AFTER_REF] + [
+    (op, point) for op in ("archive", "update") for point in ("after-files", "after-ref")
+]
+
+
+@pytest.mark.parametrize(("op", "point"), CASES)
+def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, point):
+    path, seed = seeded
+    before = snapshot(path)
+    killed = cli(path, *_op_args(op, seed), env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9, killed.stderr
+
+    # The next command, a read for half the cases and a write for the others, repairs it.
+    next_is_write = (BEFORE_REF + AFTER_REF).index(point) % 2 == 1
+    follow = cli(path, *add_args("written after the crash")) if next_is_write else None
+    if follow is None:
+        follow = cli(path, "memory", "list", "--status", "all", "--json")
+    assert follow.returncode == 0, follow.stderr
+    assert "Traceback" not in follow.stderr
+
+    head = git(path, "rev-parse", "HEAD").strip()
+    if point in BEFORE_REF:
+        expected = "" if point == "after-objects" else "rolled back an interrupted " + op
+        assert expected in follow.stderr
+        if next_is_write:
+            assert git(path, "rev-parse", "HEAD~1").strip() == before["head"]
+        else:
+            assert snapshot(path) == before
+    else:
+        assert f"completed an interrupted {op}" in follow.stderr
+        done = "HEAD~1" if next_is_write else "HEAD"
+        message = git(path, "log", "-1", "--format=%B", done)
+        assert f"Lantern-Op: {op}" in message
+        assert git(path, "rev-parse", f"{done}~1").strip() == before["head"]
+        assert head != before["head"]
+        if op == "add":
+            assert (path / "memory" / record_id("a fresh fact")[:2]).exists()
+    audit(path)
+
+
+def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
+    path, seed = seeded
+    before = snapshot(path)
+    cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-files"))
+    # Recovery itself is a write (it puts files back); kill a recovering command half-way too.
+    proc = subprocess.Popen(
+        [os.sys.executable, "-m", "lantern_git", "--store", str(path), "memory", "list"],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.12)
+    proc.kill()
+    proc.wait()
+    follow = cli(path, "memory", "list", "--status", "all", "--json")
+    assert follow.returncode == 0, follow.stderr
+    assert snapshot(path) == before
+    audit(path)
+
+
+def test_git_lock_files_left_by_the_killed_writer_are_cleared(seeded):
+    path, seed = seeded
+    cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
+    # libgit2 killed inside its index or reflog update leaves these behind.
+    for name in ("index.lock", "logs/HEAD.lock"):
+        (path / ".git" / name).write_bytes(b"")
+    follow = cli(path, "memory", "show", seed, "--json")
+    assert follow.returncode == 0, follow.stderr
+    assert "completed an interrupted archive" in follow.stderr
+    assert json.loads(follow.stdout)["status"] == "archived"
+    assert not (path / ".git" / "index.lock").exists()
+    audit(path)
+
+
+def test_a_git_lock_older_than_the_write_is_not_ours_and_is_named(seeded):
+    path, seed = seeded
+    lock = path / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
+    blocked = cli(path, "memory", "list")
+    assert blocked.returncode == 1
+    assert f"remove {lock}" in blocked.stderr
+    assert "Traceback" not in blocked.stderr
+    assert lock.exists(), "a lock that may belong to a running git command is never removed"
+    lock.unlink()
+    follow = cli(path, "memory", "list", "--status", "all")
+    assert follow.returncode == 0 and "completed an interrupted archive" in follow.stderr
+    audit(path)
+
+
+def test_a_write_that_fails_before_the_branch_moves_is_rolled_back_in_process(store_path):
+    store = Store.open(str(store_path))
+    seed = store.add("first", kind="fact")
+    before = snapshot(store_path)
+    # A ref lock held by a (pretend) running git command: the branch cannot move.
+    lock = store_path / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    with pytest.raises(GitError) as caught:
+        store.supersede(seed.id, "second")
+    assert "rolled back" in caught.value.message
+    lock.unlink()
+    assert snapshot(store_path) == before
+    assert not (store_path / ".lantern" / "journal.json").exists()
+    store.close()
+    audit(store_path)
+
+
+def test_atomic_write_replaces_the_file_in_one_step(tmp_path):
+    from lantern_git.gitstore import TMP_SUFFIX, atomic_write
+
+    target = tmp_path / "f.md"
+    target.write_bytes(b"old")
+    inode = target.stat().st_ino
+    atomic_write(str(target), b"new")
+    assert target.read_bytes() == b"new"
+    assert target.stat().st_ino != inode, "written beside and renamed, never in place"
+    assert not list(tmp_path.glob("*" + TMP_SUFFIX))
+
+
+def test_libgit2_is_told_to_fsync_objects_refs_and_the_index(store_path):
+    from lantern_git import gitstore
+
+    Store.open(str(store_path)).git  # noqa: B018 - opening the repository turns it on
+    # libgit2 has no getter for this option; the flag is set only after pygit2 accepted it.
+    assert gitstore._fsync_enabled
+
+
+# ---------------------------------------------------------------------------- git states
+
+
+def test_detached_head_refuses_writes_and_still_reads(seeded):
+    path, seed = seeded
+    git(path, "checkout", "-q", "--detach")
+    before = snapshot(path)
+    result = cli(path, *add_args("not on a branch"))
+    assert result.returncode == 1
+    assert "detached" in result.stderr and "git switch" in result.stderr
+    assert snapshot(path) == before
+    listing = cli(path, "memory", "list", "--json")
+    assert listing.returncode == 0 and [r["id"] for r in json.loads(listing.stdout)] == [seed]
+
+
+def test_unborn_branch_refuses_writes_until_init(seeded):
+    path, _ = seeded
+    git(path, "checkout", "-q", "--orphan", "fresh")
+    git(path, "rm", "-rq", "--cached", ".")
+    before = git(path, "status", "--porcelain")
+    result = cli(path, *add_args("on an unborn branch"))
+    assert result.returncode == 1
+    assert "no commits yet" in result.stderr and "lantern init" in result.stderr
+    assert git(path, "status", "--porcelain") == before
+    assert cli(path, "init", str(path)).returncode == 0
+    assert cli(path, *add_args("on an unborn branch")).returncode == 0
+    assert "Lantern-Op: add" in git(path, "log", "-1", "--format=%B")
+
+
+def _conflicting_branches(path: Path) -> None:
+    (path / "notes.txt").write_text("base\n")
+    git(path, "add", "notes.txt")
+    git(path, "commit", "-qm", "notes")
+    git(path, "checkout", "-qb", "other")
+    (path / "notes.txt").write_text("other\n")
+    git(path, "commit", "-qam", "other side")
+    git(path, "checkout", "-q", "main")
+    (path / "notes.txt").write_text("main\n")
+    git(path, "commit", "-qam", "main side")
+
+
+@pytest.mark.parametrize("operation", ["merge", "rebase"])
+def test_an_unfinished_git_merge_or_rebase_refuses_writes(seeded, operation):
+    path, seed = seeded
+    _conflicting_branches(path)
+    stopped = subprocess.run(["git", operation, "other"], cwd=path, capture_output=True)
+    assert stopped.returncode != 0
+    before = snapshot(path)
+    for args in (add_args("during a " + operation), ["memory", "archive", seed]):
+        result = cli(path, *args)
+        assert result.returncode == 1
+        assert "unfinished git operation" in result.stderr
+        assert snapshot(path) == before
+    assert cli(path, "memory", "show", seed).returncode == 0
+
+
+def test_missing_git_identity_falls_back_to_user_at_host_with_a_warning(tmp_path):
+    path = tmp_path / "store"
+    pygit2.init_repository(str(path), initial_head="main")
+    home = tmp_path / "bare-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), GIT_CONFIG_NOSYSTEM="1")
+    assert cli(path, "init", str(path), env=env).returncode == 0
+    result = cli(path, *add_args("who wrote this"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no git identity is configured" in result.stderr
+    import getpass
+    import socket
+
+    author = git(path, "log", "-1", "--format=%an <%ae>")
+    assert author.strip() == f"{getpass.getuser()} <{getpass.getuser()}@{socket.gethostname()}>"
+
+
+# ---------------------------------------------------------------------------- read-only stores
+
+
+@pytest.fixture
+def shared_dir(tmp_path):
+    yield tmp_path
+    subprocess.run(["chmod", "-R", "u+w", str(tmp_path)], check=False)
+
+
+def _as_plain_user() -> None:
+    """In the child: if we are root, give up the capabilities that bypass file permissions."""
+    if os.geteuid() != 0:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop = 24
+    for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _read_only_runner(root: Path, writable: list[Path] = ()):
+    """Run the CLI on a store whose files it may not write (file modes, honoured even by root)."""
+    subprocess.run(["chmod", "-R", "a-w", str(root / "store")], check=True)
+    for folder in writable:
+        subprocess.run(["chmod", "-R", "u+w", str(folder)], check=True)
+
+    def run(*args):
+        return subprocess.run(
+            [os.sys.executable, "-m", "lantern_git", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_as_plain_user,
+        )
+
+    return run
+
+
+def test_a_read_only_store_refuses_writes_clearly_and_still_lists(shared_dir):
+    path = make_store(shared_dir / "store")
+    assert cli(path, *add_args("already here")).returncode == 0
+    before = snapshot(path)
+    run = _read_only_runner(shared_dir)
+    result = run("--store", str(path), *add_args("cannot be written"))
+    assert result.returncode == 1, result.stderr
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "store_error"
+    assert (
+        "cannot open the store lock" in error["message"] and "Permission denied" in error["message"]
+    )
+    listing = run("--store", str(path), "memory", "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert [r["content"] for r in json.loads(listing.stdout)] == ["already here"]
+    assert snapshot(path) == before
+
+
+def test_a_read_only_git_folder_fails_before_anything_is_written(shared_dir):
+    path = make_store(shared_dir / "store")
+    assert cli(path, *add_args("already here")).returncode == 0
+    before = snapshot(path)
+    run = _read_only_runner(shared_dir, writable=[path / ".lantern"])
+    result = run("--store", str(path), *add_args("cannot be committed", "project:x"))
+    assert result.returncode == 1, result.stderr
+    assert "cannot write to the git repository" in result.stderr
+    assert "nothing changed" in result.stderr
+    assert snapshot(path) == before
+    assert not (path / ".lantern" / "journal.json").exists()
+
+
+def test_an_unwritable_index_folder_with_no_index_fails_clearly(shared_dir):
+    path = make_store(shared_dir / "store")
+    assert cli(path, *add_args("already here")).returncode == 0
+    shutil.rmtree(path / ".lantern" / "index")
+    run = _read_only_runner(shared_dir)
+    result = run("--store", str(path), "memory", "list")
+    assert result.returncode == 1
+    # Rebuilding needs the writer lock and the index folder; either refusal names its path.
+    assert "Permission denied" in result.stderr and str(path / ".lantern") in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------------- index faults
+
+
+def _records(path: Path) -> list[str]:
+    result = cli(path, "memory", "list", "--status", "all", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return [r["id"] for r in json.loads(result.stdout)]
+
+
+@pytest.fixture
+def indexed(tmp_path) -> tuple[Path, list[str]]:
+    path = make_store(tmp_path / "store")
+    store = Store.open(str(path))
+    for n in range(6):
+        store.add(f"indexed fact {n}", kind="fact", priority=n * 10)
+    store.archive(store.list()[0].id)
+    expected = [r.id for r in store.list(status="all")]
+    store.close()
+    return path, expected
+
+
+def _damage(index: Path, how: str) -> None:
+    if how == "deleted":
+        shutil.rmtree(index)
+        return
+    for item in index.iterdir():
+        if item.is_file():
+            if how == "truncated":
+                with open(item, "r+b") as handle:
+                    handle.truncate(item.stat().st_size // 2)
+            elif how == "garbage":
+                item.write_bytes(os.urandom(max(item.stat().st_size, 64)))
+            elif how == "segments-garbage" and item.suffix == ".seg":
+                item.write_bytes(os.urandom(item.stat().st_size))
+    from lantern_git.search_index import MANIFEST, SCHEMA_VERSION
+
+    if how == "older-schema":
+        with open(index / MANIFEST, "wb") as handle:
+            marshal.dump({"v": SCHEMA_VERSION - 1, "files": {}, "broken": {}}, handle)
+    if how == "wrong-shape":
+        with open(index / MANIFEST, "wb") as handle:
+            marshal.dump({"v": SCHEMA_VERSION, "files": "x", "broken": [3]}, handle)
+
+
+@pytest.mark.parametrize(
+    "how", ["deleted", "truncated", "garbage", "segments-garbage", "older-schema", "wrong-shape"]
+)
+def test_a_damaged_index_is_rebuilt_and_lists_correctly(indexed, how):
+    path, expected = indexed
+    _damage(path / ".lantern" / "index", how)
+    assert _records(path) == expected
+    status = cli(path, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["records"] == len(expected)
+    search = cli(path, "memory", "search", "indexed", "--status", "all", "--json")
+    assert search.returncode == 0
+    assert sorted(r["id"] for r in json.loads(search.stdout)) == sorted(expected)
+
+
+def test_status_survives_damaged_segments(indexed):
+    path, expected = indexed
+    _damage(path / ".lantern" / "index", "segments-garbage")
+    status = cli(path, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["records"] == len(expected)
+
+
+def test_a_checkout_underneath_a_running_process_is_seen(indexed):
+    path, expected = indexed
+    store = Store.open(str(path))
+    assert [r.id for r in store.list(status="all")] == expected
+    store.add("added later", kind="fact")
+    old = git(path, "rev-parse", "HEAD~1").strip()
+    git(path, "checkout", "-q", old)
+    assert [r.id for r in store.list(status="all")] == expected
+    git(path, "checkout", "-q", "main")
+    assert record_id("added later") in [r.id for r in store.list(status="all")]
+    git(path, "checkout", "-q", "HEAD~3")
+    at_that_commit = Store.open(str(path))
+    fresh = [r.id for r in at_that_commit.list(status="all")]
+    at_that_commit.close()
+    assert [r.id for r in store.list(status="all")] == fresh
+    git(path, "checkout", "-q", "main")
+    store.close()
+    audit(path)

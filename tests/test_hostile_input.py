@@ -1,0 +1,473 @@
+"""Hostile and broken input: every case gets a clear error or the documented handling.
+
+None may crash with a traceback, execute anything, touch anything outside the store, or
+change the store when it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner
+from conftest import git, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reliability_support import add_args, cli, make_store, record_id
+
+from lantern_git.cli import cli as lantern_cli
+from lantern_git.fields import MAX_CONTENT_BYTES, MAX_FILE_BYTES
+from lantern_git.record import Record
+from lantern_git.search_index import read_record_file
+from lantern_git.store import Store
+
+FUZZ = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+VALID_ID = "0123456789abcdef"
+VALID_PATH = f"memory/01/{VALID_ID}.md"
+ADD_STDIN = ("memory", "add", "-", "--kind", "fact")
+HEADER = f"---\nid: {VALID_ID}\nkind: fact\ncreated_at: 1764690000\nupdated_at: 1764690000\n"
+
+
+def state(path: Path) -> tuple:
+    """A cheap, in-process "store unchanged" fingerprint for fuzz loops."""
+    repo = pygit2.Repository(str(path))
+    files = {
+        p.relative_to(path).as_posix(): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+        and not p.is_symlink()
+        and ".git" not in p.parts
+        and ".lantern" not in p.parts
+    }
+    return str(repo.head.target), files
+
+
+def invoke(store: Path, *args: str, input: bytes | str | None = None):
+    result = CliRunner().invoke(
+        lantern_cli, ["--store", str(store), *args], input=input, catch_exceptions=True
+    )
+    output = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert result.exception is None or isinstance(result.exception, SystemExit), output
+    assert "Traceback" not in output and "internal error" not in output, output
+    return result
+
+
+@pytest.fixture(scope="module")
+def fuzz_store(tmp_path_factory) -> Path:
+    path = make_store(tmp_path_factory.mktemp("fuzz") / "store")
+    Store.open(str(path)).add("a record to aim at", kind="fact", scope="user:ana")
+    return path
+
+
+# ---------------------------------------------------------------------------- CLI options
+
+_texts = st.one_of(
+    st.text(max_size=60),
+    # Undecodable argv bytes reach Python as lone surrogates.
+    st.text(
+        st.sampled_from(["a", ":", "*", " ", "\n", "\x00", "\udcff", "\u2028", "é"]), max_size=20
+    ),
+    st.sampled_from(
+        [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "..\\..\\windows",
+            "memory/01/../../x",
+            "user:../../x",
+            "global\n",
+            "a\0b",
+            "-1",
+            "1e309",
+            "nan",
+            "+9999999999999d",
+            "2026-02-30",
+            "user:" + "x" * 5000,
+            "*",
+            "user:*",
+            "0123",
+            "0123456789abcdef0",
+        ]
+    ),
+)
+
+
+@FUZZ
+@given(
+    content=_texts,
+    kind=_texts,
+    scope=_texts,
+    priority=_texts,
+    expires=_texts,
+    ref=_texts,
+)
+def test_random_add_options_never_crash_and_refusals_change_nothing(
+    fuzz_store, content, kind, scope, priority, expires, ref
+):
+    before = state(fuzz_store)
+    result = invoke(
+        fuzz_store,
+        "memory",
+        "add",
+        content,
+        "--kind",
+        kind,
+        "--scope",
+        scope,
+        "--priority",
+        priority,
+        "--expires-at",
+        expires,
+        "--source-ref",
+        ref,
+        "--json",
+    )
+    assert result.exit_code in (0, 2), result.stderr
+    if result.exit_code == 2:
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] and error["message"]
+        assert state(fuzz_store) == before
+
+
+@FUZZ
+@given(
+    verb=st.sampled_from(["show", "archive", "restore", "update", "history"]),
+    ref=_texts,
+)
+def test_random_ids_never_crash_or_escape(fuzz_store, verb, ref):
+    before = state(fuzz_store)
+    extra = ["--priority", "5"] if verb == "update" else []
+    result = invoke(fuzz_store, "memory", verb, ref, *extra, "--json")
+    assert result.exit_code in (0, 2, 3), result.stderr
+    if result.exit_code:
+        assert state(fuzz_store) == before
+
+
+@FUZZ
+@given(
+    scopes=st.lists(_texts, max_size=3),
+    kinds=st.lists(_texts, max_size=2),
+    status=_texts,
+    query=_texts,
+    limit=_texts,
+)
+def test_random_list_filters_never_crash(fuzz_store, scopes, kinds, status, query, limit):
+    args = [a for s in scopes for a in ("--scope", s)] + [a for k in kinds for a in ("--kind", k)]
+    result = invoke(
+        fuzz_store, "memory", "list", *args, "--status", status, "--query", query, "--limit", limit
+    )
+    assert result.exit_code in (0, 2), result.stderr
+
+
+def test_invalid_utf8_in_arguments_and_stdin_is_refused_clearly(tmp_path):
+    path = make_store(tmp_path / "store")
+    before = snapshot(path)
+    base = [sys.executable, "-m", "lantern_git", "--store", str(path)]
+    cases = [
+        [*base, "memory", "add", b"caf\xe9 \xff", "--kind", "fact"],
+        [*base, "memory", "add", "fine", "--kind", "fact", "--scope", b"user:\xff"],
+        [*base, "memory", "list", "--query", b"\xfe\xff"],
+    ]
+    for argv in cases:
+        result = subprocess.run(argv, capture_output=True)
+        assert result.returncode in (0, 2), result.stderr
+        assert b"Traceback" not in result.stderr
+    piped = subprocess.run(
+        [*base, "memory", "add", "-", "--kind", "fact"],
+        input=b"bad \xff\xfe utf-8",
+        capture_output=True,
+    )
+    assert piped.returncode == 2
+    assert b"content: stdin is not valid UTF-8" in piped.stderr
+    assert snapshot(path) == before
+
+
+def test_oversized_content_is_refused_with_the_limit_named(tmp_path):
+    path = make_store(tmp_path / "store")
+    before = snapshot(path)
+    just_over = "x" * (MAX_CONTENT_BYTES + 1)
+    result = cli(path, "memory", "add", "-", "--kind", "fact", input=just_over)
+    assert result.returncode == 2
+    assert f"content: is larger than the maximum record size ({MAX_CONTENT_BYTES} bytes)" in (
+        result.stderr
+    )
+    huge = subprocess.run(
+        [sys.executable, "-m", "lantern_git", "--store", str(path), *ADD_STDIN],
+        input=b"y" * (8 * MAX_FILE_BYTES),
+        capture_output=True,
+    )
+    assert huge.returncode == 2 and b"maximum record size" in huge.stderr
+    assert snapshot(path) == before
+    at_limit = cli(path, "memory", "add", "-", "--kind", "fact", input="z" * MAX_CONTENT_BYTES)
+    assert at_limit.returncode == 0, at_limit.stderr
+
+
+def test_content_with_fences_and_yaml_looking_lines_round_trips(tmp_path):
+    path = make_store(tmp_path / "store")
+    content = "before\n---\nid: ffffffffffffffff\nkind: goal\n---\n!!python/object:os.system\nafter"
+    added = cli(path, "memory", "add", "-", "--kind", "fact", "--json", input=content)
+    assert added.returncode == 0, added.stderr
+    shown = cli(path, "memory", "show", json.loads(added.stdout)["id"], "--json")
+    assert json.loads(shown.stdout)["content"] == content
+    assert json.loads(shown.stdout)["kind"] == "fact"
+    assert cli(path, "check").returncode == 0
+
+
+# ---------------------------------------------------------------------------- record files
+
+PWNED = Path(tempfile.gettempdir()) / "lantern-pwned-marker"
+
+HOSTILE_FILES = {
+    "billion laughs": HEADER
+    + 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    + "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n---\nbody\n",
+    "python tag": HEADER + f'x: !!python/object/apply:os.system ["touch {PWNED}"]\n---\nbody\n',
+    "python name": HEADER + "x: !!python/name:os.system\n---\nbody\n",
+    "duplicate key": HEADER + "kind: goal\n---\nbody\n",
+    "no closing fence": HEADER + "body with no fence\n",
+    "no front matter": "just some text\n",
+    "NUL byte": HEADER + "---\nbody\0with a NUL\n",
+    "invalid UTF-8": (HEADER + "---\n").encode() + b"caf\xe9\n",
+    "deep nesting": HEADER + "x: " + "[" * 50000 + "\n---\nbody\n",
+    "huge": HEADER + "---\n" + "w" * (MAX_FILE_BYTES + 10) + "\n",
+    "empty": "",
+    "only fences": "---\n---\n",
+    "a list": "---\n- 1\n- 2\n---\nbody\n",
+    "wrong id": HEADER.replace(VALID_ID, "ffffffffffffffff") + "---\nbody\n",
+    "content key": HEADER + "content: sneaky\n---\nbody\n",
+    "non-string key": HEADER + "? [1, 2]\n: x\n---\nbody\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+def test_a_hostile_record_file_is_skipped_reported_and_never_rewritten(tmp_path, name):
+    path = make_store(tmp_path / "store")
+    Store.open(str(path)).add("a good record", kind="fact")
+    data = HOSTILE_FILES[name]
+    target = path / VALID_PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data if isinstance(data, bytes) else data.encode())
+    git(path, "add", VALID_PATH)
+    git(path, "commit", "-qm", "a hand-made file")
+    before = snapshot(path)
+
+    listing = cli(path, "memory", "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert [r["content"] for r in json.loads(listing.stdout)] == ["a good record"]
+    assert f"warning: skipped {VALID_PATH}" in listing.stderr
+    check = cli(path, "check")
+    assert check.returncode == 4 and VALID_PATH in check.stdout + check.stderr
+    for args in (["memory", "show", VALID_ID], ["memory", "archive", VALID_ID]):
+        refused = cli(path, *args)
+        assert refused.returncode == 1, refused.stderr
+        assert VALID_PATH in refused.stderr and "Traceback" not in refused.stderr
+    assert snapshot(path) == before
+    assert not PWNED.exists()
+
+
+_front_lines = st.sampled_from(
+    [
+        f"id: {VALID_ID}",
+        "kind: fact",
+        "kind: [fact]",
+        "created_at: 1764690000",
+        "updated_at: -5",
+        "priority: 101",
+        "priority: true",
+        "confidence: .nan",
+        "scope: user:ana",
+        "scope: ''",
+        "status: deleted",
+        "expires_at: 2026-12-31",
+        "source_refs: [a, 1, null]",
+        "source_refs:\n- ok",
+        "supersedes_id: 0123456789abcdef",
+        "&x a: *x",
+        "x: !!binary aGVsbG8=",
+        "x: !!set {a, b}",
+        "? complex\n: key",
+        "---",
+        "...",
+        "%YAML 1.1",
+        "\t- tab",
+        "custom: kept",
+    ]
+)
+
+
+@FUZZ
+@given(
+    lines=st.lists(_front_lines, max_size=12),
+    body=st.text(max_size=200),
+    raw=st.binary(max_size=300),
+    use_raw=st.booleans(),
+)
+def test_random_record_files_parse_or_fail_with_a_located_error(lines, body, raw, use_raw):
+    data = (
+        raw
+        if use_raw
+        else ("---\n" + "\n".join(lines) + "\n---\n" + body).encode("utf-8", "surrogatepass")
+    )
+    with tempfile.TemporaryDirectory() as root:
+        target = Path(root, VALID_PATH)
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data)
+        got, record, problem = read_record_file(root, VALID_PATH)
+    assert got == data
+    if record is None:
+        assert problem.startswith(VALID_PATH), problem
+    else:
+        assert problem is None
+        # Whatever parses must survive lantern's own rewrite unchanged in meaning.
+        assert Record.from_markdown(record.rewrite(data.decode())) == record
+
+
+# ---------------------------------------------------------------------------- symlinks and pipes
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    secret = Record.new(kind="fact", content="a secret outside the store", now=1764690000)
+    (folder / f"{secret.id}.md").write_text(secret.to_markdown())
+    return folder
+
+
+def test_a_symlinked_record_file_is_neither_read_nor_written(tmp_path, outside):
+    path = make_store(tmp_path / "store")
+    secret = next(outside.iterdir())
+    link = path / "memory" / secret.stem[:2] / secret.name
+    link.parent.mkdir(parents=True)
+    link.symlink_to(secret)
+    original = secret.read_bytes()
+    listing = cli(path, "memory", "list", "--json")
+    assert json.loads(listing.stdout) == []
+    assert "is a symbolic link" in listing.stderr
+    for args in (["memory", "show", secret.stem], ["memory", "archive", secret.stem]):
+        refused = cli(path, *args)
+        assert refused.returncode == 1 and "symbolic link" in refused.stderr
+    assert secret.read_bytes() == original and link.is_symlink()
+
+
+def test_a_symlinked_shard_folder_is_neither_read_nor_written(tmp_path, outside):
+    path = make_store(tmp_path / "store")
+    secret = next(outside.iterdir())
+    (path / "memory").mkdir(exist_ok=True)
+    (path / "memory" / secret.stem[:2]).symlink_to(outside, target_is_directory=True)
+    original = secret.read_bytes()
+    assert json.loads(cli(path, "memory", "list", "--json").stdout) == []
+    for args in (["memory", "show", secret.stem], ["memory", "archive", secret.stem]):
+        refused = cli(path, *args)
+        assert refused.returncode == 1 and "symbolic link" in refused.stderr
+    # A new record whose shard is that link must not be written through it either.
+    fresh = Record.new(kind="fact", content="x", now=1)
+    store = Store.open(str(path))
+    from lantern_git.errors import GitError
+
+    with pytest.raises(GitError, match="symbolic link"):
+        store.git.commit_files(
+            {f"memory/{secret.stem[:2]}/{fresh.id}.md": b"x"},
+            "sneak",
+            __import__("lantern_git.gitstore", fromlist=["Provenance"]).Provenance(op="add"),
+            journal_dir=store.state_dir,
+        )
+    assert sorted(p.name for p in outside.iterdir()) == [secret.name]
+    assert secret.read_bytes() == original
+
+
+def test_a_symlinked_memory_folder_is_refused_clearly(tmp_path, outside):
+    path = make_store(tmp_path / "store")
+    (path / "memory").symlink_to(outside, target_is_directory=True)
+    result = cli(path, "memory", "list")
+    assert result.returncode == 1
+    assert "symbolic link" in result.stderr and "Traceback" not in result.stderr
+    added = cli(path, *add_args("through the link"))
+    assert added.returncode == 1 and "symbolic link" in added.stderr
+    assert len(list(outside.iterdir())) == 1
+
+
+def test_a_fifo_planted_as_a_record_file_does_not_hang(tmp_path):
+    path = make_store(tmp_path / "store")
+    fifo = path / VALID_PATH
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    result = cli(path, "memory", "list", timeout=30)
+    assert result.returncode == 0
+    assert "is not a regular file" in result.stderr
+    assert cli(path, "memory", "show", VALID_ID, timeout=30).returncode == 1
+
+
+def test_scopes_that_look_like_paths_stay_fields(tmp_path):
+    path = make_store(tmp_path / "store")
+    for scope in ("project:../../etc", "project:/etc/passwd", "project:a\\b"):
+        added = cli(path, *add_args("path-like scope", scope))
+        assert added.returncode == 0, added.stderr
+        rid = record_id("path-like scope", scope)
+        assert (path / "memory" / rid[:2] / f"{rid}.md").is_file()
+    for scope in ("../x", "/etc", "a\\b", "user: x"):
+        refused = cli(path, *add_args("bad scope", scope))
+        assert refused.returncode == 2 and "scope" in refused.stderr
+    assert {p.name for p in path.iterdir()} == {
+        ".git",
+        ".gitattributes",
+        ".gitignore",
+        ".lantern",
+        "lantern.yaml",
+        "memory",
+    }
+
+
+# ---------------------------------------------------------------------------- the catch-all
+
+
+def test_an_unexpected_exception_is_an_internal_error_without_traceback(tmp_path):
+    path = make_store(tmp_path / "store")
+    # A .lantern that is a file, not a folder: the write must fail with a clean error.
+    (path / ".lantern").rename(path / ".lantern-moved")
+    (path / ".lantern").write_text("not a folder")
+    for as_json in (False, True):
+        result = cli(
+            path, *(add_args("x") if as_json else ["memory", "add", "x", "--kind", "fact"])
+        )
+        assert result.returncode == 1
+        assert "Traceback" not in result.stderr
+        if as_json:
+            assert json.loads(result.stderr)["error"]["code"] in (
+                "internal_error",
+                "store_error",
+                "io_error",
+            )
+        else:
+            assert result.stderr.startswith("Error: ")
+
+
+def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_request(monkeypatch):
+    from lantern_git import cli_support
+
+    def broken(*_args, **_kwargs):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(cli_support, "open_store", broken)
+    monkeypatch.setattr("lantern_git.cli.open_store", broken)
+    runner = CliRunner()
+    plain = runner.invoke(lantern_cli, ["status"])
+    assert plain.exit_code == 1
+    assert plain.stderr.startswith("Error: internal error: ZeroDivisionError: boom")
+    assert "Traceback" not in plain.stderr
+    as_json = runner.invoke(lantern_cli, ["status", "--json"])
+    assert json.loads(as_json.stderr)["error"]["code"] == "internal_error"
+    assert as_json.stdout == ""
+    monkeypatch.setenv("LANTERN_DEBUG", "1")
+    debug = runner.invoke(lantern_cli, ["status"])
+    assert "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
