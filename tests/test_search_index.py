@@ -1,0 +1,249 @@
+"""The index follows the files: hand edits, checkouts, pulls, a lost or damaged index, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import git, lantern
+
+from lantern_git.record import record_path
+from lantern_git.store import Store
+
+
+def ids(records) -> list[str]:
+    """Ids of records, or of search hits."""
+    return [getattr(r, "record", r).id for r in records]
+
+
+def cli_list(store_path, *args) -> tuple[list[dict], str]:
+    result = lantern("memory", "list", "--json", *args, env={"LANTERN_STORE": str(store_path)})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+@pytest.fixture
+def three(store):
+    a = store.add("Alpha prefers tea.", kind="preference", priority=30)
+    b = store.add("Bravo deploys on Fridays.", kind="fact", priority=60)
+    c = store.add("Charlie owns the search index.", kind="fact", priority=90)
+    assert ids(store.list()) == [c.id, b.id, a.id]
+    return a, b, c
+
+
+# ---------------------------------------------------------------------------- hand edits
+
+
+def _edit_same_size(path: Path, old: str, new: str, keep_mtime: bool) -> None:
+    assert len(old) == len(new)
+    before = os.stat(path)
+    text = path.read_text()
+    assert old in text
+    with open(path, "r+", encoding="utf-8") as handle:
+        handle.write(text.replace(old, new))
+    after = os.stat(path)
+    assert after.st_size == before.st_size
+    if keep_mtime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    else:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True], ids=["mtime-changed", "mtime-restored"])
+def test_a_same_size_hand_edit_is_seen(store, store_path, three, keep_mtime):
+    a, b, c = three
+    _edit_same_size(store_path / record_path(a.id), "priority: 30", "priority: 99", keep_mtime)
+    assert ids(store.list()) == [a.id, c.id, b.id]
+    assert store.get(a.id).priority == 99
+    _edit_same_size(store_path / record_path(b.id), "Fridays", "Mondays", keep_mtime)
+    assert ids(store.search("mondays")) == [b.id]
+    assert store.search("fridays") == []
+    # Another process sees the same.
+    listed, _ = cli_list(store_path)
+    assert [r["id"] for r in listed] == [a.id, c.id, b.id]
+
+
+def test_a_hand_added_and_a_hand_deleted_file_are_seen(store, store_path, three):
+    a, b, c = three
+    new_text = (store_path / record_path(a.id)).read_text().replace("tea", "tee")
+    (store_path / record_path(a.id)).unlink()
+    from lantern_git.record import Record, compute_id
+
+    new_id = compute_id("preference", "global", "Alpha prefers tee.")
+    new = Record.from_markdown(new_text.replace(a.id, new_id))
+    (store_path / record_path(new_id)).parent.mkdir(parents=True, exist_ok=True)
+    (store_path / record_path(new_id)).write_text(new.to_markdown())
+    assert ids(store.list()) == [c.id, b.id, new_id]
+    assert ids(store.search("tee")) == [new_id]
+
+
+# ---------------------------------------------------------------------------- git moving files
+
+
+def test_a_checkout_of_an_older_commit_is_seen(store, store_path, three):
+    a, b, c = three
+    store.archive(c.id)
+    assert ids(store.list()) == [b.id, a.id]
+    git(store_path, "checkout", "-q", "main~1")
+    assert ids(store.list()) == [c.id, b.id, a.id]
+    git(store_path, "checkout", "-q", "main~2")
+    assert ids(store.list()) == [b.id, a.id]
+    assert store.list(status="all") == [store.get(b.id), store.get(a.id)]
+    git(store_path, "checkout", "-q", "main")
+    assert ids(store.list()) == [b.id, a.id]
+    assert ids(store.list(status="archived")) == [c.id]
+
+
+def test_a_checkout_of_a_single_file_is_seen(store, store_path, three):
+    a, _, _ = three
+    store.update(a.id, priority=1)
+    assert a.id not in ids(store.list(min_priority=30))
+    git(store_path, "checkout", "HEAD~1", "--", record_path(a.id))
+    assert store.get(a.id).priority == 30
+    assert a.id in ids(store.list(min_priority=30))
+
+
+def test_a_pull_from_a_clone_is_seen(store, store_path, three, tmp_path):
+    a, b, c = three
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(store_path), str(clone))
+    other = Store.open(str(clone))
+    new = other.add("Delta joined the team.", kind="fact", priority=95)
+    other.archive(b.id)
+    other.close()
+    git(store_path, "pull", "-q", "--ff-only", str(clone), "main")
+    assert ids(store.list()) == [new.id, c.id, a.id]
+    assert store.get(b.id).status == "archived"
+    listed, _ = cli_list(store_path)
+    assert [r["id"] for r in listed] == [new.id, c.id, a.id]
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------------------- losing the index
+
+
+def test_a_deleted_state_folder_is_rebuilt_transparently(store, store_path, three):
+    a, b, c = three
+    store.close()
+    shutil.rmtree(store_path / ".lantern")
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, b.id, a.id]
+    assert stderr == ""
+    assert (store_path / ".lantern").is_dir()
+    assert git(store_path, "status", "--porcelain") == ""
+    # The library, with its index handle closed under it, also recovers.
+    shutil.rmtree(store_path / ".lantern")
+    assert ids(store.list()) == [c.id, b.id, a.id]
+    assert ids(store.search("search index")) == [c.id]
+
+
+def test_a_corrupted_index_is_rebuilt_transparently(store, store_path, three):
+    a, b, c = three
+    store.close()
+    index_dir = store_path / ".lantern" / "index"
+    damaged = 0
+    for path in index_dir.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00garbage\xff" * 37)
+            damaged += 1
+    assert damaged > 0
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, b.id, a.id]
+    assert stderr == ""
+    fresh = Store.open(str(store_path))
+    try:
+        assert ids(fresh.search("deploys")) == [b.id]
+        assert fresh.status()["records"] == 3
+    finally:
+        fresh.close()
+
+
+def test_a_truncated_index_is_rebuilt_transparently(store, store_path, three):
+    a, b, c = three
+    store.close()
+    for path in (store_path / ".lantern" / "index").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"")
+    listed, _ = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, b.id, a.id]
+
+
+# ---------------------------------------------------------------------------- broken files
+
+
+def test_a_broken_record_file_is_skipped_with_a_warning(store, store_path, three):
+    a, b, c = three
+    path = store_path / record_path(b.id)
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[5].startswith("priority:")
+    lines[5] = "priority: lots\n"
+    path.write_text("".join(lines))
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, a.id]
+    assert f"{record_path(b.id)}:6: priority: " in stderr
+    assert stderr.startswith("warning: ")
+    # Search still works and skips it too; other records can still be written.
+    hits = json.loads(
+        lantern(
+            "memory", "search", "alpha", "--json", env={"LANTERN_STORE": str(store_path)}
+        ).stdout
+    )
+    assert [h["id"] for h in hits] == [a.id]
+    store.archive(a.id)
+    assert path.read_text() == "".join(lines)
+    # Fixing the file brings the record back.
+    lines[5] = "priority: 60\n"
+    path.write_text("".join(lines))
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, b.id]
+    assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("damage", "line"),
+    [
+        (lambda text: text.replace("kind: fact", "kind: opinion"), 3),
+        (lambda text: text.replace("status: active", "status: active: yes"), 5),
+        (lambda text: text.replace("---\n", "", 1), 1),
+        (lambda text: text.replace("urgency: 0", "urgency: 0\nurgency: 1"), 8),
+    ],
+    ids=["unknown-kind", "bad-yaml", "no-fence", "duplicate-key"],
+)
+def test_each_kind_of_broken_file_names_file_and_line(store, store_path, three, damage, line):
+    a, b, c = three
+    path = store_path / record_path(b.id)
+    path.write_text(damage(path.read_text()))
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, a.id]
+    assert f"{record_path(b.id)}:{line}: " in stderr
+
+
+def test_status_counts_broken_files(store, store_path, three):
+    _, b, _ = three
+    (store_path / record_path(b.id)).write_text("not a record\n")
+    info = json.loads(lantern("status", "--json", env={"LANTERN_STORE": str(store_path)}).stdout)
+    assert info["records"] == 2
+    assert info["broken_files"] == 1
+
+
+# ---------------------------------------------------------------------------- rebuild
+
+
+def test_index_rebuild_command(store, store_path, three):
+    a, b, c = three
+    env = {"LANTERN_STORE": str(store_path)}
+    (store_path / record_path(a.id)).write_text("---\nbroken\n")
+    result = lantern("index", "rebuild", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"indexed": 2, "skipped": 1}
+    assert record_path(a.id) in result.stderr
+    text = lantern("index", "rebuild", env=env)
+    assert text.stdout == "indexed 2 records, skipped 1\n"
+    listed, _ = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, b.id]
+    git(store_path, "checkout", "--", record_path(a.id))
+    assert ids(store.list()) == [c.id, b.id, a.id]
+    assert git(store_path, "status", "--porcelain") == ""
