@@ -142,8 +142,18 @@ def kill_after(proc: subprocess.Popen, delay: float) -> bool:
         return True
 
 
-def random_kill_round(path: Path, rng: random.Random, tally: Tally, tag: str) -> None:
-    """Start one CLI write, kill it after a random delay, and account for what happened."""
+def write_duration(path: Path) -> float:
+    """How long one CLI write takes on this machine now, so kills land inside writes."""
+    started = time.monotonic()
+    result = cli(path, *add_args(f"timing probe {time.time_ns()}", "agent:probe"))
+    assert result.returncode == 0, result.stderr
+    return time.monotonic() - started
+
+
+def random_kill_round(
+    path: Path, rng: random.Random, tally: Tally, tag: str, span: float = 0.6
+) -> None:
+    """Start one CLI write, kill it within ``span`` seconds, and account for what happened."""
     content = f"{tag} {rng.getrandbits(48):x}"
     scope = f"project:p{rng.randrange(4)}"
     existing = _existing_ids(path)
@@ -159,7 +169,7 @@ def random_kill_round(path: Path, rng: random.Random, tally: Tally, tag: str) ->
         new_id = record_id(content, scope)
     proc = start_cli(path, *args)
     tally.attempted += 1
-    killed = kill_after(proc, rng.uniform(0.0, 0.6))
+    killed = kill_after(proc, rng.uniform(0.0, span))
     if killed:
         tally.kills += 1
         return
@@ -210,3 +220,150 @@ def wait_until(predicate, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+# ---------------------------------------------------------------------------- scenarios
+
+
+def mcp_writer(path: Path, contents: list[str], tally: Tally) -> None:
+    """Add ``contents`` through a real ``lantern mcp`` server, driven by the MCP SDK client."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH")
+    }
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "lantern_git", "mcp", "--store", str(path)], env=env
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for content in contents:
+                tally.attempted += 1
+                result = await session.call_tool(
+                    "lantern_memory_add", {"content": content, "kind": "fact", "scope": "agent:mcp"}
+                )
+                if result.is_error:
+                    code = json.loads(result.content[0].text)["error"]["code"]
+                    assert code == "lock_timeout", result.content[0].text
+                    tally.failed_cleanly += 1
+                else:
+                    tally.acknowledged += 1
+                    tally.acked_ids.add(json.loads(result.content[0].text)["id"])
+
+    anyio.run(main)
+
+
+def library_writer(path: Path, contents: list[str], tally: Tally, store: Store | None = None):
+    """Add ``contents`` through the library, in this process (own Store unless one is shared)."""
+    from lantern_git.errors import LockTimeout
+
+    own = store is None
+    store = store or Store.open(str(path), actor="api")
+    try:
+        for content in contents:
+            tally.attempted += 1
+            try:
+                record = store.add(content, kind="fact", scope="agent:lib")
+            except LockTimeout:
+                tally.failed_cleanly += 1
+                continue
+            tally.acknowledged += 1
+            tally.acked_ids.add(record.id)
+    finally:
+        if own:
+            store.close()
+
+
+def cli_writer(path: Path, contents: list[str], tally: Tally, scope: str) -> None:
+    """Add ``contents`` one CLI process after another; every exit must be 0 or a clean 1."""
+    for content in contents:
+        tally.attempted += 1
+        result = cli(path, *add_args(content, scope))
+        assert "Traceback" not in result.stderr, result.stderr
+        if result.returncode == 0:
+            tally.acknowledged += 1
+            tally.acked_ids.add(json.loads(result.stdout)["id"])
+        else:
+            assert result.returncode == 1, result.stderr
+            assert json.loads(result.stderr)["error"]["code"] == "lock_timeout", result.stderr
+            tally.failed_cleanly += 1
+
+
+def cli_reader(path: Path, tallies: list[Tally], stop, reads: list[int]) -> None:
+    """List again and again; each answer must hold every write acknowledged before it began."""
+    while not stop.is_set():
+        known = set().union(*(set(t.acked_ids) for t in tallies))
+        result = cli(path, "memory", "list", "--status", "all", "--json", "--scope", "agent:*")
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        listed = {r["id"] for r in json.loads(result.stdout)}
+        missing = known - listed
+        assert not missing, f"a reader missed acknowledged writes: {sorted(missing)}"
+        reads[0] += 1
+
+
+def concurrent_round(path: Path, rng: random.Random, tally: Tally, tag: str, with_mcp: bool) -> int:
+    """CLI processes, library threads (own and shared Store) and an MCP server write at once,
+    while CLI readers list. Returns the number of reads done."""
+    import threading
+
+    shared = Store.open(str(path), actor="api")
+    per = rng.randint(1, 3)
+    jobs = []
+    tallies: list[Tally] = []
+
+    def job(func, items, *extra):
+        tallies.append(Tally())
+        jobs.append((func, (path, items, tallies[-1], *extra)))
+
+    for w in range(4):
+        job(
+            cli_writer,
+            [f"{tag} cli{w} {n} {rng.getrandbits(32):x}" for n in range(per)],
+            f"agent:cli{w}",
+        )
+    for w in range(2):
+        job(library_writer, [f"{tag} lib{w} {n} {rng.getrandbits(32):x}" for n in range(per)])
+    for w in range(2):
+        items = [f"{tag} shared{w} {n} {rng.getrandbits(32):x}" for n in range(per)]
+        job(library_writer, items, shared)
+    # The same content from two writers at once: one record, one commit, both acknowledged.
+    twin = [f"{tag} twin {rng.getrandbits(32):x}"]
+    job(cli_writer, twin, "agent:lib")
+    job(library_writer, twin)
+    if with_mcp:
+        job(mcp_writer, [f"{tag} mcp {n} {rng.getrandbits(32):x}" for n in range(per)])
+    errors: list[BaseException] = []
+
+    def guarded(func, args):
+        try:
+            func(*args)
+        except BaseException as err:  # reported by the caller's thread
+            errors.append(err)
+
+    stop = threading.Event()
+    reads = [0]
+    readers = [
+        threading.Thread(target=guarded, args=(cli_reader, (path, tallies, stop, reads)))
+        for _ in range(2)
+    ]
+    writers = [threading.Thread(target=guarded, args=job) for job in jobs]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    shared.close()
+    for each in tallies:
+        tally.merge(each)
+    if errors:
+        raise errors[0]
+    return reads[0]
