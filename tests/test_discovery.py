@@ -235,3 +235,44 @@ def test_a_held_lock_makes_a_writer_fail_with_exit_1(store_path):
     # Once the lock is free the same write goes through.
     again = lantern("memory", "add", "blocked", "--kind", "fact", env=env)
     assert again.returncode == 0, again.stderr
+
+
+# ---------------------------------------------------------------------------- the examples
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_the_shell_session_example_runs(tmp_path):
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["PYTHON"] = sys.executable
+    env["TMPDIR"] = str(tmp_path)
+    result = subprocess.run(
+        ["bash", str(EXAMPLES / "session.sh")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Error" not in result.stderr
+    assert "\nexists " in result.stdout
+    assert "Lantern-Op: update" in result.stdout
+    # The temporary store is gone, and the user's default store was never created.
+    assert list(tmp_path.iterdir()) == []
+    assert not (Path(os.environ["XDG_DATA_HOME"]) / "lantern").exists()
+
+
+def test_the_library_example_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "library_api.py")],
+        cwd=tmp_path,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "supersede " in result.stdout and "archive " in result.stdout
+    assert list(tmp_path.iterdir()) == []
