@@ -207,6 +207,7 @@ class Store:
         with self.locked():
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
+            keep: dict[str, bytes] = {}
             wanted = {
                 MARKER: (None, f"format: {FORMAT_VERSION}\n"),
                 ".gitignore": (GITIGNORE_LINE, None),
@@ -218,6 +219,14 @@ class Store:
                     content = current if current is not None else whole.encode()
                 else:
                     content = _with_line(current or b"", line)
+                    committed = git.blob_at(head_tree, name)
+                    if committed is not None and current is not None and current != committed:
+                        # The user's uncommitted edits to this file stay theirs, uncommitted:
+                        # commit HEAD's version plus the line; their copy gets the line after.
+                        if _with_line(committed, line) != committed:
+                            files[name] = _with_line(committed, line)
+                            keep[name] = content
+                        continue
                 if content != current or git.blob_at(head_tree, name) != content:
                     files[name] = content
             if self.exists:
@@ -225,6 +234,11 @@ class Store:
             if not files:
                 return InitResult(self.root, created_repo, False, None)
             self._commit(files, "init lantern store", "init", ())
+            if keep:
+                from .gitstore import atomic_write
+
+                for name, data in keep.items():
+                    atomic_write(os.path.join(self.root, name), data)
         return InitResult(self.root, created_repo, True, self.last_commit)
 
     # ------------------------------------------------------------------ locking and writes

@@ -523,6 +523,30 @@ def test_init_adopts_a_repository_without_touching_its_files(tmp_path):
     assert git(repo_path, "status", "--porcelain") == status_before
 
 
+def test_init_leaves_uncommitted_edits_of_gitignore_uncommitted(tmp_path):
+    repo_path = tmp_path / "existing"
+    init_repo(repo_path)
+    (repo_path / ".gitignore").write_text("*.pyc\n")
+    (repo_path / ".gitattributes").write_text("*.png binary\n")
+    git(repo_path, "add", ".")
+    git(repo_path, "commit", "-qm", "user work")
+    (repo_path / ".gitignore").write_text("*.pyc\nmy-uncommitted-line\n")
+    (repo_path / ".gitattributes").write_text("*.png binary\n*.jpg binary\n")
+
+    Store.init(str(repo_path)).close()
+
+    assert git(repo_path, "show", "HEAD:.gitignore") == "*.pyc\n/.lantern/\n"
+    assert git(repo_path, "show", "HEAD:.gitattributes") == (
+        "*.png binary\nmemory/**/*.md merge=lantern\n"
+    )
+    assert (repo_path / ".gitignore").read_text() == "*.pyc\nmy-uncommitted-line\n/.lantern/\n"
+    assert git(repo_path, "status", "--porcelain") == " M .gitattributes\n M .gitignore\n"
+    assert "+my-uncommitted-line" in git(repo_path, "diff", ".gitignore")
+    head = git(repo_path, "rev-parse", "HEAD")
+    Store.init(str(repo_path)).close()
+    assert git(repo_path, "rev-parse", "HEAD") == head
+
+
 def test_init_twice_is_a_no_op(store_path):
     head = git(store_path, "rev-parse", "HEAD")
     files = snapshot(store_path)
