@@ -471,3 +471,88 @@ def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_r
     monkeypatch.setenv("LANTERN_DEBUG", "1")
     debug = runner.invoke(lantern_cli, ["status"])
     assert "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
+
+
+# ---------------------------------------------------------------------------- MCP arguments
+
+
+def _hostile_value(rng):
+    return rng.choice(
+        [
+            None,
+            True,
+            -1,
+            10**30,
+            1.5,
+            float("inf"),
+            "",
+            "../../etc/passwd",
+            "\x00",
+            "x" * (MAX_CONTENT_BYTES + 5),
+            "user:" + "y" * 400,
+            "0123",
+            [],
+            ["a", 1, None],
+            {"nested": {"deep": [1, 2]}},
+            "!!python/object/apply:os.system",
+            "---\nid: 0123456789abcdef\n---",
+        ]
+    )
+
+
+def test_hostile_mcp_arguments_get_typed_errors_and_change_nothing(tmp_path):
+    import random
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    path = make_store(tmp_path / "store")
+    Store.open(str(path)).add("a record to aim at", kind="fact")
+    before = state(path)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH")
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", str(path)], env=env
+    )
+    tools = {
+        "lantern_memory_add": ["content", "kind", "scope", "priority", "source_refs"],
+        "lantern_memory_show": ["id"],
+        "lantern_memory_archive": ["id", "reason"],
+        "lantern_memory_list": ["scope", "kind", "status", "limit", "offset", "fields"],
+        "lantern_memory_search": ["query", "limit"],
+        "lantern_memory_update": ["id", "priority", "expires_at"],
+        "lantern_memory_supersede": ["id", "content", "kind"],
+        "lantern_memory_history": ["id"],
+    }
+    rng = random.Random(7)
+    codes: set[str] = set()
+
+    async def main():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(120):
+                tool = rng.choice(sorted(tools))
+                names = tools[tool] + ["unknown_argument"]
+                count = rng.randint(0, min(3, len(names)))
+                arguments = {n: _hostile_value(rng) for n in rng.sample(names, count)}
+                result = await session.call_tool(tool, arguments)
+                if result.is_error:
+                    text = result.content[0].text
+                    try:
+                        code = json.loads(text)["error"]["code"]
+                    except ValueError:
+                        code = "schema:" + text[:40]
+                    codes.add(code)
+            # Still serving after all of that.
+            listed = await session.call_tool("lantern_memory_list", {})
+            return json.loads(listed.content[0].text)
+
+    listed = anyio.run(main)
+    assert "internal_error" not in codes, codes
+    assert {"invalid_field", "invalid_id"} & codes, codes
+    assert [r["content"] for r in listed["records"]] == ["a record to aim at"]
+    assert state(path) == before
