@@ -320,6 +320,11 @@ class GitRepo:
                 path: (self.repo.create_blob(data) if data is not None else None)
                 for path, data in files.items()
             }
+            # What the working tree held before, kept as a blob: a rollback puts back exactly
+            # that, even a file git does not track yet (init adopting a repository).
+            before = {
+                path: self._worktree_blob(path, self.oid_at(base_tree, path)) for path in files
+            }
             tree_oid = self.build_tree(base_tree, blobs)
             if tree_oid is None:
                 tree_oid = self.repo.TreeBuilder().write()
@@ -340,6 +345,7 @@ class GitRepo:
                 path: {
                     "old": _hex(self.oid_at(base_tree, path)),
                     "new": _hex(blobs[path]),
+                    "before": _hex(before[path]),
                 }
                 for path in files
             },
@@ -375,6 +381,17 @@ class GitRepo:
             ) from None
         fault("after-index")
         return commit_oid
+
+    def _worktree_blob(self, path: str, committed: pygit2.Oid | None) -> pygit2.Oid | None:
+        full = os.path.join(self.root, path)
+        try:
+            # Never through a symlink: what lies outside the store is not ours to copy.
+            with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return None
+        oid = pygit2.hash(data)
+        return oid if oid == committed else self.repo.create_blob(data)
 
     def _undo(self, journal_dir: str) -> str:
         """Roll back a write that failed before its branch moved; the journal is the guide."""
@@ -486,7 +503,7 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
         elif on_branch and head == head_before:
             for path, change in files.items():
                 if _worktree_oid(git, path) == change["new"]:
-                    _restore_file(git, path, change["old"])
+                    _restore_file(git, path, change.get("before", change["old"]))
             git.sync_index(files)
             outcome = f"rolled back an interrupted {op}; nothing of it was committed"
         else:

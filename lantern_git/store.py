@@ -205,6 +205,8 @@ class Store:
         # that .gitattributes names is registered here.
         ensure_merge_driver(git.repo, self.warn)
         with self.locked():
+            # An interrupted write is repaired first: this commit would overwrite its journal.
+            self._recover()
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}

@@ -417,3 +417,30 @@ def test_a_checkout_underneath_a_running_process_is_seen(indexed):
     git(path, "checkout", "-q", "main")
     store.close()
     audit(path)
+
+
+def test_a_crashed_init_puts_back_the_users_own_untracked_files(tmp_path):
+    path = tmp_path / "repo"
+    pygit2.init_repository(str(path), initial_head="main")
+    (path / ".gitignore").write_text("*.log\n")
+    killed = cli(path, "init", str(path), env=cli_env(LANTERN_FAULT="after-files"))
+    assert killed.returncode == -9
+    assert (path / ".gitignore").read_text() == "*.log\n/.lantern/\n"
+    follow = cli(path, "memory", "list")
+    assert "rolled back an interrupted init" in follow.stderr
+    assert (path / ".gitignore").read_text() == "*.log\n", "the user's file, exactly as it was"
+    assert not (path / "lantern.yaml").exists()
+    assert cli(path, "init", str(path)).returncode == 0
+    assert git(path, "show", "HEAD:.gitignore") == "*.log\n/.lantern/\n"
+    audit(path)
+
+
+def test_init_repairs_an_interrupted_write_before_committing(seeded):
+    path, _ = seeded
+    before = snapshot(path)
+    cli(path, *add_args("cut off"), env=cli_env(LANTERN_FAULT="after-files"))
+    again = cli(path, "init", str(path))
+    assert again.returncode == 0
+    assert "rolled back an interrupted add" in again.stderr
+    assert snapshot(path) == before
+    audit(path)
