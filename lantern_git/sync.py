@@ -227,7 +227,8 @@ class Target:
     remote: str
     remote_branch: str
     named: bool
-    has_upstream: bool
+    # The branch has no upstream at all: the first push (or sync) sets this remote as it.
+    wants_upstream: bool
 
     @property
     def tracking_ref(self) -> str | None:
@@ -266,7 +267,7 @@ def resolve_target(repo: pygit2.Repository, remote: str | None, branch: str) -> 
             if has_upstream and upstream_merge
             else branch
         )
-        return Target(remote, remote_branch, True, has_upstream)
+        return Target(remote, remote_branch, True, upstream_remote is None)
     if "://" in remote or os.path.exists(os.path.expanduser(remote)) or _scp_like(remote):
         return Target(remote, branch, False, False)
     raise InvalidInput(
@@ -319,7 +320,7 @@ def push_branch(
     Never forced: the remote takes nothing but a fast-forward.
     """
     args = ["push", "--porcelain"]
-    set_upstream = target.named and not target.has_upstream
+    set_upstream = target.wants_upstream
     if set_upstream:
         args.append("--set-upstream")
     args += [target.remote, f"refs/heads/{branch}:refs/heads/{target.remote_branch}"]
@@ -544,7 +545,7 @@ class _Sync:
             if refused is None:
                 self.report.pushed = True
                 self.report.pushed_commits = ahead
-                self.report.set_upstream = self.target.named and not self.target.has_upstream
+                self.report.set_upstream = self.target.wants_upstream
                 break
         else:
             raise GitError(
@@ -563,12 +564,12 @@ class _Sync:
         return self.repo.ahead_behind(head, pygit2.Oid(hex=remote_head))[0]
 
     def _note_upstream(self) -> None:
-        if self.target.named and not self.target.has_upstream:
+        if self.target.wants_upstream:
             result = run_git(
                 self.root, "branch", f"--set-upstream-to={self.target.label}", self.branch
             )
             if result.returncode == 0:
-                self.target.has_upstream = True
+                self.target.wants_upstream = False
                 self.report.set_upstream = True
 
     def _refuse_uncommitted(self) -> None:

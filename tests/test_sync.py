@@ -621,3 +621,15 @@ def test_the_two_hosts_example_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "laptop/memory and desktop/memory are identical" in result.stdout
     assert "Lantern-Record: " in result.stdout and "(priority, source_refs)" in result.stdout
+
+
+def test_syncing_with_a_second_remote_keeps_the_upstream(pair, tmp_path):
+    a, _ = pair
+    backup = tmp_path / "backup.git"
+    pygit2.init_repository(str(backup), bare=True, initial_head="main")
+    git(a.path, "remote", "add", "backup", str(backup))
+    a.add("Also kept in the backup.")
+    report = a.sync("backup")
+    assert report.pushed and not report.set_upstream
+    assert git(a.path, "rev-parse", "--abbrev-ref", "main@{upstream}").strip() == "origin/main"
+    assert git(backup, "rev-parse", "main").strip() == a.head()
