@@ -690,6 +690,28 @@ def test_long_lived_server_sees_cli_hand_and_pull_changes(store_path, tmp_path):
     assert git(store_path, "status", "--porcelain") == ""
 
 
+def test_a_hand_broken_file_is_skipped_by_list_and_reported_by_show(store_path):
+    good = cli_json("memory", "add", "Still fine", "--kind", "fact", store_path=store_path)
+    broken = store_path / "memory" / "ab" / "abcdef0123456789.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nid: abcdef0123456789\nkind: mood\n---\nBroken by hand\n")
+    before = snapshot(store_path)
+
+    async def body(client):
+        listed = await ok(client, "lantern_memory_list", fields=["id"])
+        shown = await fail(client, "lantern_memory_show", id="abcdef01")
+        archived = await fail(client, "lantern_memory_archive", id="abcdef01")
+        return listed, shown, archived
+
+    listed, shown, archived = run(body)(store_path)
+    assert listed["records"] == [{"id": good["id"]}]
+    assert shown["code"] == "invalid_record" and "abcdef0123456789.md:" in shown["message"]
+    assert archived == shown
+    assert cli_error("memory", "show", "abcdef01", store_path=store_path) == (1, shown)
+    # Lantern never overwrites a file it cannot parse.
+    assert snapshot(store_path) == before
+
+
 # ---------------------------------------------------------------------------- the command
 
 
