@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 
 import pytest
 from conftest import git, init_repo, lantern, snapshot
@@ -153,3 +157,39 @@ def test_large_import_rebuilds_the_index_once_and_lists_everything(store, store_
     assert store.search("number 1234")[0].record.content == "bulk record number 1234"
     assert git(store_path, "status", "--porcelain") == ""
     assert compute_id("fact", "global", "bulk record number 7") in result.ids
+
+
+def test_import_shows_a_progress_bar_on_a_terminal(store_path, tmp_path):
+    source = tmp_path / "batch.jsonl"
+    source.write_text("\n".join(line(f"progress record {i}") for i in range(600)) + "\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lantern_git", "import", str(source), "--json"],
+        cwd=store_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closes when the process exits
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=120)
+    os.close(master)
+    assert proc.returncode == 0
+    assert json.loads(out)["imported"] == 600
+    assert b"validating" in seen and b"100%" in seen
+
+
+def test_import_shows_no_progress_bar_when_not_on_a_terminal(store_path, tmp_path):
+    source = tmp_path / "batch.jsonl"
+    source.write_text("\n".join(line(f"quiet record {i}") for i in range(600)) + "\n")
+    result = lantern("import", str(source), cwd=store_path)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == "imported 600, skipped 0 (already present)\n"
