@@ -20,7 +20,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidInput, LanternError
@@ -647,10 +647,10 @@ def check_arguments(tool: ToolSpec, arguments: dict | None) -> dict:
     fields = checked.get("fields")
     if fields is not None:
         allowed = properties["fields"]["items"]["enum"]
-        for field in fields:
-            if field not in allowed:
+        for chosen in fields:
+            if chosen not in allowed:
                 raise InvalidInput(
-                    f"fields: {field!r} is not a field; choose from {', '.join(allowed)}",
+                    f"fields: {chosen!r} is not a field; choose from {', '.join(allowed)}",
                     code="invalid_field",
                 )
     return checked
@@ -737,21 +737,35 @@ class StoreTarget:
     create_on_write: bool = False
     author: str | None = None
 
-    def open(self):
+    def open(self, warn: Callable[[str], None]):
         from .store import Store
 
         return Store(
-            self.path, actor="mcp", author=self.author, create_on_write=self.create_on_write
+            self.path,
+            actor="mcp",
+            author=self.author,
+            create_on_write=self.create_on_write,
+            warn=warn,
         )
 
 
 @dataclass
 class Outcome:
-    """One tool call's answer: a JSON object, whether it is an error, and the commit it made."""
+    """One tool call's answer: a JSON object, whether it is an error, the commit it made, and
+    the store's warnings (such as a hand-broken file that was skipped)."""
 
     value: dict
     is_error: bool = False
     commit: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def meta(self) -> dict | None:
+        meta: dict[str, Any] = {}
+        if self.commit:
+            meta["lantern/commit"] = self.commit
+        if self.warnings:
+            meta["lantern/warnings"] = self.warnings
+        return meta or None
 
 
 class ToolRunner:
@@ -763,21 +777,28 @@ class ToolRunner:
 
     def run(self, name: str, arguments: dict | None) -> Outcome:
         tool = TOOLS_BY_NAME[name]
+        warnings: list[str] = []
+
+        def warn(message: str) -> None:
+            warnings.append(message)
+            print(message, file=sys.stderr)
+
         with self._lock:
             try:
                 args = check_arguments(tool, arguments)
-                store = self.target.open()
+                store = self.target.open(warn)
                 try:
                     value, commit = tool.call(store, args)
                 finally:
                     store.close()
-                return Outcome(value, commit=commit)
+                return Outcome(value, commit=commit, warnings=warnings)
             except LanternError as err:
-                return Outcome(err.to_dict(), is_error=True)
+                return Outcome(err.to_dict(), is_error=True, warnings=warnings)
             except Exception as err:  # a bug must not take the server down with it
                 traceback.print_exc(file=sys.stderr)
                 message = f"{name} failed unexpectedly: {type(err).__name__}: {err}"
-                return Outcome({"error": {"code": "internal_error", "message": message}}, True)
+                error = {"error": {"code": "internal_error", "message": message}}
+                return Outcome(error, is_error=True, warnings=warnings)
 
 
 def build_server(target: StoreTarget):
@@ -819,12 +840,11 @@ def build_server(target: StoreTarget):
             )
         outcome = await anyio.to_thread.run_sync(runner.run, params.name, params.arguments)
         text = json.dumps(outcome.value, ensure_ascii=False)
-        meta = {"lantern/commit": outcome.commit} if outcome.commit else None
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=outcome.value,
             is_error=outcome.is_error,
-            _meta=meta,
+            _meta=outcome.meta(),
         )
 
     return Server(

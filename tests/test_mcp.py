@@ -698,13 +698,16 @@ def test_a_hand_broken_file_is_skipped_by_list_and_reported_by_show(store_path):
     before = snapshot(store_path)
 
     async def body(client):
-        listed = await ok(client, "lantern_memory_list", fields=["id"])
+        result = await client.call_tool("lantern_memory_list", {"fields": ["id"]})
         shown = await fail(client, "lantern_memory_show", id="abcdef01")
         archived = await fail(client, "lantern_memory_archive", id="abcdef01")
-        return listed, shown, archived
+        return result, shown, archived
 
-    listed, shown, archived = run(body)(store_path)
-    assert listed["records"] == [{"id": good["id"]}]
+    result, shown, archived = run(body)(store_path)
+    assert result.structured_content["records"] == [{"id": good["id"]}]
+    # The agent is told what was skipped, as the CLI tells its user on stderr.
+    [warning] = result.meta["lantern/warnings"]
+    assert warning.startswith("warning: skipped memory/ab/abcdef0123456789.md:")
     assert shown["code"] == "invalid_record" and "abcdef0123456789.md:" in shown["message"]
     assert archived == shown
     assert cli_error("memory", "show", "abcdef01", store_path=store_path) == (1, shown)
