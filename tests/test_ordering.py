@@ -226,3 +226,35 @@ def _inactive(store, *records) -> list[str]:
     current = [store.get(r.id) for r in records]
     current.sort(key=lambda r: (-r.priority, -r.urgency, -r.updated_at, r.id))
     return [r.id for r in current]
+
+
+def _ordered_ids(count: int) -> list[tuple[str, str]]:
+    """``count`` (content, id) pairs whose ids, hence index order, ascend."""
+    found: list[tuple[str, str]] = []
+    n = 0
+    while len(found) < count:
+        content = f"ordered {n}"
+        record_id = compute_id("fact", "global", content)
+        if not found or record_id > found[-1][1]:
+            found.append((content, record_id))
+        n += 1
+    return found
+
+
+def test_expired_records_are_hidden_whatever_their_index_position():
+    """An expired record that is the first match of the other filters is still hidden.
+
+    Whoosh's AndNot matcher does not skip its negative side forward to the first positive
+    match, so excluding expired records with AndNot let exactly that record through.
+    """
+    (x_content, _), (y_content, _), (z_content, _) = _ordered_ids(3)
+    x = Record.new(kind="fact", content=x_content, urgency=0, expires_at=NOW - 5, now=1)
+    y = Record.new(kind="fact", content=y_content, urgency=100, expires_at=NOW, now=1)
+    z = Record.new(kind="fact", content=z_content, urgency=100, expires_at=NOW + 5, now=1)
+    temp = TempStore([x, y, z])
+    try:
+        assert temp.list({"min_urgency": 50}) == [z.id]
+        assert temp.list({"min_urgency": 50, "include_expired": True}) == [y.id, z.id]
+        assert temp.list({}) == [z.id]
+    finally:
+        temp.close()
