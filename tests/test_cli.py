@@ -433,3 +433,18 @@ def test_the_file_written_by_the_cli_is_the_record(run, store_path):
     text = (store_path / record_path(obj["id"])).read_text()
     assert text.endswith("---\nOn disk\n")
     assert f"id: {obj['id']}\n" in text
+
+
+def test_author_option_and_environment(run, store_path, monkeypatch):
+    def author() -> str:
+        return git(store_path, "log", "-1", "--format=%an <%ae>").strip()
+
+    assert run("memory", "add", "a", "--kind", "fact", "--author", "Ana <ana@x.org>").exit_code == 0
+    assert author() == "Ana <ana@x.org>"
+    actor = git(store_path, "log", "-1", "--format=%(trailers:key=Lantern-Actor,valueonly)")
+    assert actor.strip() == "cli"
+    monkeypatch.setenv("LANTERN_AUTHOR", "Env Bot <bot@x.org>")
+    assert run("memory", "add", "b", "--kind", "fact").exit_code == 0
+    assert author() == "Env Bot <bot@x.org>"
+    assert run("memory", "add", "c", "--kind", "fact", "--author", "Ana <ana@x.org>").exit_code == 0
+    assert author() == "Ana <ana@x.org>"

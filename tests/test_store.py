@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -579,3 +580,12 @@ def test_opening_a_folder_that_is_not_a_store(tmp_path):
     init_repo(tmp_path / "plain")
     with pytest.raises(NoStore, match="lantern init"):
         Store.open(str(tmp_path / "plain"))
+
+
+def test_add_is_idempotent_across_unicode_normalization(store, store_path):
+    composed = store.add("Zoë likes crème brûlée.", kind="preference", scope="user:zoe")
+    head = git(store_path, "rev-parse", "HEAD")
+    decomposed = unicodedata.normalize("NFD", "Zoë  likes\ncrème brûlée.")
+    again = store.add(decomposed, kind="preference", scope="user:zoe")
+    assert again == composed
+    assert git(store_path, "rev-parse", "HEAD") == head
