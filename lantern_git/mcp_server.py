@@ -266,20 +266,26 @@ def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
 
 
 def _add_properties(defaults: bool) -> dict[str, dict]:
-    """What add takes (with its defaults), or supersede (defaulting to the old record's)."""
+    """What add takes (with the library's defaults), or supersede (the old record's values)."""
+    import inspect
 
-    def default(schema: dict, value: Any, inherit: str) -> dict:
+    from .store import Store
+
+    add_defaults = inspect.signature(Store.add).parameters
+
+    def default(name: str, schema: dict) -> dict:
         if defaults:
-            return _with(schema, default=value)
-        return _with(schema, description=f"Default: the old record's {inherit}.")
+            return _with(schema, default=add_defaults[name].default)
+        inherited = f"Default: the old record's {name}."
+        return _with(schema, description=f"{schema.get('description', '')} {inherited}".strip())
 
     return {
-        "kind": _KIND if defaults else _with(_KIND, description="Default: the old record's kind."),
-        "scope": default(_SCOPE, "global", "scope"),
-        "priority": default(_with(_PERCENT, description="0-100, higher first."), 50, "priority"),
-        "urgency": default(_with(_PERCENT, description="0-100, higher first."), 0, "urgency"),
+        "kind": _KIND if defaults else default("kind", _KIND),
+        "scope": default("scope", _SCOPE),
+        "priority": default("priority", _with(_PERCENT, description="0-100, higher first.")),
+        "urgency": default("urgency", _with(_PERCENT, description="0-100, higher first.")),
         "confidence": default(
-            _with(_CONFIDENCE, description="0.0-1.0: how sure the caller is."), 1.0, "confidence"
+            "confidence", _with(_CONFIDENCE, description="0.0-1.0: how sure the caller is.")
         ),
         "expires_at": _TIME,
         "source_refs": _SOURCE_REFS,
@@ -308,18 +314,11 @@ def _record_result(store, record) -> tuple[dict, str | None]:
 
 
 def _add(store, args: dict) -> tuple[dict, str | None]:
-    record = store.add(
-        args["content"],
-        kind=args["kind"],
-        scope=args.get("scope", "global"),
-        priority=args.get("priority", 50),
-        urgency=args.get("urgency", 0),
-        confidence=args.get("confidence", 1.0),
-        expires_at=_time(args.get("expires_at")),
-        source_refs=args.get("source_refs", ()),
-        reason=args.get("reason"),
-    )
-    return _record_result(store, record)
+    # Options not given are left to the library's defaults, the same ones the CLI shows.
+    options = {k: v for k, v in args.items() if k != "content"}
+    if "expires_at" in options:
+        options["expires_at"] = _time(options["expires_at"])
+    return _record_result(store, store.add(args["content"], **options))
 
 
 def _show(store, args: dict) -> tuple[dict, str | None]:
