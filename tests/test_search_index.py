@@ -209,16 +209,28 @@ def test_a_broken_record_file_is_skipped_with_a_warning(store, store_path, three
         (lambda text: text.replace("status: active", "status: active: yes"), 5),
         (lambda text: text.replace("---\n", "", 1), 1),
         (lambda text: text.replace("urgency: 0", "urgency: 0\nurgency: 1"), 8),
+        (lambda text: text.replace("id: ", "id: 0", 1), 2),
+        (lambda text: text.replace("Bravo", "Br\udcffvo"), 12),
     ],
-    ids=["unknown-kind", "bad-yaml", "no-fence", "duplicate-key"],
+    ids=["unknown-kind", "bad-yaml", "no-fence", "duplicate-key", "wrong-id", "not-utf8"],
 )
 def test_each_kind_of_broken_file_names_file_and_line(store, store_path, three, damage, line):
     a, b, c = three
     path = store_path / record_path(b.id)
-    path.write_text(damage(path.read_text()))
+    path.write_bytes(damage(path.read_text()).encode("utf-8", "surrogateescape"))
     listed, stderr = cli_list(store_path)
     assert [r["id"] for r in listed] == [c.id, a.id]
     assert f"{record_path(b.id)}:{line}: " in stderr
+
+
+def test_a_file_in_the_wrong_place_is_skipped_with_a_warning(store, store_path, three):
+    a, b, c = three
+    misplaced = store_path / "memory" / "zz" / f"{b.id}.md"
+    misplaced.parent.mkdir()
+    (store_path / record_path(b.id)).rename(misplaced)
+    listed, stderr = cli_list(store_path)
+    assert [r["id"] for r in listed] == [c.id, a.id]
+    assert f"memory/zz/{b.id}.md" in stderr
 
 
 def test_status_counts_broken_files(store, store_path, three):
