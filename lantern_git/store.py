@@ -474,7 +474,7 @@ class Store:
             urgency=urgency,
             confidence=confidence,
             expires_at=expires_at,
-            source_refs=tuple(source_refs),
+            source_refs=_ref_list(source_refs),
         )
         with self._writing():
             path = record_path(record.id)
@@ -530,7 +530,7 @@ class Store:
             changes["expires_at"] = (
                 None if expires_at is None else validate_timestamp("expires_at", expires_at)
             )
-        new_refs = validate_source_refs(list(add_source_refs))
+        new_refs = validate_source_refs(_ref_list(add_source_refs, "add_source_refs"))
         if not changes and not new_refs:
             raise InvalidInput(
                 "nothing to update: give --priority, --urgency, --confidence, --expires-at "
@@ -586,7 +586,7 @@ class Store:
                 confidence=old.confidence if confidence is None else confidence,
                 expires_at=expires_at,
                 supersedes_id=old_id,
-                source_refs=tuple(source_refs),
+                source_refs=_ref_list(source_refs),
             )
             new_path = record_path(new.id)
             if os.path.lexists(os.path.join(self.root, new_path)):
@@ -770,6 +770,15 @@ def _check_query(query) -> None:
         raise InvalidInput("limit: must be 0 or more", code="invalid_field")
     if query.offset < 0:
         raise InvalidInput("offset: must be 0 or more", code="invalid_field")
+
+
+def _ref_list(refs: Iterable[str], name: str = "source_refs") -> tuple[str, ...]:
+    # tuple("session:1") would silently store one reference per character.
+    if isinstance(refs, (str, bytes)):
+        raise InvalidInput(
+            f"{name}: must be a list of strings, not a single string", code="invalid_field"
+        )
+    return tuple(refs)
 
 
 def _first_line(content: str, width: int = 60) -> str:

@@ -589,3 +589,16 @@ def test_add_is_idempotent_across_unicode_normalization(store, store_path):
     again = store.add(decomposed, kind="preference", scope="user:zoe")
     assert again == composed
     assert git(store_path, "rev-parse", "HEAD") == head
+
+
+def test_a_single_string_is_not_taken_as_a_list_of_references(store, store_path):
+    record = store.add("x", kind="fact")
+    before = snapshot(store_path)
+    with pytest.raises(InvalidInput, match="source_refs: must be a list"):
+        store.add("y", kind="fact", source_refs="session:1")
+    with pytest.raises(InvalidInput, match="add_source_refs: must be a list"):
+        store.update(record.id, add_source_refs="session:1")
+    with pytest.raises(InvalidInput, match="source_refs: must be a list"):
+        store.supersede(record.id, "z", source_refs="session:1")
+    assert snapshot(store_path) == before
+    assert store.add("y", kind="fact", source_refs=["session:1"]).source_refs == ("session:1",)
