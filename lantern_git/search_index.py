@@ -1,9 +1,13 @@
 """The search index: a Whoosh index over the record files, derived state only.
 
 Everything here can be deleted and rebuilt from the files. Before answering, the index brings
-itself up to date with the working tree: it compares each record file's (mtime, size, inode)
-with what it saw last time, re-reads only the files that differ, and skips those whose content
-hash has not changed. A missing, older-schema or unreadable index is rebuilt transparently.
+itself up to date with the working tree. Any change to a file or a folder, by an editor, a
+``git pull``, a ``git checkout`` or a ``touch``, sets its inode change time (ctime), which no
+program can set back; so the record files and shard folders changed since the last check are
+exactly those whose ctime is newer than a stamp kept with the index. One ``find`` (C speed; a
+Python sweep where ``find`` is missing) lists them, then only those are re-read, and a file
+whose content hash equals the indexed one is left alone. A missing, older-schema or unreadable
+index is rebuilt transparently.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import json
 import marshal
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,19 +27,27 @@ from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh import sorting
 from whoosh.analysis import StemmingAnalyzer
-from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.columns import NumericColumn
+from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 
 from .errors import StoreError, ValidationError
 from .query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: F401 - re-exported
 from .record import ID_RE, MAX_FILE_BYTES, Record
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
-MANIFEST = f"files_v{SCHEMA_VERSION}.marshal"
+MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
+# Its mtime is the stamp: files whose ctime is newer may differ from the index.
+STAMP = "checked"
 NO_EXPIRY = 2**62
-# Files modified this recently may change again within the filesystem's timestamp granularity
-# without their stat changing ("racy git"); their content hash is checked again next time.
-RACY_WINDOW_NS = 3_000_000_000
+# The stamp is set this far before the check started, wider than any filesystem's timestamp
+# granularity (FAT: 2 s) and the kernel's coarse clock, so no change can fall between two checks;
+# files changed within the margin are merely hashed once more.
+STAMP_MARGIN_NS = 3_000_000_000
+MERGE_AT_SEGMENTS = 8
+PARALLEL_FROM = 5000
+# When this many files changed at once (a checkout of another branch), one rebuild is cheaper.
+REBUILD_ABOVE = 20_000
 
 
 def _schema() -> Schema:
@@ -43,12 +57,15 @@ def _schema() -> Schema:
         kind=ID,
         scope=ID,
         status=ID,
-        priority=NUMERIC(int, bits=32),
-        urgency=NUMERIC(int, bits=32),
-        expires_at=NUMERIC(int, bits=64),
-        order=NUMERIC(int, bits=64, sortable=True),
+        # Coarser shift steps: fewer terms per value, and every term costs at index time.
+        priority=NUMERIC(int, bits=32, shift_step=8),
+        urgency=NUMERIC(int, bits=32, shift_step=8),
+        expires_at=NUMERIC(int, bits=64, shift_step=16),
+        # Only ever sorted on, never searched: a column without terms.
+        order=COLUMN(NumericColumn("Q")),
         content=TEXT(analyzer=StemmingAnalyzer()),
         doc=STORED,
+        digest=STORED,
     )
 
 
@@ -124,6 +141,108 @@ def read_record_file(root: str, path: str) -> tuple[bytes | None, Record | None,
     return data, record, None
 
 
+def changed_since(root: str, stamp: str, since: int) -> list[str]:
+    """Paths under ``memory/`` (two levels deep) changed after ``since``, as reported by ctime.
+
+    ``stamp`` is a file whose mtime is ``since``; ``find`` compares against it at C speed, in
+    two processes over half the shard folders each (the stat calls are the whole cost).
+    """
+    memory = os.path.join(root, "memory")
+    try:
+        top = os.lstat(memory)
+        shards = sorted(os.listdir(memory))
+    except OSError:
+        return _sweep(memory, since)
+    changed = ["memory"] if max(top.st_ctime_ns, top.st_mtime_ns) > since else []
+    # "./" so that no folder name can read as an option to find
+    folders = ["./" + name for name in shards]
+    halves = [folders[: len(folders) // 2], folders[len(folders) // 2 :]]
+    test = ("-maxdepth", "1", "-newercm", stamp, "-print0")
+    try:
+        finds = [
+            subprocess.Popen(
+                ["find", *half, *test],
+                cwd=memory,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            for half in halves
+            if half
+        ]
+    except OSError:  # no find: the same check in Python
+        return _sweep(memory, since)
+    outputs = [(find.communicate()[0], find.returncode) for find in finds]
+    if any(code != 0 for _, code in outputs):  # a folder vanished meanwhile, or no GNU find
+        return _sweep(memory, since)
+    for output, _ in outputs:
+        names = output.decode("utf-8", "surrogateescape").split("\0")
+        changed.extend("memory/" + name[2:] for name in names if name)
+    return changed
+
+
+def _sweep(memory: str, since: int) -> list[str]:
+    def newer(st) -> bool:
+        # Where ctime means creation time (Windows), the mtime of an edit still shows.
+        return max(st.st_ctime_ns, st.st_mtime_ns) > since
+
+    try:
+        top = os.lstat(memory)
+    except FileNotFoundError:
+        return []
+    changed = ["memory"] if newer(top) else []
+    for shard in os.scandir(memory):
+        prefix = "memory/" + shard.name
+        if newer(shard.stat(follow_symlinks=False)):
+            changed.append(prefix)
+        if shard.is_dir(follow_symlinks=False):
+            changed.extend(
+                f"{prefix}/{entry.name}"
+                for entry in os.scandir(shard.path)
+                if newer(entry.stat(follow_symlinks=False))
+            )
+    return changed
+
+
+def _set_stamp(path: str, ns: int) -> None:
+    if not os.path.exists(path):
+        with open(path, "wb"):
+            pass
+    os.utime(path, ns=(ns, ns))
+
+
+def _remember_columns() -> None:
+    """Whoosh asks, with a stat() each time, whether a length column exists for every posting
+    of an unscored field; a quarter of a rebuild went there. The answer never changes for a
+    segment reader, so remember it."""
+    from whoosh.codec.whoosh3 import W3PerDocReader
+
+    if getattr(W3PerDocReader, "_lantern_remembers", False):
+        return
+    ask = W3PerDocReader.has_column
+
+    def has_column(self, fieldname):
+        known = self.__dict__.setdefault("_lantern_columns", {})
+        if fieldname not in known:
+            known[fieldname] = ask(self, fieldname)
+        return known[fieldname]
+
+    W3PerDocReader.has_column = has_column
+    W3PerDocReader._lantern_remembers = True
+
+
+_remember_columns()
+
+
+def _merge_when_many(writer, segments):
+    """Each small write adds a segment; merging them on every write costs more than the write
+    itself, so small segments are merged only once there are many."""
+    from whoosh.writing import MERGE_SMALL
+
+    if len(segments) < MERGE_AT_SEGMENTS:
+        return segments
+    return MERGE_SMALL(writer, segments)
+
+
 def _content_hash(data: bytes) -> str:
     import hashlib
 
@@ -152,16 +271,22 @@ class SearchIndex:
                     manifest = marshal.load(handle)
                 if not isinstance(manifest, dict) or manifest.get("v") != SCHEMA_VERSION:
                     raise ValueError("old manifest")
+                if not _well_formed(manifest):
+                    raise ValueError("damaged manifest")
+                manifest["since"] = os.stat(os.path.join(self.dir, STAMP)).st_mtime_ns
             except (OSError, ValueError, EOFError, TypeError):
                 manifest = None
             self._manifest = manifest
         return self._manifest
 
-    def _save_manifest(self, manifest: dict) -> None:
-        tmp = self._manifest_path() + ".tmp"
+    def _save_manifest(self, manifest: dict, folder: str | None = None) -> None:
+        folder = folder or self.dir
+        path = os.path.join(folder, MANIFEST)
+        tmp = path + ".tmp"
         with open(tmp, "wb") as handle:
-            marshal.dump(manifest, handle)
-        os.replace(tmp, self._manifest_path())
+            marshal.dump({"v": SCHEMA_VERSION, "broken": manifest["broken"]}, handle)
+        os.replace(tmp, path)
+        _set_stamp(os.path.join(folder, STAMP), manifest["since"])
         self._manifest = manifest
 
     def _open(self):
@@ -184,28 +309,59 @@ class SearchIndex:
     def refresh(self) -> RefreshReport:
         """Bring the index up to date with the working tree's record files."""
         report = RefreshReport()
-        scan = scan_record_files(self.root)
-        report.scanned = len(scan)
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
-            return self.rebuild(scan)
-        files = manifest["files"]
-        changed = [p for p, st in scan.items() if files.get(p, (None,))[:3] != st]
-        removed = [p for p in files if p not in scan]
-        if not changed and not removed:
+            return self.rebuild()
+        memory = os.path.join(self.root, "memory")
+        if os.path.islink(memory) or not os.path.isdir(memory):
+            # No record folder: fine while the index is empty too; otherwise start over.
+            if os.path.islink(memory) or manifest["broken"] or not self._empty():
+                return self.rebuild()
+            return report
+        started = time.time_ns()
+        changed = changed_since(self.root, os.path.join(self.dir, STAMP), manifest["since"])
+        report.scanned = len(changed)
+        if not changed:
+            report.broken = manifest["broken"]
+            return report
+        if len(changed) > REBUILD_ABOVE:
+            return self.rebuild()
+        try:
+            paths = self._affected(changed, manifest)
+            updates, broken = self._pending(manifest, paths, RefreshReport())
+        except Exception:  # whoosh raises many kinds on a damaged index; the files are the truth
+            self.close()
+            return self.rebuild()
+        if not updates and broken == manifest["broken"]:
+            # Touched but unchanged (often lantern's own writes): no lock needed, and a
+            # read-only store still lists. Writes under the lock only ever index fresher
+            # content, so moving the stamp past what was just verified is safe.
+            try:
+                _set_stamp(os.path.join(self.dir, STAMP), started - STAMP_MARGIN_NS)
+            except OSError:
+                pass
             report.broken = manifest["broken"]
             return report
         with self._locker():
             self._manifest = None
             manifest = self._load_manifest()
             if manifest is None:
-                return self.rebuild(scan)
+                return self.rebuild()
             try:
-                self._apply(manifest, scan, changed, removed, report)
-            except _NeedsRebuild:
-                return self.rebuild(scan)
+                self._apply(manifest, paths, report)
+                manifest["since"] = started - STAMP_MARGIN_NS
+                self._save_manifest(manifest)
+            except Exception:
+                self.close()
+                return self.rebuild()
         report.broken = manifest["broken"]
         return report
+
+    def _empty(self) -> bool:
+        try:
+            return self._open().doc_count() == 0
+        except Exception:
+            return False
 
     def _usable(self) -> bool:
         try:
@@ -214,49 +370,91 @@ class SearchIndex:
         except _NeedsRebuild:
             return False
 
-    def _apply(self, manifest, scan, changed, removed, report) -> None:
-        files, broken = manifest["files"], manifest["broken"]
-        now_ns = time.time_ns()
-        updates: list[tuple[str, Record | None]] = []
+    def _affected(self, changed: list[str], manifest: dict) -> set[str]:
+        """Record paths to look at again, from the changed files and folders."""
+        paths: set[str] = set()
+        folders: set[str] = set()
         for path in changed:
-            data, record, problem = read_record_file(self.root, path)
-            report.reread += 1
-            if data is None and problem is None:
-                continue
-            digest = _content_hash(data) if data is not None else None
-            stat = scan[path]
-            if now_ns - stat[0] < RACY_WINDOW_NS:
-                stat = (None, None, None)
-            previous = files.get(path)
-            files[path] = (*stat, digest)
-            if previous is not None and previous[3] == digest and path not in broken:
-                continue
-            if problem:
-                broken[path] = problem
-            else:
+            parts = path.split("/")
+            if len(parts) == 3:
+                if parts[2].endswith(".md") and not parts[2].startswith("."):
+                    paths.add(path)
+            elif len(parts) == 2:
+                folders.add(parts[1])
+            else:  # memory/ itself: shard folders may have come or gone
+                try:
+                    folders.update(os.listdir(os.path.join(self.root, "memory")))
+                except FileNotFoundError:
+                    pass
+                folders.update(f"{n:02x}" for n in range(256))
+        if not folders:
+            return paths
+        # A folder changed when an entry was created, removed or renamed: compare its listing
+        # with what the index holds there.
+        ix = self._open()
+        with ix.searcher() as searcher:
+            reader = searcher.reader()
+            for shard in folders:
+                prefix = f"memory/{shard}/"
+                try:
+                    names = os.listdir(os.path.join(self.root, "memory", shard))
+                except (FileNotFoundError, NotADirectoryError):
+                    names = []
+                on_disk = {prefix + n for n in names if n.endswith(".md") and not n.startswith(".")}
+                indexed = {
+                    t.decode() if isinstance(t, bytes) else t
+                    for t in reader.expand_prefix("path", prefix)
+                }
+                indexed.update(p for p in manifest["broken"] if p.startswith(prefix))
+                paths.update(on_disk ^ indexed)
+        return paths
+
+    def _apply(self, manifest: dict, paths: Iterable[str], report: RefreshReport) -> None:
+        """Re-read ``paths``; index those whose content differs from what the index holds."""
+        updates, manifest["broken"] = self._pending(manifest, paths, report)
+        if not updates:
+            return
+        writer = self._open().writer(timeout=30.0)
+        try:
+            for path, record, digest in updates:
+                if record is None:
+                    writer.delete_by_term("path", path)
+                    report.removed += 1
+                else:
+                    writer.update_document(**_document(path, record, digest))
+                    report.updated += 1
+            writer.commit(mergetype=_merge_when_many)
+        except BaseException:
+            writer.cancel()
+            raise
+        self.close()
+
+    def _pending(self, manifest: dict, paths: Iterable[str], report: RefreshReport):
+        """(index updates, new broken-file map) that bring ``paths`` in step with the files."""
+        broken = dict(manifest["broken"])
+        updates: list[tuple[str, Record | None, str | None]] = []
+        ix = self._open()
+        with ix.searcher() as searcher:
+            for path in sorted(paths):
+                doc = searcher.document(path=path)
+                if not os.path.lexists(os.path.join(self.root, path)):
+                    if doc is not None or path in broken:
+                        broken.pop(path, None)
+                        updates.append((path, None, None))
+                    continue
+                data, record, problem = read_record_file(self.root, path)
+                report.reread += 1
+                if problem:
+                    if broken.get(path) != problem or doc is not None:
+                        broken[path] = problem
+                        updates.append((path, None, None))
+                    continue
+                digest = _content_hash(data)
+                if doc is not None and path not in broken and doc.get("digest") == digest:
+                    continue
                 broken.pop(path, None)
-            updates.append((path, record))
-        for path in removed:
-            files.pop(path, None)
-            broken.pop(path, None)
-            updates.append((path, None))
-        if updates:
-            ix = self._open()
-            writer = ix.writer(timeout=30.0)
-            try:
-                for path, record in updates:
-                    if record is None:
-                        writer.delete_by_term("path", path)
-                        report.removed += 1
-                    else:
-                        writer.update_document(**_document(path, record))
-                        report.updated += 1
-                writer.commit()
-            except BaseException:
-                writer.cancel()
-                raise
-            self.close()
-        self._save_manifest(manifest)
+                updates.append((path, record, digest))
+        return updates, broken
 
     def note_written(self, paths: Iterable[str]) -> None:
         """After lantern wrote ``paths`` (holding the writer lock): index exactly those files."""
@@ -264,19 +462,13 @@ class SearchIndex:
         if manifest is None or not self._usable():
             self.rebuild()
             return
-        paths = list(paths)
-        scan = {}
-        for path in paths:
-            try:
-                st = os.lstat(os.path.join(self.root, path))
-                scan[path] = (st.st_mtime_ns, st.st_size, st.st_ino)
-            except FileNotFoundError:
-                pass
-        changed = [p for p in paths if p in scan]
-        removed = [p for p in paths if p not in scan and p in manifest["files"]]
         try:
-            self._apply(manifest, scan, changed, removed, RefreshReport())
-        except _NeedsRebuild:
+            broken = dict(manifest["broken"])
+            self._apply(manifest, paths, RefreshReport())
+            if manifest["broken"] != broken:
+                self._save_manifest(manifest)
+        except Exception:  # a damaged index: the files are the truth
+            self.close()
             self.rebuild()
 
     def rebuild(self, scan: dict | None = None) -> RefreshReport:
@@ -284,6 +476,7 @@ class SearchIndex:
         report = RefreshReport(rebuilt=True)
         with self._locker():
             self.close()
+            started = time.time_ns()
             scan = scan_record_files(self.root) if scan is None else scan
             report.scanned = len(scan)
             parent = os.path.dirname(self.dir)
@@ -296,33 +489,29 @@ class SearchIndex:
                     f"cannot write the search index in {parent}: {err.strerror}"
                 ) from None
             ix = whoosh_index.create_in(fresh, _schema(), indexname=INDEX_NAME)
-            files: dict = {}
             broken: dict = {}
-            now_ns = time.time_ns()
-            writer = ix.writer(limitmb=256)
+            # Two processes halve a large build; forking is kept to Linux and large stores.
+            parallel = len(scan) >= PARALLEL_FROM and sys.platform.startswith("linux")
+            options = {"procs": 2, "multisegment": True} if parallel else {}
+            writer = ix.writer(limitmb=128 if parallel else 256, **options)
             try:
                 for path in sorted(scan):
                     data, record, problem = read_record_file(self.root, path)
                     report.reread += 1
                     if data is None and problem is None:
                         continue
-                    stat = scan[path]
-                    if now_ns - stat[0] < RACY_WINDOW_NS:
-                        stat = (None, None, None)
-                    files[path] = (*stat, _content_hash(data) if data is not None else None)
                     if problem:
                         broken[path] = problem
                         continue
-                    writer.add_document(**_document(path, record))
+                    writer.add_document(**_document(path, record, _content_hash(data)))
                     report.updated += 1
                 writer.commit()
             except BaseException:
                 writer.cancel()
                 raise
             ix.close()
-            manifest = {"v": SCHEMA_VERSION, "files": files, "broken": broken}
-            with open(os.path.join(fresh, MANIFEST), "wb") as handle:
-                marshal.dump(manifest, handle)
+            manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - STAMP_MARGIN_NS}
+            self._save_manifest(manifest, fresh)
             old = self.dir + ".old"
             shutil.rmtree(old, ignore_errors=True)
             if os.path.exists(self.dir):
@@ -354,6 +543,7 @@ class SearchIndex:
     def _run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
         ix = self._open()
         filters = _filter_query(query)
+        expired = _expired_query(query)
         text_query = _text_query(ix.schema, query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
@@ -361,13 +551,13 @@ class SearchIndex:
                 if scored:
                     if text_query is None:
                         return []
-                    results = searcher.search(text_query, filter=filters, limit=None)
+                    results = searcher.search(text_query, filter=filters, mask=expired, limit=None)
                     hits = [Hit(_record(hit["doc"]), round(float(hit.score), 6)) for hit in results]
                     hits.sort(key=lambda h: (-h.score, h.record.id))
                     return hits[query.offset : end]
                 combined = filters if text_query is None else Q.And([filters, text_query])
                 facet = sorting.MultiFacet([sorting.FieldFacet("order"), sorting.FieldFacet("id")])
-                results = searcher.search(combined, sortedby=facet, limit=end)
+                results = searcher.search(combined, sortedby=facet, limit=end, mask=expired)
                 return [Hit(_record(hit["doc"])) for hit in results[query.offset : end]]
         except _NeedsRebuild:
             raise
@@ -377,6 +567,22 @@ class SearchIndex:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
+        try:
+            return self._counts_once()
+        except _NeedsRebuild:
+            self.rebuild()
+            return self._counts_once()
+
+    def _counts_once(self) -> dict[str, dict[str, int]]:
+        try:
+            return self._count()
+        except _NeedsRebuild:
+            raise
+        except Exception as err:  # a damaged segment fails in many ways; the files are the truth
+            self.close()
+            raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
+
+    def _count(self) -> dict[str, dict[str, int]]:
         ix = self._open()
         out: dict[str, dict[str, int]] = {"status": {}, "kind": {}}
         with ix.searcher() as searcher:
@@ -393,7 +599,15 @@ class _NeedsRebuild(Exception):
     pass
 
 
-def _document(path: str, record: Record) -> dict:
+def _well_formed(manifest: dict) -> bool:
+    """A manifest damaged into another valid shape must cause a rebuild, not a crash."""
+    broken = manifest.get("broken")
+    if not isinstance(broken, dict):
+        return False
+    return all(isinstance(k, str) and isinstance(v, str) for k, v in broken.items())
+
+
+def _document(path: str, record: Record, digest: str) -> dict:
     return {
         "path": path,
         "id": record.id,
@@ -406,6 +620,7 @@ def _document(path: str, record: Record) -> dict:
         "order": order_key(record),
         "content": record.content,
         "doc": json.dumps(record.to_dict(), ensure_ascii=False),
+        "digest": digest,
     }
 
 
@@ -431,12 +646,19 @@ def _filter_query(query: RecordQuery):
         parts.append(Q.NumericRange("priority", query.min_priority, None))
     if query.min_urgency is not None:
         parts.append(Q.NumericRange("urgency", query.min_urgency, None))
-    if not query.include_expired:
-        now = int(time.time()) if query.now is None else query.now
-        parts.append(Q.NumericRange("expires_at", now, None, startexcl=True))
     if not parts:
         return Q.Every()
     return Q.And(parts) if len(parts) > 1 else parts[0]
+
+
+def _expired_query(query: RecordQuery):
+    """The records to leave out for having expired, as a mask: few records ever expire, so
+    excluding them is far cheaper than matching "expires later" on every other record.
+    (Whoosh's AndNot misses some of them, so it is not used.)"""
+    if query.include_expired:
+        return None
+    now = int(time.time()) if query.now is None else query.now
+    return Q.NumericRange("expires_at", None, now)
 
 
 def _text_query(schema, text: str):
