@@ -321,7 +321,8 @@ def fmt(seconds):
 def report(rows, extras, sizes, fingerprint) -> str:
     out = [
         f"corpus_fingerprint(1000) = {fingerprint}; python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs",
+        f"{os.cpu_count()} CPUs; load average at start {extras['load'][0]:.1f}, "
+        f"at the end {os.getloadavg()[0]:.1f} (other work on the machine slows every figure)",
         "",
         "| figure | N | ours median | ours p95 | baseline | baseline median | baseline p95 "
         "| ratio (median) | target | holds |",
@@ -396,7 +397,7 @@ def main(argv=None) -> int:
     os.makedirs(base_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="run-", dir=base_dir)
     rows: list = []
-    extras: dict = {}
+    extras: dict = {"load": os.getloadavg()}
     started = time.perf_counter()
     try:
         for number, n in enumerate(sizes):

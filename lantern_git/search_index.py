@@ -45,6 +45,8 @@ NO_EXPIRY = 2**62
 # files changed within the margin are merely hashed once more.
 STAMP_MARGIN_NS = 3_000_000_000
 MERGE_AT_SEGMENTS = 8
+SWEEP_IN_PYTHON_BELOW = 3000
+TWO_FINDS_FROM = 30_000
 PARALLEL_FROM = 5000
 # When this many files changed at once (a checkout of another branch), one rebuild is cheaper.
 REBUILD_ABOVE = 20_000
@@ -141,13 +143,16 @@ def read_record_file(root: str, path: str) -> tuple[bytes | None, Record | None,
     return data, record, None
 
 
-def changed_since(root: str, stamp: str, since: int) -> list[str]:
+def changed_since(root: str, stamp: str, since: int, records: int = 0) -> list[str]:
     """Paths under ``memory/`` (two levels deep) changed after ``since``, as reported by ctime.
 
-    ``stamp`` is a file whose mtime is ``since``; ``find`` compares against it at C speed, in
-    two processes over half the shard folders each (the stat calls are the whole cost).
+    ``stamp`` is a file whose mtime is ``since``. The stat calls are the whole cost: for a
+    large store ``find`` makes them at C speed, in two processes over half the shard folders
+    each; for a small one (``records``, roughly) starting a process costs more than the sweep.
     """
     memory = os.path.join(root, "memory")
+    if records < SWEEP_IN_PYTHON_BELOW:
+        return _sweep(memory, since)
     try:
         top = os.lstat(memory)
         shards = sorted(os.listdir(memory))
@@ -156,7 +161,8 @@ def changed_since(root: str, stamp: str, since: int) -> list[str]:
     changed = ["memory"] if max(top.st_ctime_ns, top.st_mtime_ns) > since else []
     # "./" so that no folder name can read as an option to find
     folders = ["./" + name for name in shards]
-    halves = [folders[: len(folders) // 2], folders[len(folders) // 2 :]]
+    split = len(folders) // 2 if records >= TWO_FINDS_FROM else len(folders)
+    halves = [folders[:split], folders[split:]]
     test = ("-maxdepth", "1", "-newercm", stamp, "-print0")
     try:
         finds = [
@@ -319,7 +325,8 @@ class SearchIndex:
                 return self.rebuild()
             return report
         started = time.time_ns()
-        changed = changed_since(self.root, os.path.join(self.dir, STAMP), manifest["since"])
+        stamp = os.path.join(self.dir, STAMP)
+        changed = changed_since(self.root, stamp, manifest["since"], self._open().doc_count_all())
         report.scanned = len(changed)
         if not changed:
             report.broken = manifest["broken"]

@@ -9,10 +9,24 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
 from conftest import git
 
+from lantern_git import search_index
 from lantern_git.record import record_path
 from lantern_git.store import Store
+
+
+@pytest.fixture(autouse=True, params=["python sweep", "one find", "two finds"])
+def sweep(request, monkeypatch):
+    """Every test runs with each way of listing changed files (chosen by store size)."""
+    python_below, two_from = {
+        "python sweep": (10**9, 10**9),
+        "one find": (0, 10**9),
+        "two finds": (0, 0),
+    }[request.param]
+    monkeypatch.setattr(search_index, "SWEEP_IN_PYTHON_BELOW", python_below)
+    monkeypatch.setattr(search_index, "TWO_FINDS_FROM", two_from)
 
 
 def contents(store: Store, **filters) -> list[str]:
