@@ -326,7 +326,12 @@ class SearchIndex:
             return report
         started = time.time_ns()
         stamp = os.path.join(self.dir, STAMP)
-        changed = changed_since(self.root, stamp, manifest["since"], self._open().doc_count_all())
+        try:
+            count = self._open().doc_count_all()
+        except Exception:  # a damaged segment shows first here; the files are the truth
+            self.close()
+            return self.rebuild()
+        changed = changed_since(self.root, stamp, manifest["since"], count)
         report.scanned = len(changed)
         if not changed:
             report.broken = manifest["broken"]
