@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import InvalidInput, ValidationError
-from .record import ID_RE, Record, compute_id, record_path
+from .record import ID_RE, Record, record_path
 
 # Above this many new records (and more than a quarter of the store), one index rebuild is
 # cheaper than updating the index record by record.
@@ -85,14 +85,8 @@ def parse_lines(
             record = Record.from_dict(data)
         except ValidationError as err:
             raise _bad(number, err.reason, err.field, err.code) from None
-        expected = compute_id(record.kind, record.scope, record.content)
-        if record.id != expected:
-            raise _bad(
-                number,
-                f"id: {record.id} does not match its kind, scope and content "
-                f"(the deterministic id is {expected})",
-                "id",
-            )
+        # No check that id == compute_id(kind, scope, content): a record keeps its id when its
+        # content is edited later, and such records must move between stores unchanged.
         parsed.append((number, record))
     return parsed
 
