@@ -318,8 +318,12 @@ class GitRepo:
         *,
         journal_dir: str,
         extra_trailers: Iterable[str] = (),
+        worktree: Mapping[str, bytes] | None = None,
     ) -> pygit2.Oid:
         """Write ``files`` (path -> bytes, or None to delete) and commit them as one commit.
+
+        ``worktree`` gives, for some paths, what to leave in the working tree instead of the
+        committed content (a user's uncommitted edits that must stay theirs, uncommitted).
 
         A failure before the branch moves rolls the working files back before raising; a crash
         anywhere is repaired by :func:`recover` on the next command.
@@ -342,6 +346,8 @@ class GitRepo:
                 path: (self.repo.create_blob(data) if data is not None else None)
                 for path, data in files.items()
             }
+            worktree = worktree or {}
+            after = {path: self.repo.create_blob(data) for path, data in worktree.items()}
             # What the working tree held before, kept as a blob: a rollback puts back exactly
             # that, even a file git does not track yet (init adopting a repository).
             before = {
@@ -373,6 +379,7 @@ class GitRepo:
                     "old": _hex(self.oid_at(base_tree, path)),
                     "new": _hex(blobs[path]),
                     "before": _hex(before[path]),
+                    **({"after": str(after[path])} if path in after else {}),
                 }
                 for path in files
             },
@@ -388,7 +395,7 @@ class GitRepo:
         fault("after-journal")
         try:
             for number, (path, data) in enumerate(files.items()):
-                self._write_worktree(path, data, sync=not bulk)
+                self._write_worktree(path, worktree.get(path, data), sync=not bulk)
                 if number == 0:
                     fault("after-first-file")
             if bulk:
@@ -402,7 +409,7 @@ class GitRepo:
             raise
         fault("after-ref")
         try:
-            self.sync_index(files)
+            self.sync_index(files, staged={path: blobs[path] for path in after})
         except (OSError, pygit2.GitError) as err:
             raise GitError(
                 f"committed {str(commit_oid)[:7]}, but .git/index could not be updated ({err}); "
@@ -474,12 +481,21 @@ class GitRepo:
             raise GitError(f"{ref_name} moved during the write; nothing was committed")
         existing.set_target(new, log_message)
 
-    def sync_index(self, paths: Iterable[str]) -> None:
-        """Bring ``.git/index`` entries for ``paths`` in step with HEAD and the working tree."""
+    def sync_index(self, paths: Iterable[str], staged: Mapping[str, object] | None = None) -> None:
+        """Bring ``.git/index`` entries for ``paths`` in step with HEAD and the working tree.
+
+        ``staged``: paths whose entry is given (a blob, or None for no entry) rather than taken
+        from the working file, which differs on purpose.
+        """
         index = self.repo.index
         index.read(False)
+        staged = staged or {}
         for path in paths:
-            if os.path.lexists(os.path.join(self.root, path)):
+            if staged.get(path) is not None:
+                oid = staged[path]
+                oid = oid if isinstance(oid, pygit2.Oid) else pygit2.Oid(hex=oid)
+                index.add(pygit2.IndexEntry(path, oid, _BLOB_MODE))
+            elif path not in staged and os.path.lexists(os.path.join(self.root, path)):
                 index.add(path)
             else:
                 try:
@@ -526,14 +542,17 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
     try:
         if on_branch and head == commit:
             for path, change in files.items():
-                _restore_file(git, path, change["new"])
-            git.sync_index(files)
+                _restore_file(git, path, change.get("after", change["new"]))
+            git.sync_index(files, staged={p: c["new"] for p, c in files.items() if "after" in c})
             outcome = f"completed an interrupted {op} (commit {commit[:7]})"
         elif on_branch and head == head_before:
             for path, change in files.items():
-                if _worktree_oid(git, path) == change["new"]:
+                written = {change["new"], change.get("after", change["new"])}
+                if _worktree_oid(git, path) in written:
                     _restore_file(git, path, change.get("before", change["old"]))
-            git.sync_index(files)
+            # The entries go back to HEAD's, as before the write; an uncommitted edit put back
+            # in the working tree stays unstaged.
+            git.sync_index(files, staged={p: c["old"] for p, c in files.items()})
             outcome = f"rolled back an interrupted {op}; nothing of it was committed"
         else:
             outcome = f"found an interrupted {op} whose branch has since moved; left as is"

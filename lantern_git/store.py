@@ -235,12 +235,8 @@ class Store:
                 self._check_format()
             if not files:
                 return InitResult(self.root, created_repo, False, None)
-            self._commit(files, "init lantern store", "init", ())
-            if keep:
-                from .gitstore import atomic_write
-
-                for name, data in keep.items():
-                    atomic_write(os.path.join(self.root, name), data)
+            # Their copy is written in the same journaled write, so a crash cannot lose it.
+            self._commit(files, "init lantern store", "init", (), worktree=keep)
         return InitResult(self.root, created_repo, True, self.last_commit)
 
     # ------------------------------------------------------------------ locking and writes
@@ -279,6 +275,7 @@ class Store:
         reason: str | None = None,
         extra_trailers: Iterable[str] = (),
         rebuild_index: bool = False,
+        worktree: dict[str, bytes] | None = None,
     ) -> str:
         """Commit ``files`` as one write; the caller holds the lock."""
         from .gitstore import Provenance, fault
@@ -294,7 +291,12 @@ class Store:
         if prov.author is None and not os.environ.get("LANTERN_AUTHOR"):
             prov = _with_fallback_identity(git, prov, self.warn)
         oid = git.commit_files(
-            files, summary, prov, journal_dir=self.state_dir, extra_trailers=extra_trailers
+            files,
+            summary,
+            prov,
+            journal_dir=self.state_dir,
+            extra_trailers=extra_trailers,
+            worktree=worktree,
         )
         record_files = [p for p in files if p.startswith("memory/")]
         try:

@@ -444,3 +444,28 @@ def test_init_repairs_an_interrupted_write_before_committing(seeded):
     assert "rolled back an interrupted add" in again.stderr
     assert snapshot(path) == before
     audit(path)
+
+
+@pytest.mark.parametrize("point", ["after-files", "after-ref"])
+def test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore(tmp_path, point):
+    path = tmp_path / "repo"
+    repo = pygit2.init_repository(str(path), initial_head="main")
+    repo.config["user.name"] = "Test Author"
+    repo.config["user.email"] = "author@example.com"
+    (path / ".gitignore").write_text("*.log\n")
+    git(path, "add", ".gitignore")
+    git(path, "commit", "-qm", "ignore logs")
+    (path / ".gitignore").write_text("*.log\n*.tmp\n")  # the user's edit, not committed
+    killed = cli(path, "init", str(path), env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9
+    follow = cli(path, "status")
+    assert follow.returncode == 0 or point == "after-files", follow.stderr
+    if point == "after-files":
+        assert "rolled back an interrupted init" in follow.stderr
+        assert (path / ".gitignore").read_text() == "*.log\n*.tmp\n"
+        assert git(path, "status", "--porcelain", "--untracked-files=no") == " M .gitignore\n"
+    else:
+        assert "completed an interrupted init" in follow.stderr
+        assert git(path, "show", "HEAD:.gitignore") == "*.log\n/.lantern/\n"
+        assert (path / ".gitignore").read_text() == "*.log\n*.tmp\n/.lantern/\n"
+        assert git(path, "status", "--porcelain") == " M .gitignore\n"
