@@ -188,7 +188,8 @@ def _merge_fields(
     base: Record | None, ours: Record, theirs: Record
 ) -> tuple[Record, list[FieldConflict]]:
     b, o, t = _fields(base), _fields(ours), _fields(theirs)
-    keys = list(dict.fromkeys([*FIELD_ORDER[1:], "content", *b, *o, *t]))
+    # Visit keys in an order that does not depend on which side is "ours" (symmetry).
+    keys = [*FIELD_ORDER[1:], "content", *_extra_order(b, o, t)]
     merged: dict[str, Any] = {}
     conflicts: list[FieldConflict] = []
     for key in keys:
