@@ -455,24 +455,6 @@ def test_a_missing_ssh_server_is_an_error_not_a_hang(tmp_path, store_path):
     assert "git fetch origin failed" in error["message"]
 
 
-def test_missing_ssh_credentials_fail_without_prompting(tmp_path, store_path):
-    """An ssh that finds no usable key: BatchMode makes it fail at once with a hint."""
-    fake_ssh = tmp_path / "ssh"
-    fake_ssh.write_text(
-        "#!/bin/sh\n"
-        'case "$*" in *BatchMode=yes*) ;; '
-        '*) echo "prompting for a password" >&2; sleep 600;; esac\n'
-        'echo "git@example.org: Permission denied (publickey)." >&2\nexit 255\n'
-    )
-    fake_ssh.chmod(0o755)
-    git(store_path, "remote", "add", "origin", "git@example.org:me/store.git")
-    env = {"GIT_SSH_COMMAND": str(fake_ssh)}
-    result = lantern("sync", "--store", str(store_path), env=env, timeout=120)
-    assert result.returncode == 1
-    assert "Permission denied" in result.stderr
-    assert "ssh-add" in result.stderr
-
-
 # ---------------------------------------------------------------------------- remotes
 
 
