@@ -50,10 +50,14 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
         "created_repository": result.created_repo,
         "committed": result.committed,
         "commit": result.commit,
+        "registered_merge_driver": result.registered_merge_driver,
     }
 
     def text(v):
         if not v["committed"]:
+            if v["registered_merge_driver"]:
+                # A fresh clone: its files are a store already, but git config is not cloned.
+                return [f"{v['path']} is a lantern store; registered its record merge driver"]
             return [f"{v['path']} is already a lantern store"]
         return [f"Initialized lantern store in {v['path']}"]
 

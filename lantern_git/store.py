@@ -95,6 +95,7 @@ class InitResult:
     created_repo: bool
     committed: bool
     commit: str | None
+    registered_merge_driver: bool = False
 
 
 class Store:
@@ -203,7 +204,7 @@ class Store:
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here.
-        ensure_merge_driver(git.repo, self.warn)
+        registered = ensure_merge_driver(git.repo, self.warn)
         with self.locked():
             # An interrupted write is repaired first: this commit would overwrite its journal.
             self._recover()
@@ -234,10 +235,10 @@ class Store:
             if self.exists:
                 self._check_format()
             if not files:
-                return InitResult(self.root, created_repo, False, None)
+                return InitResult(self.root, created_repo, False, None, registered)
             # Their copy is written in the same journaled write, so a crash cannot lose it.
             self._commit(files, "init lantern store", "init", (), worktree=keep)
-        return InitResult(self.root, created_repo, True, self.last_commit)
+        return InitResult(self.root, created_repo, True, self.last_commit, registered)
 
     # ------------------------------------------------------------------ locking and writes
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import click
 import pytest
@@ -213,7 +215,13 @@ def test_init_and_index_rebuild_json(tmp_path, monkeypatch, run):
     monkeypatch.delenv("LANTERN_STORE")
     target = tmp_path / "new-store"
     created = one_json(run("init", str(target), "--json"))
-    assert list(created) == ["path", "created_repository", "committed", "commit"]
+    assert list(created) == [
+        "path",
+        "created_repository",
+        "committed",
+        "commit",
+        "registered_merge_driver",
+    ]
     assert created["path"] == str(target)
     assert created["created_repository"] is True and created["committed"] is True
     assert created["commit"] == git(target, "rev-parse", "HEAD").strip()
@@ -223,7 +231,21 @@ def test_init_and_index_rebuild_json(tmp_path, monkeypatch, run):
         "created_repository": False,
         "committed": False,
         "commit": None,
+        "registered_merge_driver": False,
     }
+
+
+def test_init_in_a_fresh_clone_registers_the_merge_driver_and_says_so(tmp_path, run):
+    add(run, "cloned")
+    source = Path(os.environ["LANTERN_STORE"])
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(source), str(clone))
+    assert git(clone, "config", "--local", "--get", "merge.lantern.driver", check=False) == ""
+    result = run("init", str(clone))
+    assert result.exit_code == 0
+    assert "registered its record merge driver" in result.output
+    assert "lantern_git merge-file" in git(clone, "config", "--local", "merge.lantern.driver")
+    assert "is already a lantern store" in run("init", str(clone)).output
 
 
 def _commands(group: click.Group, prefix=()):
