@@ -676,5 +676,7 @@ def _expired_query(query: RecordQuery):
 def _text_query(schema, text: str):
     from whoosh.qparser import OrGroup, QueryParser
 
-    parser = QueryParser("content", schema, group=OrGroup.factory(0.9))
+    # Plain OR: a record's score is the sum of its matching words' BM25F scores, so matching
+    # more words ranks higher without Whoosh's coordination bonus, which zeroes partial matches.
+    parser = QueryParser("content", schema, group=OrGroup)
     return parser.parse(text)

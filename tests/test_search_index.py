@@ -259,3 +259,17 @@ def test_index_rebuild_command(store, store_path, three):
     git(store_path, "checkout", "--", record_path(a.id))
     assert ids(store.list()) == [c.id, b.id, a.id]
     assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_matching_all(
+    store,
+):
+    both = store.add("Ana prefers short answers on branches.", kind="preference")
+    answers = store.add("Ana prefers short answers.", kind="preference")
+    branches = store.add("Raphael prefers separate branches on his repos.", kind="preference")
+    store.add("Deploys go on Friday.", kind="fact")
+    hits = store.search("branches answers")
+    assert {h.record.id for h in hits} == {both.id, answers.id, branches.id}
+    assert all(h.score > 0 for h in hits)
+    assert hits[0].record.id == both.id
+    assert hits[0].score > max(h.score for h in hits[1:])
