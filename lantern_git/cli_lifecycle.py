@@ -99,8 +99,11 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
         from . import render
 
-        entries = open_store(store_path).history(record_id)
-        render.emit([e.to_dict() for e in entries], as_json, lambda _: _history_lines(entries))
+        store = open_store(store_path)
+        full_id = store.resolve_id(record_id)
+        entries = store.history(full_id)
+        document = render.history_document(full_id, entries)
+        render.emit(document, as_json, lambda _: _history_lines(entries))
 
     @cli.command("log")
     @click.option("--limit", type=int, default=20, show_default=True, metavar="N")
@@ -110,7 +113,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         from . import render
 
         entries = open_store(store_path).log(limit)
-        render.emit([e.to_dict() for e in entries], as_json, lambda _: _log_lines(entries))
+        render.emit(render.log_document(entries), as_json, lambda _: _log_lines(entries))
 
     @cli.command("check")
     @common

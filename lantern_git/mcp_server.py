@@ -429,10 +429,10 @@ def _search(store, args: dict) -> tuple[dict, str | None]:
 
 
 def _history(store, args: dict) -> tuple[dict, str | None]:
-    from .render import to_jsonable
+    from .render import history_document
 
     record_id = store.resolve_id(args["id"])
-    return {"id": record_id, "history": to_jsonable(store.history(record_id))}, None
+    return history_document(record_id, store.history(record_id)), None
 
 
 def _time(value: Any) -> int | None:

@@ -28,6 +28,16 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def history_document(record_id: str, entries) -> dict:
+    """``memory history --json`` and the MCP history tool: the full id and its commits."""
+    return {"id": record_id, "history": to_jsonable(entries)}
+
+
+def log_document(entries) -> dict:
+    """``lantern log --json``: an object, as for every command but list and search."""
+    return {"log": to_jsonable(entries)}
+
+
 def dumps(value: Any) -> str:
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 

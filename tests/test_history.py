@@ -95,7 +95,10 @@ def test_cli_history_json_and_text(store_path):
     lantern("memory", "archive", record_id, "--reason", "done", cwd=store_path)
     result = lantern("memory", "history", record_id, "--json", cwd=store_path)
     assert result.returncode == 0, result.stderr
-    entries = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    assert list(document) == ["id", "history"]
+    assert document["id"] == record_id
+    entries = document["history"]
     assert [e["op"] for e in entries] == ["archive", "add"]
     assert set(entries[0]) == {
         "commit",
@@ -143,7 +146,9 @@ def test_cli_log(store_path):
     lantern("memory", "add", "Coffee", "--kind", "fact", "--reason", "why not", cwd=store_path)
     result = lantern("log", "--limit", "2", "--json", cwd=store_path)
     assert result.returncode == 0, result.stderr
-    entries = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    assert list(document) == ["log"]
+    entries = document["log"]
     assert len(entries) == 2
     assert list(entries[0]) == [
         "commit",
