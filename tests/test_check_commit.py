@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -106,13 +108,46 @@ def test_cli_check_exit_codes_and_json(store_path):
     assert listed.returncode == 0 and "warning: skipped" in listed.stderr
 
 
-def test_pre_commit_hook_definition():
+def test_the_pre_commit_hook_stops_a_plain_git_commit_of_a_broken_record(
+    store, store_path, tmp_path
+):
+    """The hook as published in .pre-commit-hooks.yaml, run by the real pre-commit on a real
+    ``git commit``; the language becomes ``system`` so no hook environment is downloaded."""
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    hook = next(h for h in hooks if h["id"] == "lantern-check")
-    assert hook["entry"] == "lantern check"
-    assert hook["language"] == "python"
-    assert hook["pass_filenames"] is False
-    assert hook["files"] == "^memory/"
+    hook = dict(next(h for h in hooks if h["id"] == "lantern-check"), language="system")
+    config = {"repos": [{"repo": "local", "hooks": [hook]}]}
+    (store_path / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    git(store_path, "add", ".pre-commit-config.yaml")
+    git(store_path, "commit", "-qm", "pre-commit config")
+    bin_dir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # Another valid store in LANTERN_STORE must not stand in for the one being committed.
+    other = tmp_path / "other"
+    init_repo(other)
+    Store.init(str(other)).close()
+    env["LANTERN_STORE"] = str(other)
+    pre_commit = [sys.executable, "-m", "pre_commit"]
+    subprocess.run([*pre_commit, "install"], cwd=store_path, env=env, check=True)
+
+    record = store.add("Ana drinks tea", kind="preference")
+    path = store_path / record_path(record.id)
+    edit_file(path, "priority: 50", "priority: 500")
+    git(store_path, "add", "-A")
+    head = git(store_path, "rev-parse", "HEAD")
+    refused = subprocess.run(
+        ["git", "commit", "-qm", "hand edit"], cwd=store_path, env=env, capture_output=True
+    )
+    assert refused.returncode != 0
+    assert f"{record_path(record.id)}:6: priority" in refused.stderr.decode()
+    assert git(store_path, "rev-parse", "HEAD") == head
+
+    edit_file(path, "priority: 500", "priority: 60")
+    git(store_path, "add", "-A")
+    accepted = subprocess.run(
+        ["git", "commit", "-qm", "hand edit"], cwd=store_path, env=env, capture_output=True
+    )
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert git(store_path, "rev-parse", "HEAD") != head
 
 
 # ---------------------------------------------------------------------------- commit
