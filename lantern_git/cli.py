@@ -101,10 +101,13 @@ def memory() -> None:
     """Add, list, search and change memory records."""
 
 
-def _emit_record(store, record, as_json: bool, verb: str | None) -> None:
+def _emit_record(store, record, as_json: bool, verb) -> None:
+    """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
     from . import render
 
     short = render.ShortIds(store.root)
+    if callable(verb):
+        verb = verb(short)
     if verb is None:
         render.emit(record, as_json, render.record_lines)
     else:
@@ -258,7 +261,8 @@ def memory_supersede(
         source_refs=source_refs,
         reason=reason,
     )
-    _emit_record(store, record, as_json, "added")
+    old = record.supersedes_id
+    _emit_record(store, record, as_json, lambda short: f"superseded {short(old)} by")
 
 
 @memory.command("update")

@@ -294,3 +294,13 @@ def test_library_store_reopened_sees_lifecycle_changes(store_path):
     assert second.get(record.id).status == "archived"
     assert second.list(status="archived")[0].id == record.id
     second.close()
+
+
+def test_cli_supersede_text_names_the_old_and_the_new_record(store_path):
+    old_id = lantern("memory", "add", "Tea", "--kind", "fact", "-q", cwd=store_path).stdout.strip()
+    result = lantern("memory", "supersede", old_id, "Green tea", cwd=store_path)
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(lantern("memory", "list", "--json", cwd=store_path).stdout)
+    assert [r["content"] for r in listed] == ["Green tea"]
+    new_id = listed[0]["id"]
+    assert result.stdout == f"superseded {old_id[:7]} by {new_id[:7]}  Green tea\n"
