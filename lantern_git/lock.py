@@ -41,7 +41,9 @@ class WriterLock:
             self._depth += 1
             return
         deadline = time.monotonic() + self.timeout
-        if not self._threads.acquire(timeout=max(self.timeout, 0)):
+        # threading refuses a wait longer than TIMEOUT_MAX (LANTERN_LOCK_TIMEOUT=inf, 1e300).
+        wait = min(max(self.timeout, 0), threading.TIMEOUT_MAX)
+        if not self._threads.acquire(timeout=wait):
             raise self._timed_out()
         try:
             self._fd = self._flock(deadline)

@@ -237,6 +237,63 @@ def test_a_held_lock_makes_a_writer_fail_with_exit_1(store_path):
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, 10.0),
+        ("", 10.0),
+        ("soon", 10.0),
+        ("-1", 10.0),
+        ("nan", 10.0),
+        ("0", 0.0),
+        ("2.5", 2.5),
+        (" 30 ", 30.0),
+    ],
+)
+def test_lock_timeout_defaults_to_10_seconds_and_ignores_bad_values(
+    store_path, monkeypatch, value, expected
+):
+    """LANTERN_LOCK_TIMEOUT: seconds; unset, not a number or negative means the 10 s default."""
+    from lantern_git.lock import DEFAULT_TIMEOUT, lock_timeout
+
+    assert DEFAULT_TIMEOUT == 10.0
+    if value is None:
+        monkeypatch.delenv("LANTERN_LOCK_TIMEOUT", raising=False)  # conftest sets 20
+    else:
+        monkeypatch.setenv("LANTERN_LOCK_TIMEOUT", value)
+    assert lock_timeout() == expected
+    # The value is read when the store opens: what every write then waits for.
+    store = Store.open(str(store_path))
+    assert store._lock.timeout == expected
+    store.close()
+
+
+@pytest.mark.parametrize("value", ["inf", "1e300"])
+def test_a_huge_lock_timeout_waits_for_the_lock_rather_than_crashing(store_path, value):
+    """A timeout beyond what threading can wait for (TIMEOUT_MAX) waits as long as it can."""
+    env = dict(os.environ, LANTERN_STORE=str(store_path), LANTERN_LOCK_TIMEOUT=value)
+    held = WriterLock(str(store_path / ".lantern" / "lock"), timeout=0)
+    held.acquire()
+    try:
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "lantern_git", "memory", "add", "patient", "--kind", "fact"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            writer.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        assert writer.returncode is None, writer.stderr.read()  # still waiting for the lock
+    finally:
+        held.release()
+    _, stderr = writer.communicate(timeout=60)
+    assert writer.returncode == 0, stderr
+    assert git(store_path, "log", "-1", "--format=%s").startswith("add ")
+
+
 # ---------------------------------------------------------------------------- the examples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
