@@ -206,6 +206,36 @@ def test_an_editor_that_fails_changes_nothing(store_path, editor):
     assert snapshot(store_path) == before
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "true; touch '{marker}'",
+        "$(touch '{marker}')",
+        "`touch '{marker}'`",
+        "true | touch '{marker}'",
+    ],
+)
+def test_the_editor_is_never_run_through_a_shell(store_path, tmp_path, template):
+    """$EDITOR is split into words and run as a program: shell syntax in it is not obeyed."""
+    record_id = add(store_path)
+    marker = tmp_path / "shell ran"
+    before = snapshot(store_path)
+    command = template.format(marker=marker)
+    result = lantern("memory", "edit", record_id, "--json", cwd=store_path, env={"EDITOR": command})
+    # The first word ("true;", "$(touch", "`touch", "true") is the program. Only the last
+    # form names a real one: true, given "|", "touch", the marker and the file, changes nothing.
+    if template.startswith("true |"):
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["id"] == record_id
+    else:
+        assert result.returncode == 1 and result.stdout == ""
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] == "editor_failed"
+        assert error["message"].startswith(f"cannot run the editor {command.split()[0]!r}")
+    assert not marker.exists()
+    assert snapshot(store_path) == before
+
+
 def test_no_editor_configured(store_path):
     record_id = add(store_path)
     env = {k: v for k, v in os.environ.items() if k not in ("EDITOR", "VISUAL")}
