@@ -290,6 +290,45 @@ def test_a_record_deleted_by_hand_on_one_side_and_changed_on_the_other_is_kept(p
     assert_clean_and_valid(a, b)
 
 
+@pytest.mark.parametrize("local_change", [False, True], ids=["fast-forward", "merge"])
+def test_a_record_deleted_by_hand_on_one_side_and_unchanged_on_the_other_is_removed(
+    pair, local_change
+):
+    """Like git: a deletion committed with plain git reaches a host that did not touch it."""
+    a, b = pair
+    gone = a.add("Delete me by hand.")
+    kept = a.add("Leave me be.")
+    a.sync()
+    b.sync()
+    git(a.path, "rm", "-q", record_path(gone.id))
+    git(a.path, "commit", "-q", "-m", "remove by hand")
+    a.sync()
+    other = b.add("Added on b meanwhile.") if local_change else None
+    result = lantern("sync", "--json", "--store", str(b.path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["records"] == {"added": [], "changed": [], "removed": [gone.id]}
+    assert report["merged"] == [], "not a two-sided change: nothing to report per record"
+    if local_change:
+        assert not report["fast_forward"] and len(report["merge_commits"]) == 1
+        assert "Lantern-Record" not in parse_trailers(merge_message(b))
+    else:
+        assert report["fast_forward"] and report["merge_commits"] == []
+    from lantern_git.cli_sync import _text
+
+    assert "records: 1 removed" in _text(report)
+    assert not (b.path / record_path(gone.id)).exists()
+    listed = {r.id for r in b.store.list(status="all")}
+    assert listed == {kept.id} | ({other.id} if other else set())
+    # Still in history: the commit before the deletion holds the file.
+    assert git(b.path, "log", "--format=%s", "--diff-filter=D", "--", record_path(gone.id)) == (
+        "remove by hand\n"
+    )
+    a.sync()
+    assert a.memory() == b.memory()
+    assert_clean_and_valid(a, b)
+
+
 def test_three_clones_converge(tmp_path, remote):
     a = first_host(tmp_path, remote)
     shared = a.add("Everyone sees this.")
