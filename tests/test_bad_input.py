@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from conftest import init_repo, lantern, snapshot
+from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.cli import cli
 from lantern_git.record import compute_id
@@ -60,6 +60,12 @@ def invoke(*args, input=None):
 
 ADD = ["memory", "add", "Valid content.", "--kind", "fact"]
 
+
+def too_many_refs(option: str) -> list[str]:
+    """One more source ref than a record may hold (200), each given with ``option``."""
+    return [arg for n in range(201) for arg in (option, f"ref:{n}")]
+
+
 # (args, stdin, exit code, error code, text the message must contain)
 CASES = [
     # unknown options and commands
@@ -104,6 +110,14 @@ CASES = [
     # source refs and author
     ([*ADD, "--source-ref", ""], None, 2, "invalid_field", "source_refs: "),
     ([*ADD, "--source-ref", "two\nlines"], None, 2, "invalid_field", "source_refs: "),
+    ([*ADD, "--source-ref", "x" * 1001], None, 2, "invalid_field", "source_refs: "),
+    (
+        [*ADD, *too_many_refs("--source-ref")],
+        None,
+        2,
+        "invalid_field",
+        "source_refs: has more than 200",
+    ),
     ([*ADD, "--author", "nobody"], None, 2, "invalid_author", "author: "),
     # content
     (
@@ -163,6 +177,27 @@ CASES = [
         "source_refs",
     ),
     (
+        ["memory", "update", EXISTING_ID, "--add-source-ref", "two\nlines"],
+        None,
+        2,
+        "invalid_field",
+        "source_refs: ",
+    ),
+    (
+        ["memory", "update", EXISTING_ID, "--add-source-ref", "x" * 1001],
+        None,
+        2,
+        "invalid_field",
+        "source_refs: ",
+    ),
+    (
+        ["memory", "update", EXISTING_ID, *too_many_refs("--add-source-ref")],
+        None,
+        2,
+        "invalid_field",
+        "source_refs: has more than 200",
+    ),
+    (
         ["memory", "supersede", EXISTING_ID, EXISTING],
         None,
         2,
@@ -191,6 +226,8 @@ CASES = [
 def _id(case) -> str:
     args, stdin = case[0], case[1]
     text = " ".join(a if len(a) < 20 else a[:17] + "..." for a in args[1:])
+    if len(text) > 80:
+        text = text[:77] + "..."
     return text + (" <stdin>" if stdin is not None else "")
 
 
@@ -250,14 +287,50 @@ def test_exit_codes_at_the_process_boundary(populated, args, stdin, exit_code, n
     assert snapshot(populated) == before
 
 
-def test_a_hand_broken_file_is_never_overwritten(populated):
-    """An archive of a record whose file does not parse is refused; the file stays as it was."""
+def test_source_ref_limits_are_inclusive_and_count_the_refs_already_held(populated):
+    """200 refs of 1,000 characters are accepted; one more ref, added by update, is refused."""
+    longest = [arg for n in range(200) for arg in ("--source-ref", f"{n:04}" + "x" * 996)]
+    added = invoke(*ADD, *longest, "--json")
+    assert added.exit_code == 0, added.stderr
+    record = json.loads(added.stdout)
+    assert len(record["source_refs"]) == 200 and {len(r) for r in record["source_refs"]} == {1000}
+    before = snapshot(populated)
+    result = invoke("memory", "update", record["id"], "--add-source-ref", "one:more", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "invalid_field"
+    assert "source_refs: has more than 200" in error["message"]
+    assert snapshot(populated) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["memory", "archive", EXISTING_ID],
+        ["memory", "restore", EXISTING_ID],
+        ["memory", "update", EXISTING_ID, "--priority", "60"],
+        ["memory", "supersede", EXISTING_ID, "A replacement record."],
+    ],
+    ids=lambda args: args[1],
+)
+def test_a_hand_broken_file_is_never_overwritten(populated, args):
+    """A write to a record whose file does not parse is refused; the file stays as it was.
+
+    The broken file is committed with plain git, so the refusal comes from the parse check, not
+    from the check for uncommitted hand edits.
+    """
+    if args[1] == "restore":
+        assert invoke("memory", "archive", EXISTING_ID).exit_code == 0
     path = populated / "memory" / EXISTING_ID[:2] / f"{EXISTING_ID}.md"
     broken = path.read_text().replace("priority: 50", "priority: [")
     path.write_text(broken)
+    git(populated, "commit", "-qam", "break a record by hand")
     before = snapshot(populated)
-    result = invoke("memory", "archive", EXISTING_ID, "--json")
-    assert result.exit_code != 0
+    result = invoke(*args, "--json")
+    assert result.exit_code == 1
     assert result.stdout == ""
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "invalid_record"
+    assert f"memory/{EXISTING_ID[:2]}/{EXISTING_ID}.md" in error["message"]
     assert snapshot(populated) == before
     assert path.read_text() == broken
