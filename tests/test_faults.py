@@ -20,6 +20,8 @@ from conftest import git, snapshot
 from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
 
 from lantern_git.errors import GitError
+from lantern_git.gitstore import BULK_FILES
+from lantern_git.record import Record
 from lantern_git.store import Store
 
 BEFORE_REF = ["after-objects", "after-journal", "after-first-file", "after-files"]
@@ -41,21 +43,44 @@ def _op_args(op: str, seed: str) -> list[str]:
         "archive": ["memory", "archive", seed, "--reason", "crash test"],
         "supersede": ["memory", "supersede", seed, "the replacement"],
         "update": ["memory", "update", seed, "--priority", "77"],
+        "restore": ["memory", "restore", seed],
+        "import": ["import", "-"],
     }[op]
 
 
-# Every step for a one-file and a two-file write; two sides of the ref for the others.
-CASES = [(op, point) for op in ("add", "supersede") for point in BEFORE_REF + AFTER_REF] + [
-    (op, point) for op in ("archive", "update") for point in ("after-files", "after-ref")
-]
+# Enough records for the bulk path: no fsync per file, one sync() per phase instead.
+IMPORTED = [Record.new(kind="fact", content=f"imported fact {n}") for n in range(BULK_FILES + 6)]
+IMPORT_LINES = "".join(json.dumps(r.to_dict()) + "\n" for r in IMPORTED)
+
+# Every step for a one-file and a two-file write; two sides of the ref for the others; for the
+# bulk import, both sides of the ref with a read and a write as the next command.
+CASES = (
+    [(op, point) for op in ("add", "supersede") for point in BEFORE_REF + AFTER_REF]
+    + [
+        (op, point)
+        for op in ("archive", "update", "restore")
+        for point in ("after-files", "after-ref")
+    ]
+    + [
+        ("import", point)
+        for point in ("after-first-file", "after-files", "after-ref", "after-index")
+    ]
+)
 
 
 @pytest.mark.parametrize(("op", "point"), CASES)
 def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, point):
     path, seed = seeded
+    if op == "restore":
+        assert cli(path, "memory", "archive", seed).returncode == 0
     before = snapshot(path)
-    killed = cli(path, *_op_args(op, seed), env=cli_env(LANTERN_FAULT=point))
+    stdin = IMPORT_LINES if op == "import" else None
+    killed = cli(path, *_op_args(op, seed), env=cli_env(LANTERN_FAULT=point), input=stdin)
     assert killed.returncode == -9, killed.stderr
+    if op == "import":
+        # Killed where the bulk path was meant to be: one file written, or all of them.
+        written = {p.stem for p in (path / "memory").glob("*/*.md")} & {r.id for r in IMPORTED}
+        assert len(written) == (1 if point == "after-first-file" else len(IMPORTED))
 
     # The next command, a read for half the cases and a write for the others, repairs it.
     next_is_write = (BEFORE_REF + AFTER_REF).index(point) % 2 == 1
@@ -82,6 +107,14 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
         assert head != before["head"]
         if op == "add":
             assert (path / "memory" / record_id("a fresh fact")[:2]).exists()
+    if op == "import":
+        present = {p.stem for p in (path / "memory").glob("*/*.md")}
+        imported = {r.id for r in IMPORTED}
+        assert imported <= present if point in AFTER_REF else not imported & present
+    if op == "restore":
+        shown = cli(path, "memory", "show", seed, "--json")
+        expected_status = "active" if point in AFTER_REF else "archived"
+        assert json.loads(shown.stdout)["status"] == expected_status
     audit(path)
 
 
