@@ -1,6 +1,8 @@
 """Concurrency and crash scenarios, repeated with random timing.
 
-Marked ``reliability``; the default run stays CI-sized. The long run is the soak:
+Marked ``reliability``, but nothing deselects the marker: the default ``pytest`` run includes
+these tests (20 to 30 s); ``-m reliability`` runs them alone, ``-m "not reliability"`` skips
+them. The long run is the soak:
 ``python -m tests.soak --minutes 10`` (see tests/soak.py), which repeats the same scenarios.
 """
 
@@ -154,7 +156,8 @@ def test_cli_writers_killed_at_random_moments_lose_no_acknowledged_write(tmp_pat
     # Kill anywhere from before start-up to well after a lone write would have ended.
     span = 2.5 * write_duration(path)
     for n in range(rounds):
-        # Two writers race; one of them is killed at a random moment.
+        # Two writers race; each is killed at its own random moment if it is still running,
+        # so both, one or neither may be killed.
         threads = []
         tallies = [Tally(), Tally()]
         for t in tallies:
