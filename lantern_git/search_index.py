@@ -31,6 +31,7 @@ from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 
 from .errors import StoreError, ValidationError
+from .fields import STATUSES
 from .query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: F401 - re-exported
 from .record import ID_RE, MAX_FILE_BYTES, Record
 
@@ -237,6 +238,50 @@ def _remember_columns() -> None:
 
 
 _remember_columns()
+
+
+def _lazy_buffer_files() -> None:
+    """Whoosh maps each segment file and opens every part of it as a BufferFile, whose
+    constructor copies the part into a BytesIO. Columns (the stored records, the sort keys)
+    only ever read through the map by offset, so the copy, of megabytes at 100k records, was
+    made on every open and never read: make it on first sequential read instead."""
+    from io import BytesIO
+
+    from whoosh.filedb.structfile import BufferFile
+
+    if getattr(BufferFile, "_lantern_lazy", False):
+        return
+
+    def __init__(self, buf, name=None, onclose=None):
+        self._buf = buf
+        self._name = name
+        self.onclose = onclose
+        self.is_real = False
+        self.is_closed = False
+
+    def file(self):
+        handle = self.__dict__.get("_lantern_file")
+        if handle is None:
+            handle = self.__dict__["_lantern_file"] = BytesIO(self._buf)
+        return handle
+
+    def close(self):
+        if self.is_closed:
+            raise Exception("This file is already closed")
+        if self.onclose:
+            self.onclose(self)
+        handle = self.__dict__.get("_lantern_file")
+        if handle is not None:
+            handle.close()
+        self.is_closed = True
+
+    BufferFile.__init__ = __init__
+    BufferFile.file = property(file)
+    BufferFile.close = close
+    BufferFile._lantern_lazy = True
+
+
+_lazy_buffer_files()
 
 
 def _merge_when_many(writer, segments):
@@ -555,7 +600,7 @@ class SearchIndex:
     def _run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
         ix = self._open()
         filters = _filter_query(query)
-        expired = _expired_query(query)
+        expired = _mask_query(query)
         text_query = _text_query(ix.schema, query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
@@ -644,7 +689,7 @@ def _record(doc: str) -> Record:
 
 def _filter_query(query: RecordQuery):
     parts = []
-    if query.status != "all":
+    if query.status != "all" and query.status != "active":
         parts.append(Q.Term("status", query.status))
     if query.kinds:
         parts.append(Q.Or([Q.Term("kind", kind) for kind in query.kinds]))
@@ -663,14 +708,21 @@ def _filter_query(query: RecordQuery):
     return Q.And(parts) if len(parts) > 1 else parts[0]
 
 
-def _expired_query(query: RecordQuery):
-    """The records to leave out for having expired, as a mask: few records ever expire, so
-    excluding them is far cheaper than matching "expires later" on every other record.
-    (Whoosh's AndNot misses some of them, so it is not used.)"""
-    if query.include_expired:
+def _mask_query(query: RecordQuery):
+    """The records to leave out, as a mask: those that expired, and for the usual "active"
+    listing those archived or superseded. Both are few next to the rest, so excluding them is
+    far cheaper than intersecting with a term that nearly every record has (the whole posting
+    list of status:active was walked on every list). (Whoosh's AndNot misses some of them, so
+    it is not used.)"""
+    parts = []
+    if query.status == "active":
+        parts.extend(Q.Term("status", other) for other in STATUSES if other != "active")
+    if not query.include_expired:
+        now = int(time.time()) if query.now is None else query.now
+        parts.append(Q.NumericRange("expires_at", None, now))
+    if not parts:
         return None
-    now = int(time.time()) if query.now is None else query.now
-    return Q.NumericRange("expires_at", None, now)
+    return Q.Or(parts) if len(parts) > 1 else parts[0]
 
 
 def _text_query(schema, text: str):
