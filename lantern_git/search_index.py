@@ -259,24 +259,27 @@ def _lazy_buffer_files() -> None:
         self.is_real = False
         self.is_closed = False
 
-    def file(self):
-        handle = self.__dict__.get("_lantern_file")
-        if handle is None:
-            handle = self.__dict__["_lantern_file"] = BytesIO(self._buf)
-        return handle
+    class LazyFile:
+        # A non-data descriptor: the first access stores the BytesIO in the instance, and
+        # every later one finds it there without calling back into Python.
+        def __get__(self, instance, owner=None):
+            if instance is None:
+                return self
+            handle = instance.__dict__["file"] = BytesIO(instance._buf)
+            return handle
 
     def close(self):
         if self.is_closed:
             raise Exception("This file is already closed")
         if self.onclose:
             self.onclose(self)
-        handle = self.__dict__.get("_lantern_file")
+        handle = self.__dict__.get("file")
         if handle is not None:
             handle.close()
         self.is_closed = True
 
     BufferFile.__init__ = __init__
-    BufferFile.file = property(file)
+    BufferFile.file = LazyFile()
     BufferFile.close = close
     BufferFile._lantern_lazy = True
 
@@ -600,11 +603,11 @@ class SearchIndex:
     def _run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
         ix = self._open()
         filters = _filter_query(query)
-        expired = _mask_query(query)
         text_query = _text_query(ix.schema, query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
             with ix.searcher() as searcher:
+                expired = _mask_docs(searcher, _mask_query(query))
                 if scored:
                     if text_query is None:
                         return []
@@ -723,6 +726,18 @@ def _mask_query(query: RecordQuery):
     if not parts:
         return None
     return Q.Or(parts) if len(parts) > 1 else parts[0]
+
+
+def _mask_docs(searcher, mask) -> set[int] | None:
+    """The documents ``mask`` matches, as a set. Given the query, Whoosh would find them with
+    a union matcher that walks an array the size of the whole index in Python, every time;
+    the same documents come straight from the postings of the terms the query covers."""
+    if mask is None:
+        return None
+    docs: set[int] = set()
+    for leaf in mask.simplify(searcher.reader()).leaves():
+        docs.update(searcher.docs_for_query(leaf))
+    return docs
 
 
 def _text_query(schema, text: str):
