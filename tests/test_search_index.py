@@ -273,3 +273,37 @@ def test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_mat
     assert all(h.score > 0 for h in hits)
     assert hits[0].record.id == both.id
     assert hits[0].score > max(h.score for h in hits[1:])
+
+
+def test_map_file_reads_like_bytesio():
+    """Whoosh's segment parts are read in place through _MapFile: same answers as BytesIO."""
+    import io
+
+    from lantern_git.search_index import _MapFile
+
+    data = b"first line\nsecond\n" + bytes(range(256)) * 40 + b"\nlast"
+    ours, theirs = _MapFile(memoryview(data)), io.BytesIO(data)
+    for step in [
+        ("read", 5),
+        ("readline",),
+        ("tell",),
+        ("seek", 3),
+        ("read", 0),
+        ("read", 7),
+        ("seek", -4, 2),
+        ("read", -1),
+        ("read", 10),
+        ("seek", 2, 0),
+        ("seek", 6, 1),
+        ("readline",),
+        ("readline", 3),
+        ("readline",),
+        ("seek", 0),
+        ("read",),
+    ]:
+        assert getattr(ours, step[0])(*step[1:]) == getattr(theirs, step[0])(*step[1:]), step
+    ours.seek(0)
+    assert list(ours) == list(io.BytesIO(data))
+    target = bytearray(8)
+    ours.seek(len(data) - 3)
+    assert ours.readinto(target) == 3 and bytes(target[:3]) == data[-3:]
