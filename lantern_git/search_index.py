@@ -23,17 +23,41 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from stat import S_ISREG
 
-from whoosh import index as whoosh_index
-from whoosh import query as Q
-from whoosh import sorting
-from whoosh.analysis import StemmingAnalyzer
-from whoosh.columns import NumericColumn
-from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 
-from .errors import StoreError, ValidationError
-from .fields import STATUSES
-from .query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: F401 - re-exported
-from .record import ID_RE, MAX_FILE_BYTES, Record
+def _defer_morph_en() -> None:
+    """whoosh.query imports whoosh.lang.morph_en, whose tables take ~30 ms to build, for the
+    Variations query alone, which lantern never makes. Stand in for it until it is called."""
+    name = "whoosh.lang.morph_en"
+    if name in sys.modules:
+        return
+    import types
+
+    stand_in = types.ModuleType(name)
+
+    def variations(word):
+        import importlib
+
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return importlib.import_module(name).variations(word)
+
+    stand_in.variations = variations
+    sys.modules[name] = stand_in
+
+
+_defer_morph_en()
+
+from whoosh import index as whoosh_index  # noqa: E402 - after the stand-in above
+from whoosh import query as Q  # noqa: E402
+from whoosh import sorting  # noqa: E402
+from whoosh.analysis import StemmingAnalyzer  # noqa: E402
+from whoosh.columns import NumericColumn  # noqa: E402
+from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E402
+
+from .errors import StoreError, ValidationError  # noqa: E402
+from .fields import STATUSES  # noqa: E402
+from .query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: E402, F401
+from .record import ID_RE, MAX_FILE_BYTES, Record  # noqa: E402
 
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
