@@ -684,11 +684,11 @@ class SearchIndex:
     def search(self, query: RecordQuery) -> list[Hit]:
         return self._run(query, scored=True)
 
-    def list_once(self, query: RecordQuery) -> list[Hit]:
-        """``list`` without the rebuild on a damaged index: raises instead."""
+    def run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
+        """``list`` or ``search`` without the rebuild on a damaged index: raises instead."""
         if query.limit == 0:
             return []
-        return self._run_once(query, scored=False)
+        return self._run_once(query, scored)
 
     def _run(self, query: RecordQuery, scored: bool) -> list[Hit]:
         if query.limit == 0:

@@ -429,20 +429,26 @@ class Store:
             from .timetravel import list_at
 
             return list_at(self.git, at, query, warn=self.warn)
-        # The query runs while the freshness check's find does (two cores: its time is
-        # hidden), and its answer is kept when no record file changed since the last check.
+        return [hit.record for hit in self._fresh(query, scored=False)]
+
+    def _fresh(self, query, scored: bool):
+        """The index's answer to ``query`` once the index is in step with the files.
+
+        The query runs while the freshness check's finds do (on two cores their time is
+        hidden), and its answer is kept when no record file changed since the last check.
+        """
         early: list = []
 
         def meanwhile() -> None:
             try:
-                early.append(self.index.list_once(query))
+                early.append(self.index.run_once(query, scored))
             except Exception:  # a damaged index: the normal path below rebuilds it
                 pass
 
         report = self.refresh(meanwhile)
         if report.unchanged and early:
-            return [hit.record for hit in early[0]]
-        return [hit.record for hit in self.index.list(query)]
+            return early[0]
+        return self.index.search(query) if scored else self.index.list(query)
 
     def search(self, text: str, query=None, **filters: Any):
         """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
@@ -455,8 +461,7 @@ class Store:
         _check_query(query)
         if not self.exists:
             return []
-        self.refresh()
-        return self.index.search(query)
+        return self._fresh(query, scored=True)
 
     def rebuild_index(self):
         self._recover()
