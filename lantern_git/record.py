@@ -105,6 +105,11 @@ def validate_status(value: Any, lines=None) -> str:
     return value
 
 
+def has_undecodable(text: str) -> bool:
+    """True if ``text`` holds lone surrogates: undecodable bytes from argv, not UTF-8 text."""
+    return _SURROGATE_RE.search(text) is not None
+
+
 def validate_scope(value: Any, lines=None) -> str:
     if not isinstance(value, str):
         raise _fail("scope", f"must be a string, got {_describe(value)}", lines)

@@ -698,7 +698,11 @@ class SearchIndex:
             return self._run_once(query, scored)
         except _NeedsRebuild:
             self.rebuild()
+        try:
             return self._run_once(query, scored)
+        except _NeedsRebuild as err:
+            # A freshly built index that still cannot answer: say so, as a store error.
+            raise StoreError(f"the search index cannot answer this query: {err}") from None
 
     def _run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
         ix = self._open()

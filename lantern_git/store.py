@@ -761,7 +761,7 @@ class Store:
 
 
 def _check_query(query) -> None:
-    from .record import KINDS, validate_scope
+    from .record import KINDS, has_undecodable, validate_scope
 
     if query.status not in ("active", "archived", "superseded", "all"):
         raise InvalidInput(
@@ -786,6 +786,11 @@ def _check_query(query) -> None:
         value = getattr(query, name)
         if value is not None:
             validate_priority(value, name)
+    if query.text is not None and has_undecodable(query.text):
+        # Whoosh would fail encoding the terms, deep in a search, as if the index were damaged.
+        raise InvalidInput(
+            "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
+        )
     if query.limit is not None and (isinstance(query.limit, bool) or query.limit < 0):
         raise InvalidInput("limit: must be 0 or more", code="invalid_field")
     if query.offset < 0:

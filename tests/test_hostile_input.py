@@ -173,13 +173,18 @@ def test_invalid_utf8_in_arguments_and_stdin_is_refused_clearly(tmp_path):
     before = snapshot(path)
     base = [sys.executable, "-m", "lantern_git", "--store", str(path)]
     cases = [
-        [*base, "memory", "add", b"caf\xe9 \xff", "--kind", "fact"],
-        [*base, "memory", "add", "fine", "--kind", "fact", "--scope", b"user:\xff"],
-        [*base, "memory", "list", "--query", b"\xfe\xff"],
+        ([*base, "memory", "add", b"caf\xe9 \xff", "--kind", "fact"], b"content: "),
+        ([*base, "memory", "add", "fine", "--kind", "fact", "--scope", b"user:\xff"], b"scope: "),
+        ([*base, "memory", "list", "--query", b"\xfe\xff"], b"query: "),
+        # A wildcard makes Whoosh encode the term, which failed as if the index were damaged.
+        ([*base, "memory", "search", b"\xff*"], b"query: "),
+        ([*base, "memory", "list", "--query", b"a\xff*", "--json"], b'"invalid_query"'),
     ]
-    for argv in cases:
+    for argv, named in cases:
         result = subprocess.run(argv, capture_output=True)
-        assert result.returncode in (0, 2), result.stderr
+        assert result.returncode == 2, result.stderr
+        assert named in result.stderr
+        assert b"not valid" in result.stderr
         assert b"Traceback" not in result.stderr
     piped = subprocess.run(
         [*base, "memory", "add", "-", "--kind", "fact"],
