@@ -12,6 +12,7 @@ index is rebuilt transparently.
 
 from __future__ import annotations
 
+import heapq
 import json
 import marshal
 import os
@@ -19,8 +20,11 @@ import shutil
 import subprocess
 import sys
 import time
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain, compress, filterfalse, groupby, repeat
 from stat import S_ISREG
 
 
@@ -49,7 +53,6 @@ _defer_morph_en()
 
 from whoosh import index as whoosh_index  # noqa: E402 - after the stand-in above
 from whoosh import query as Q  # noqa: E402
-from whoosh import sorting  # noqa: E402
 from whoosh.analysis import StemmingAnalyzer  # noqa: E402
 from whoosh.columns import NumericColumn  # noqa: E402
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E402
@@ -720,9 +723,11 @@ class SearchIndex:
                     hits.sort(key=lambda h: (-h.score, h.record.id))
                     return hits[query.offset : end]
                 combined = filters if text_query is None else Q.And([filters, text_query])
-                facet = sorting.MultiFacet([sorting.FieldFacet("order"), sorting.FieldFacet("id")])
-                results = searcher.search(combined, sortedby=facet, limit=end, mask=expired)
-                return [Hit(_record(hit["doc"])) for hit in results[query.offset : end]]
+                docs = _first_in_order(searcher, combined, expired, end)
+                return [
+                    Hit(_record(searcher.stored_fields(docnum)["doc"]))
+                    for docnum in docs[query.offset : end]
+                ]
         except _NeedsRebuild:
             raise
         except Exception as err:
@@ -842,6 +847,80 @@ def _mask_docs(searcher, mask) -> set[int] | None:
     for leaf in mask.simplify(searcher.reader()).leaves():
         docs.update(searcher.docs_for_query(leaf))
     return docs
+
+
+def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> list[int]:
+    """The documents matching ``query`` and not in ``mask``, the first ``end`` of them (all if
+    None) in list order: by ``order``, then ``id``, then document number, as Whoosh sorts with
+    ``sortedby=MultiFacet([FieldFacet("order"), FieldFacet("id")])``. Whoosh computes that key
+    in Python for every match, 100k of them on a store's default list (1.0 of its 1.4 s); here
+    the ``order`` column is read whole as an array, the ``end``-th smallest value bounds the
+    candidates, and ``id`` is read only to break ties among equal ``order`` values."""
+    if end == 0:
+        return []
+    orders = array("Q")
+    id_columns = []  # (first document number, the segment's id column)
+    for reader, offset in searcher.reader().leaf_readers():
+        if not reader.doc_count_all():
+            continue  # an empty index's reader has no columns at all
+        if offset != len(orders):
+            raise ValueError("segment document numbers are not contiguous")
+        orders.extend(_numeric_column(reader, "order"))
+        id_columns.append((offset, reader.column_reader("id", translate=False)))
+    docs = _matching(searcher, query)
+    if mask:
+        docs = filterfalse(mask.__contains__, docs)
+    docs = list(docs)  # ascending document numbers, so stable sorts keep Whoosh's last tie-break
+    order_of = orders.__getitem__
+    if end is not None and end < len(docs):
+        # Every document ranked within the first ``end`` has an order value at most the
+        # ``end``-th smallest; ties at that value are all kept for the id tie-break below.
+        keys = list(map(order_of, docs))
+        bound = heapq.nsmallest(end, keys)[-1]
+        docs = list(compress(docs, map(bound.__ge__, keys)))
+    docs.sort(key=order_of)
+    starts = [offset for offset, _ in id_columns]
+
+    def id_of(docnum: int) -> bytes:
+        offset, column = id_columns[bisect_right(starts, docnum) - 1]
+        return column.sort_key(docnum - offset)
+
+    ranked: list[int] = []
+    for _, run in groupby(docs, key=order_of):
+        run = list(run)
+        if len(run) > 1:
+            run.sort(key=id_of)
+        ranked.extend(run)
+    return ranked[:end]
+
+
+def _matching(searcher, query) -> Iterable[int]:
+    """The documents ``query`` matches. For ``Every()`` (a list with no filter), all those not
+    deleted, from each segment's set of deleted documents; Whoosh asks ``is_deleted`` of each
+    document in a Python generator (35 ms at 100k)."""
+    if not (isinstance(query, Q.Every) and query.fieldname is None):
+        return searcher.docs_for_query(query)
+    parts = []
+    for reader, offset in searcher.reader().leaf_readers():
+        docs = range(offset, offset + reader.doc_count_all())
+        if reader.has_deletions():
+            deleted = {offset + docnum for docnum in reader.deleted_docs_set}  # a frozenset
+            docs = filterfalse(deleted.__contains__, docs)
+        parts.append(docs)
+    return chain.from_iterable(parts)
+
+
+def _numeric_column(reader, fieldname: str) -> array:
+    """A segment's numeric column as an array, read in one piece: iterating Whoosh's reader
+    unpacks one value per Python call. Documents past the stored values have the default
+    (Whoosh's writer leaves trailing defaults out)."""
+    column = reader.column_reader(fieldname, translate=False)
+    count = reader.doc_count_all()
+    if not isinstance(column, NumericColumn.Reader) or column._typecode != "Q":
+        return array("Q", column)  # a segment without the column: the default for each
+    values = column._dbfile.get_array(column._basepos, "Q", column._count)
+    values.extend(repeat(column._default, count - len(values)))
+    return values
 
 
 def _text_query(schema, text: str):

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lantern_git.fields import KINDS, STATUSES
+from lantern_git.query import sort_key
 from lantern_git.record import Record, compute_id, record_path
 from lantern_git.store import Store
 
@@ -258,3 +259,96 @@ def test_expired_records_are_hidden_whatever_their_index_position():
         assert temp.list({}) == [z.id]
     finally:
         temp.close()
+
+
+# ---------------------------------------------------------------------------- several segments
+
+
+def test_list_order_is_whoosh_sort_over_segments_with_deleted_documents(tmp_path):
+    """The list path picks its page from the ``order`` column itself; it returns the very
+    documents, in the very order, that Whoosh's own sort on (order, id) returns, for an index of
+    several segments with deleted documents, ties on ``order`` across segments, a repeated id
+    (two files, one record), masks, and every limit."""
+    from whoosh import index as whoosh_index
+    from whoosh import query as Q
+    from whoosh import sorting
+
+    from lantern_git import search_index
+
+    rng = random.Random(20261203)
+    ix = whoosh_index.create_in(str(tmp_path), search_index._schema())
+    paths = []
+    for batch in range(4):
+        records = []
+        for n in range(24):
+            kind = rng.choice(KINDS)
+            content = f"batch {batch} record {n} {rng.choice(WORDS)}"
+            records.append(
+                Record(
+                    id=compute_id(kind, "global", content),
+                    kind=kind,
+                    scope=rng.choice(SCOPES),
+                    content=content,
+                    status=rng.choice(STATUSES),
+                    priority=rng.choice([0, 50]),
+                    urgency=rng.choice([0, 100]),
+                    created_at=1,
+                    updated_at=rng.choice([1, 2]),
+                )
+            )
+        records.append(records[-1])  # the same record in two files: (order, id) ties
+        writer = ix.writer()
+        for n, record in enumerate(records):
+            writer.add_document(**search_index._document(f"m/{batch}/{n}.md", record, "digest"))
+            paths.append(f"m/{batch}/{n}.md")
+        if batch:
+            for path in rng.sample(paths[: batch * 25], 6):
+                writer.delete_by_term("path", path)
+        writer.commit(merge=False)
+
+    facet = sorting.MultiFacet([sorting.FieldFacet("order"), sorting.FieldFacet("id")])
+    with ix.searcher() as searcher:
+        assert len(list(searcher.reader().leaf_readers())) == 4
+        assert searcher.reader().has_deletions()
+        total = searcher.doc_count_all()
+        queries = [
+            Q.Every(),
+            Q.Term("kind", "fact"),
+            Q.Prefix("scope", "user:"),
+            Q.And([Q.NumericRange("priority", 50, None), Q.Term("content", "appl")]),
+            Q.Term("scope", "nobody"),
+        ]
+        masks = [None, set(), set(rng.sample(range(total), 30)), set(range(total))]
+        checked = 0
+        for query in queries:
+            for mask in masks:
+                for end in [None, 1, 2, 3, 7, 20, 50, total, total + 5]:
+                    whoosh = searcher.search(query, sortedby=facet, limit=end, mask=mask)
+                    expected = [hit.docnum for hit in whoosh]
+                    got = search_index._first_in_order(searcher, query, mask, end)
+                    assert got == expected, (query, mask, end)
+                    checked += bool(expected)
+        assert checked > 100
+
+
+def test_list_pages_over_segments_with_deleted_documents(store):
+    """Through the library: records added one by one (a segment each), some changed (the old
+    document deleted), listed page by page with ties on every sort key."""
+    added = [
+        store.add(f"record {n}", kind="fact", priority=(n % 3) * 10, urgency=(n % 2) * 5)
+        for n in range(14)
+    ]
+    for record in added[::4]:
+        store.update(record.id, priority=record.priority)  # same order value, new document
+    store.archive(added[5].id)
+    with store._index._open().searcher() as searcher:
+        assert len(list(searcher.reader().leaf_readers())) > 1
+        assert searcher.reader().has_deletions()
+    for status in ["active", "archived", "all"]:
+        expected = [r.id for r in sorted(store.list(status=status), key=sort_key)]
+        assert [r.id for r in store.list(status=status)] == expected
+        for limit in [None, 1, 2, 5]:
+            for offset in range(len(expected) + 2):
+                end = None if limit is None else offset + limit
+                got = store.list(status=status, offset=offset, limit=limit)
+                assert [r.id for r in got] == expected[offset:end], (status, limit, offset)
