@@ -718,10 +718,7 @@ class SearchIndex:
                 if scored:
                     if text_query is None:
                         return []
-                    results = searcher.search(text_query, filter=filters, mask=expired, limit=None)
-                    hits = [Hit(_record(hit["doc"]), round(float(hit.score), 6)) for hit in results]
-                    hits.sort(key=lambda h: (-h.score, h.record.id))
-                    return hits[query.offset : end]
+                    return _best_scored(searcher, text_query, filters, expired, query.offset, end)
                 combined = filters if text_query is None else Q.And([filters, text_query])
                 docs = _first_in_order(searcher, combined, expired, end)
                 return [
@@ -892,6 +889,26 @@ def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> 
             run.sort(key=id_of)
         ranked.extend(run)
     return ranked[:end]
+
+
+def _best_scored(searcher, text_query, filters, mask, offset: int, end: int | None) -> list[Hit]:
+    """Hits ``offset:end`` by score, then id. Whoosh scores every match; only the page's
+    candidates (and ties at its last score) have their stored record loaded. An ``Every``
+    filter would make Whoosh build a set of every document, so it is left out; the mask is
+    applied here for the same reason."""
+    restrict = None if isinstance(filters, Q.Every) else filters
+    results = searcher.search(text_query, filter=restrict, limit=None)
+    scored = [
+        (round(float(score), 6), docnum)
+        for score, docnum in results.top_n
+        if mask is None or docnum not in mask
+    ]
+    if end is not None and len(scored) > end:
+        cutoff = heapq.nlargest(end, (score for score, _ in scored))[-1]
+        scored = [item for item in scored if item[0] >= cutoff]
+    hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
+    hits.sort(key=lambda h: (-h.score, h.record.id))
+    return hits[offset:end]
 
 
 def _matching(searcher, query) -> Iterable[int]:

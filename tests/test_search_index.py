@@ -307,3 +307,28 @@ def test_map_file_reads_like_bytesio():
     target = bytearray(8)
     ours.seek(len(data) - 3)
     assert ours.readinto(target) == 3 and bytes(target[:3]) == data[-3:]
+
+
+def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(store):
+    # Same length, one "apple" each: equal scores, so the id decides among them.
+    tied = [store.add(f"apple note{i:02d}", kind="fact") for i in range(12)]
+    store.add("apple apple apple note", kind="fact")
+    store.add("apple and a much longer note about orchards", kind="fact")
+    store.archive(tied[3].id)
+    store.add("apple expired", kind="fact", expires_at=1)
+    store.add("pear note", kind="fact")
+    whole = store.search("apple")
+    assert tied[3].id not in {h.record.id for h in whole}
+    assert all(h.record.content != "apple expired" for h in whole)
+    assert [(-h.score, h.record.id) for h in whole] == sorted(
+        (-h.score, h.record.id) for h in whole
+    )
+    assert len(whole) == 13
+    for offset in range(0, 15):
+        for limit in (1, 2, 5, 13, None):
+            page = store.search("apple", limit=limit, offset=offset)
+            stop = None if limit is None else offset + limit
+            assert page == whole[offset:stop], (offset, limit)
+    assert store.search("apple", status="archived") == [
+        h for h in store.search("apple", status="all") if h.record.id == tied[3].id
+    ]
