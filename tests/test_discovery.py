@@ -333,3 +333,35 @@ def test_the_library_example_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "supersede " in result.stdout and "archive " in result.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_readmes_first_command_runs_a_session_on_the_default_store(tmp_path):
+    """The README's opening command, minus its ``pip install .`` (this environment has lantern
+    installed), run twice by bash on a default store that does not exist yet."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    first = readme.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    assert first.startswith("pip install . && ")
+    session = first.removeprefix("pip install . && ")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    default = Path(env["XDG_DATA_HOME"]) / "lantern" / "store"
+    assert not default.exists()
+
+    run = [subprocess.run(["bash", "-c", session], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300) for _ in range(2)]  # fmt: skip
+    for result in run:
+        assert result.returncode == 0, result.stderr
+    listing, log = (
+        run[0].stdout,
+        git(default, "log", "--format=%(trailers:key=Lantern-Op,valueonly)"),
+    )
+    lines = listing.splitlines()
+    table = lines[lines.index(next(line for line in lines if line.startswith("ID "))) :][1:3]
+    # The documented order: priority 80 before the default 50.
+    assert "Ana prefers short answers." in table[0] and "Ship the beta on Friday." in table[1]
+    assert any(line.startswith("archived ") and "Ship the beta" in line for line in lines)
+    assert log.split() == ["archive", "add", "add", "init"]
+    # The second run changes nothing: the adds exist and the record is already archived.
+    assert "unchanged " in run[1].stdout
+    assert git(default, "rev-list", "--count", "HEAD").strip() == "4"
+    assert git(default, "status", "--porcelain") == ""
