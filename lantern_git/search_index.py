@@ -38,14 +38,16 @@ def _defer_morph_en() -> None:
 
     stand_in = types.ModuleType(name)
 
-    def variations(word):
+    def real():
         import importlib
 
         if sys.modules.get(name) is stand_in:
             del sys.modules[name]
-        return importlib.import_module(name).variations(word)
+        return importlib.import_module(name)
 
-    stand_in.variations = variations
+    # Any use, by whoosh or by a program that imports lantern beside whoosh, gets the real one.
+    stand_in.variations = lambda word: real().variations(word)
+    stand_in.__getattr__ = lambda attr: getattr(real(), attr)
     sys.modules[name] = stand_in
 
 

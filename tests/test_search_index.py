@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -332,3 +334,25 @@ def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(sto
     assert store.search("apple", status="archived") == [
         h for h in store.search("apple", status="all") if h.record.id == tied[3].id
     ]
+
+
+def test_whoosh_stemming_tables_load_on_first_use_in_a_program_that_imports_lantern():
+    """lantern defers whoosh.lang.morph_en (30 ms of tables it never uses); anyone else who
+    uses it, in the same process, still gets the real module."""
+    script = (
+        "import lantern_git.search_index, sys\n"
+        "from whoosh.lang import morph_en\n"
+        "assert 'rendering' in morph_en.variations('render')\n"
+        "assert sys.modules['whoosh.lang.morph_en'].__file__.endswith('morph_en.py')\n"
+        "from whoosh.lang.morph_en import variations\n"
+        "assert 'renders' in variations('render')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    other_attribute = (
+        "import lantern_git.search_index\n"
+        "import whoosh.lang.morph_en as m\n"
+        "assert m.__file__.endswith('morph_en.py')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", other_attribute], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
