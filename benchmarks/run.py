@@ -161,7 +161,7 @@ def pull_commit(root: str, round_number: int, count: int = 100) -> str:
     """A commit on top of HEAD changing ``count`` records, as a collaborator's push would."""
     import pygit2
 
-    from lantern_git.gitstore import GitRepo
+    from lantern_git.git.repo import GitRepo
 
     repo = GitRepo(root)
     head = repo.head_oid()

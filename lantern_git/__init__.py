@@ -42,8 +42,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .index.search import RecordQuery
     from .record import Record
-    from .search_index import RecordQuery
     from .store import Store
 
 
@@ -57,7 +57,7 @@ def __getattr__(name: str) -> Any:
 
         return Record
     if name == "RecordQuery":
-        from .search_index import RecordQuery
+        from .index.search import RecordQuery
 
         return RecordQuery
     raise AttributeError(name)

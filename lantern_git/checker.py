@@ -95,7 +95,7 @@ def validate_file(path: str, data: bytes) -> tuple[Record | None, list[Problem]]
 
 def walk_memory_files(root: str) -> list[str]:
     """Every file under ``memory/`` in the working tree (lantern's own temporaries aside)."""
-    from .gitstore import TMP_SUFFIX
+    from .git.repo import TMP_SUFFIX
 
     found = []
     top = os.path.join(root, MEMORY_DIR)

@@ -14,7 +14,7 @@ import pygit2
 
 from .errors import NotFound, ValidationError
 from .fields import RECORD_KEYS
-from .gitstore import GitRepo, parse_trailers
+from .git.repo import GitRepo, parse_trailers
 from .record import Record, record_path
 
 try:

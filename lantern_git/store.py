@@ -170,7 +170,7 @@ class Store:
     @property
     def git(self):
         if self._git is None:
-            from .gitstore import GitRepo
+            from .git.repo import GitRepo
 
             self._git = GitRepo(self.root)
         return self._git
@@ -178,7 +178,7 @@ class Store:
     @property
     def index(self):
         if self._index is None:
-            from .search_index import SearchIndex
+            from .index.search import SearchIndex
 
             self._index = SearchIndex(self.root, self.state_dir, self.locked)
         return self._index
@@ -253,7 +253,7 @@ class Store:
     def _recover(self) -> None:
         if not os.path.exists(os.path.join(self.state_dir, "journal.json")):
             return
-        from .gitstore import recover
+        from .git.repo import recover
 
         with self.locked():
             message = recover(self.git, self.state_dir)
@@ -279,7 +279,7 @@ class Store:
         worktree: dict[str, bytes] | None = None,
     ) -> str:
         """Commit ``files`` as one write; the caller holds the lock."""
-        from .gitstore import Provenance, fault
+        from .git.repo import Provenance, fault
 
         prov = Provenance(
             op=op,
@@ -316,7 +316,7 @@ class Store:
     def _writing(self) -> Iterator[None]:
         self._ensure_exists()
         with self.locked():
-            from .gitstore import recover
+            from .git.repo import recover
 
             message = recover(self.git, self.state_dir)
             if message:
@@ -371,7 +371,7 @@ class Store:
         return candidates[0]
 
     def _read(self, record_id: str) -> tuple[str, Record]:
-        from .search_index import read_record_file
+        from .index.search import read_record_file
 
         path = record_path(record_id)
         if os.path.islink(os.path.join(self.root, "memory", record_id[:2])) or os.path.islink(
@@ -452,7 +452,7 @@ class Store:
 
     def search(self, text: str, query=None, **filters: Any):
         """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
-        from .search_index import RecordQuery
+        from .index.search import RecordQuery
 
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")

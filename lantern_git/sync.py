@@ -24,7 +24,7 @@ from typing import Any
 import pygit2
 
 from .errors import GitError, InvalidInput, StoreError, UncommittedChanges
-from .gitstore import JOURNAL, TMP_SUFFIX, Provenance, atomic_write, format_message
+from .git.repo import JOURNAL, TMP_SUFFIX, Provenance, atomic_write, format_message
 from .merge import MergeError, RecordMerge, expected_id, merge_records
 
 DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
@@ -787,7 +787,7 @@ def sync(store, remote: str | None = None, *, push: bool = True) -> SyncReport:
 
         raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
     with store.locked():
-        from .gitstore import recover
+        from .git.repo import recover
 
         message = recover(store.git, store.state_dir)
         if message:

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pygit2
 
 from .errors import InvalidInput, ValidationError
-from .gitstore import GitRepo
+from .git.repo import GitRepo
 from .query import RecordQuery, sort_key
 from .record import ID_RE, Record
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import git, lantern, snapshot
 
 from lantern_git.errors import StoreError, UncommittedChanges, ValidationError
-from lantern_git.gitstore import parse_trailers
+from lantern_git.git.repo import parse_trailers
 from lantern_git.record import Record, record_path
 
 # The editor: each run applies the next step of a plan (replacements, or a whole new text),

@@ -20,7 +20,7 @@ from conftest import git, snapshot
 from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
 
 from lantern_git.errors import GitError
-from lantern_git.gitstore import BULK_FILES
+from lantern_git.git.repo import BULK_FILES
 from lantern_git.record import Record
 from lantern_git.store import Store
 
@@ -188,7 +188,7 @@ def test_a_write_that_fails_before_the_branch_moves_is_rolled_back_in_process(st
 
 
 def test_atomic_write_replaces_the_file_in_one_step(tmp_path):
-    from lantern_git.gitstore import TMP_SUFFIX, atomic_write
+    from lantern_git.git.repo import TMP_SUFFIX, atomic_write
 
     target = tmp_path / "f.md"
     target.write_bytes(b"old")
@@ -200,7 +200,7 @@ def test_atomic_write_replaces_the_file_in_one_step(tmp_path):
 
 
 def test_libgit2_is_told_to_fsync_objects_refs_and_the_index(store_path):
-    from lantern_git import gitstore
+    from lantern_git.git import repo as gitstore
 
     Store.open(str(store_path)).git  # noqa: B018 - opening the repository turns it on
     # libgit2 has no getter for this option; the flag is set only after pygit2 accepted it.
@@ -399,7 +399,7 @@ def _damage(index: Path, how: str) -> None:
                 item.write_bytes(os.urandom(max(item.stat().st_size, 64)))
             elif how == "segments-garbage" and item.suffix == ".seg":
                 item.write_bytes(os.urandom(item.stat().st_size))
-    from lantern_git.search_index import MANIFEST, SCHEMA_VERSION
+    from lantern_git.index.search import MANIFEST, SCHEMA_VERSION
 
     if how == "older-schema":
         with open(index / MANIFEST, "wb") as handle:

@@ -12,7 +12,7 @@ import shutil
 import pytest
 from conftest import git
 
-from lantern_git import search_index
+from lantern_git.index import search as search_index
 from lantern_git.record import record_path
 from lantern_git.store import Store
 

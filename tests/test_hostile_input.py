@@ -23,8 +23,8 @@ from reliability_support import add_args, cli, make_store, record_id
 
 from lantern_git.cli import cli as lantern_cli
 from lantern_git.fields import MAX_CONTENT_BYTES, MAX_FILE_BYTES
+from lantern_git.index.search import read_record_file
 from lantern_git.record import Record
-from lantern_git.search_index import read_record_file
 from lantern_git.store import Store
 
 FUZZ = settings(
@@ -384,7 +384,7 @@ def test_a_symlinked_shard_folder_is_neither_read_nor_written(tmp_path, outside)
         store.git.commit_files(
             {f"memory/{secret.stem[:2]}/{fresh.id}.md": b"x"},
             "sneak",
-            __import__("lantern_git.gitstore", fromlist=["Provenance"]).Provenance(op="add"),
+            __import__("lantern_git.git.repo", fromlist=["Provenance"]).Provenance(op="add"),
             journal_dir=store.state_dir,
         )
     assert sorted(p.name for p in outside.iterdir()) == [secret.name]
@@ -458,13 +458,13 @@ def test_an_unexpected_exception_is_an_internal_error_without_traceback(tmp_path
 
 
 def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_request(monkeypatch):
-    from lantern_git import cli_support
+    from lantern_git.cli import support as cli_support
 
     def broken(*_args, **_kwargs):
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr(cli_support, "open_store", broken)
-    monkeypatch.setattr("lantern_git.cli.open_store", broken)
+    monkeypatch.setattr("lantern_git.cli.support.open_store", broken)
     runner = CliRunner()
     plain = runner.invoke(lantern_cli, ["status"])
     assert plain.exit_code == 1

@@ -732,7 +732,7 @@ def test_other_commands_do_not_import_mcp(store_path):
         f"cli.main(['memory', 'list', '--json', '--store', {str(store_path)!r}],"
         " standalone_mode=False)\n"
         "cli.main(['mcp', '--help'], standalone_mode=False)\n"
-        "import lantern_git.mcp_server\n"
+        "import lantern_git.mcp.server\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
     )
     result = subprocess.run(

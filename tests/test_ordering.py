@@ -273,7 +273,7 @@ def test_list_order_is_whoosh_sort_over_segments_with_deleted_documents(tmp_path
     from whoosh import query as Q
     from whoosh import sorting
 
-    from lantern_git import search_index
+    from lantern_git.index import search as search_index
 
     rng = random.Random(20261203)
     ix = whoosh_index.create_in(str(tmp_path), search_index._schema())

@@ -281,7 +281,7 @@ def test_map_file_reads_like_bytesio():
     """Whoosh's segment parts are read in place through _MapFile: same answers as BytesIO."""
     import io
 
-    from lantern_git.search_index import _MapFile
+    from lantern_git.index.search import _MapFile
 
     data = b"first line\nsecond\n" + bytes(range(256)) * 40 + b"\nlast"
     ours, theirs = _MapFile(memoryview(data)), io.BytesIO(data)
@@ -340,7 +340,7 @@ def test_whoosh_stemming_tables_load_on_first_use_in_a_program_that_imports_lant
     """lantern defers whoosh.lang.morph_en (30 ms of tables it never uses); anyone else who
     uses it, in the same process, still gets the real module."""
     script = (
-        "import lantern_git.search_index, sys\n"
+        "import lantern_git.index.search, sys\n"
         "from whoosh.lang import morph_en\n"
         "assert 'rendering' in morph_en.variations('render')\n"
         "assert sys.modules['whoosh.lang.morph_en'].__file__.endswith('morph_en.py')\n"
@@ -350,7 +350,7 @@ def test_whoosh_stemming_tables_load_on_first_use_in_a_program_that_imports_lant
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     other_attribute = (
-        "import lantern_git.search_index\n"
+        "import lantern_git.index.search\n"
         "import whoosh.lang.morph_en as m\n"
         "assert m.__file__.endswith('morph_en.py')\n"
     )

@@ -14,10 +14,10 @@ import pytest
 from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.errors import GitError, InvalidInput, UncommittedChanges
-from lantern_git.gitstore import parse_trailers
+from lantern_git.git.repo import parse_trailers
+from lantern_git.index.search import read_record_file
 from lantern_git.merge import merge_records
 from lantern_git.record import Record, record_path
-from lantern_git.search_index import read_record_file
 from lantern_git.store import Store
 from lantern_git.sync import merge_driver_command
 
@@ -314,7 +314,7 @@ def test_a_record_deleted_by_hand_on_one_side_and_unchanged_on_the_other_is_remo
         assert "Lantern-Record" not in parse_trailers(merge_message(b))
     else:
         assert report["fast_forward"] and report["merge_commits"] == []
-    from lantern_git.cli_sync import _text
+    from lantern_git.cli.sync import _text
 
     assert "records: 1 removed" in _text(report)
     assert not (b.path / record_path(gone.id)).exists()

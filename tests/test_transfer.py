@@ -12,7 +12,7 @@ import pytest
 from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.errors import ValidationError
-from lantern_git.gitstore import parse_trailers
+from lantern_git.git.repo import parse_trailers
 from lantern_git.record import Record, compute_id, record_path
 from lantern_git.store import Store
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidInput, LanternError
-from .fields import (
+from ..errors import InvalidInput, LanternError
+from ..fields import (
     KINDS,
     MAX_CONTENT_BYTES,
     MAX_SCOPE_CHARS,
@@ -269,7 +269,7 @@ def _add_properties(defaults: bool) -> dict[str, dict]:
     """What add takes (with the library's defaults), or supersede (the old record's values)."""
     import inspect
 
-    from .store import Store
+    from ..store import Store
 
     add_defaults = inspect.signature(Store.add).parameters
 
@@ -350,7 +350,7 @@ def _supersede(store, args: dict) -> tuple[dict, str | None]:
 
 
 def _update(store, args: dict) -> tuple[dict, str | None]:
-    from .store import UNSET
+    from ..store import UNSET
 
     expiry: Any = UNSET
     if "expires_at" in args:
@@ -372,7 +372,7 @@ def _update(store, args: dict) -> tuple[dict, str | None]:
 
 
 def _query(args: dict, limit: int):
-    from .query import RecordQuery
+    from ..query import RecordQuery
 
     return RecordQuery(
         scopes=tuple(args.get("scope", ())),
@@ -421,7 +421,7 @@ def _list(store, args: dict) -> tuple[dict, str | None]:
 
 
 def _search(store, args: dict) -> tuple[dict, str | None]:
-    from .render import to_jsonable
+    from ..render import to_jsonable
 
     limit = _limit(args)
     hits = store.search(args["query"], _query(args, limit))
@@ -429,7 +429,7 @@ def _search(store, args: dict) -> tuple[dict, str | None]:
 
 
 def _history(store, args: dict) -> tuple[dict, str | None]:
-    from .render import history_document
+    from ..render import history_document
 
     record_id = store.resolve_id(args["id"])
     return history_document(record_id, store.history(record_id)), None
@@ -439,7 +439,7 @@ def _time(value: Any) -> int | None:
     """Unix seconds as given, or parsed from the texts the CLI's --expires-at accepts."""
     if value is None or not isinstance(value, str):
         return value
-    from .timespec import parse_time
+    from ..timespec import parse_time
 
     return parse_time(value, name="expires_at")
 
@@ -737,7 +737,7 @@ class StoreTarget:
     author: str | None = None
 
     def open(self, warn: Callable[[str], None]):
-        from .store import Store
+        from ..store import Store
 
         return Store(
             self.path,
@@ -807,7 +807,7 @@ def build_server(target: StoreTarget):
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    from . import __version__
+    from .. import __version__
 
     runner = ToolRunner(target)
     tools = [

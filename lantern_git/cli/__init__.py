@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from . import __version__
-from .cli_support import (
+from .. import __version__
+from .support import (
     LanternGroup,
     add_options,
     common,
@@ -39,8 +39,8 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
     """Create a store in PATH, or adopt the git repository there (default: current folder)."""
     import os
 
-    from . import render
-    from .store import Store
+    from .. import render
+    from ..store import Store
 
     target = path or store_path or os.getcwd()
     store = Store(target, create_on_write=True, actor="cli", author=author)
@@ -68,7 +68,7 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
 @common
 def status(as_json: bool, store_path: str | None) -> None:
     """Store path, format, record counts, index state, branch and upstream."""
-    from . import render
+    from .. import render
 
     info = open_store(store_path).status()
 
@@ -103,7 +103,7 @@ def memory() -> None:
 
 def _emit_record(store, record, as_json: bool, verb) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    from . import render
+    from .. import render
 
     short = render.ShortIds(store.root)
     if callable(verb):
@@ -166,7 +166,7 @@ def memory_add(
 @common
 def memory_list(as_json, store_path, at, **filters) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
-    from . import render
+    from .. import render
 
     store = open_store(store_path)
     records = store.list(record_query(**filters), at=at)
@@ -180,7 +180,7 @@ def memory_list(as_json, store_path, at, **filters) -> None:
 @common
 def memory_search(query, as_json, store_path, **filters) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
-    from . import render
+    from .. import render
 
     store = open_store(store_path)
     hits = store.search(query, record_query(**filters))
@@ -287,7 +287,7 @@ def memory_update(
     author,
 ) -> None:
     """Change a record's priority, urgency, confidence, expiry or source refs."""
-    from .store import UNSET
+    from ..store import UNSET
 
     if expires_at is None:
         expiry = UNSET
@@ -317,7 +317,7 @@ def index_group() -> None:
 @common
 def index_rebuild(as_json, store_path) -> None:
     """Rebuild the search index from the record files."""
-    from . import render
+    from .. import render
 
     report = open_store(store_path).rebuild_index()
     value = {"indexed": report.updated, "skipped": len(report.broken)}
@@ -331,17 +331,17 @@ def index_rebuild(as_json, store_path) -> None:
     )
 
 
-from . import cli_lifecycle  # noqa: E402 - commands register onto the groups above
+from . import lifecycle  # noqa: E402 - commands register onto the groups above
 
-cli_lifecycle.register(cli, memory)
+lifecycle.register(cli, memory)
 
-from . import cli_mcp  # noqa: E402
+from . import mcp  # noqa: E402
 
-cli_mcp.register(cli, memory)
+mcp.register(cli, memory)
 
-from . import cli_sync  # noqa: E402
+from . import sync  # noqa: E402
 
-cli_sync.register(cli, memory)
+sync.register(cli, memory)
 
 
 def main() -> None:

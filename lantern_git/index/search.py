@@ -59,10 +59,10 @@ from whoosh.analysis import StemmingAnalyzer  # noqa: E402
 from whoosh.columns import NumericColumn  # noqa: E402
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E402
 
-from .errors import StoreError, ValidationError  # noqa: E402
-from .fields import STATUSES  # noqa: E402
-from .query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: E402, F401
-from .record import ID_RE, MAX_FILE_BYTES, Record  # noqa: E402
+from ..errors import StoreError, ValidationError  # noqa: E402
+from ..fields import STATUSES  # noqa: E402
+from ..query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: E402, F401
+from ..record import ID_RE, MAX_FILE_BYTES, Record  # noqa: E402
 
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from .cli_support import open_store, writer
+from .support import open_store, writer
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -32,7 +32,7 @@ def sync_command(remote, no_push, as_json, store_path, author) -> None:
     path. Records both sides changed are listed in the merge commit and in --json output.
     Never force-pushes; refuses to run with uncommitted hand edits.
     """
-    from . import render
+    from .. import render
 
     store = open_store(store_path, author)
     report = store.sync(remote, push=not no_push)
@@ -100,7 +100,7 @@ def merge_file_command(ctx, base, ours, theirs, path) -> None:
 
 def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int:
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
-    from .merge import MergeError, expected_id, merge_records
+    from ..merge import MergeError, expected_id, merge_records
 
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.

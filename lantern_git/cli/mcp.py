@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_support import author_option, store_option
+from .support import author_option, store_option
 
 
 @click.command("mcp")
@@ -17,8 +17,8 @@ def mcp_command(ctx: click.Context, store_path: str | None, author: str | None) 
     Register it with an MCP client as the command `lantern mcp --store PATH`. Commits made
     through it carry `Lantern-Actor: mcp`. It runs until the client closes stdin.
     """
-    from .mcp_server import StoreTarget, serve
-    from .store import Store, locate_store
+    from ..mcp.server import StoreTarget, serve
+    from ..store import Store, locate_store
 
     root_store = (ctx.find_root().obj or {}).get("store_path")
     path, is_default = locate_store(store_path or root_store)

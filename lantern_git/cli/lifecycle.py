@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .cli_support import common, open_store, reason_option, writer
+from .support import common, open_store, reason_option, writer
 
 
 def _value_text(value) -> str:
@@ -20,7 +20,7 @@ def _value_text(value) -> str:
 
 
 def _history_lines(entries) -> list[str]:
-    from .render import when
+    from ..render import when
 
     lines: list[str] = []
     for entry in entries:
@@ -44,7 +44,7 @@ def _history_lines(entries) -> list[str]:
 
 
 def _log_lines(entries) -> list[str]:
-    from .render import when
+    from ..render import when
 
     lines = []
     for entry in entries:
@@ -72,8 +72,8 @@ def register(cli: click.Group, memory: click.Group) -> None:
         An invalid edit is refused with the field and line; on a terminal you may edit again.
         The id cannot be changed. updated_at is set for you.
         """
-        from . import render
-        from .errors import ValidationError
+        from .. import render
+        from ..errors import ValidationError
 
         store = open_store(store_path, author)
         with store.begin_edit(record_id) as session:
@@ -97,7 +97,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     def memory_history(record_id, as_json, store_path) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
-        from . import render
+        from .. import render
 
         store = open_store(store_path)
         full_id = store.resolve_id(record_id)
@@ -110,7 +110,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     def log(limit, as_json, store_path) -> None:
         """The store's recent operations, from the commits' Lantern trailers."""
-        from . import render
+        from .. import render
 
         entries = open_store(store_path).log(limit)
         render.emit(render.log_document(entries), as_json, lambda _: _log_lines(entries))
@@ -123,7 +123,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
         Problems are printed as path:line: message. Usable as a pre-commit hook.
         """
-        from . import render
+        from .. import render
 
         report = open_store(store_path).check()
         render.emit(report.to_dict(), as_json, lambda _: [str(p) for p in report.problems])
@@ -145,7 +145,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         updated_at is set on each record whose fields or content changed. Invalid or deleted
         record files are refused (exit 4) and nothing is written.
         """
-        from . import render
+        from .. import render
 
         result = open_store(store_path, author).commit_hand_edits(message, reason=reason)
 
@@ -180,8 +180,8 @@ def register(cli: click.Group, memory: click.Group) -> None:
         Everything is validated before anything is written. Records whose id exists are
         skipped, so importing twice is harmless. Ids must be the deterministic ones.
         """
-        from . import render
-        from .transfer import read_import_source
+        from .. import render
+        from ..transfer import read_import_source
 
         lines = read_import_source(source)
         store = open_store(store_path, author)

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from .errors import InvalidInput, LanternError
-from .fields import KINDS
+from ..errors import InvalidInput, LanternError
+from ..fields import KINDS
 
 
 class LanternGroup(click.Group):
@@ -22,7 +22,7 @@ class LanternGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in args
-        from . import render
+        from .. import render
 
         try:
             code = super().main(
@@ -58,7 +58,7 @@ class LanternGroup(click.Group):
 def _internal_error(err: Exception, as_json: bool) -> int:
     """A bug, not a user error: one clear line, the traceback only when LANTERN_DEBUG=1."""
 
-    from . import render
+    from .. import render
 
     _debug_traceback()
     message = f"internal error: {type(err).__name__}: {err}"
@@ -129,7 +129,7 @@ def writer(func: Callable) -> Callable:
 
 
 def open_store(store_path: str | None = None, author: str | None = None, actor: str = "cli"):
-    from .store import Store
+    from ..store import Store
 
     ctx = click.get_current_context(silent=True)
     root_store = None
@@ -142,7 +142,7 @@ def open_store(store_path: str | None = None, author: str | None = None, actor: 
 def read_content(content: str) -> str:
     """CONTENT as given, or stdin when it is ``-``."""
     if content == "-":
-        from .fields import MAX_CONTENT_BYTES
+        from ..fields import MAX_CONTENT_BYTES
 
         # Bounded: a runaway pipe must not be read into memory before being refused.
         limit = 4 * MAX_CONTENT_BYTES
@@ -164,7 +164,7 @@ def read_content(content: str) -> str:
 def parse_time_option(value: str | None, name: str) -> int | None:
     if value is None:
         return None
-    from .timespec import parse_time
+    from ..timespec import parse_time
 
     return parse_time(value, name=name)
 
@@ -260,7 +260,7 @@ def filter_options(func: Callable) -> Callable:
 
 
 def record_query(**kwargs: Any):
-    from .query import RecordQuery
+    from ..query import RecordQuery
 
     return RecordQuery(
         scopes=tuple(kwargs.get("scopes") or ()),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from .errors import GitError
+from ..errors import GitError
 
 JOURNAL = "journal.json"
 TMP_SUFFIX = ".lantern-tmp"
@@ -63,7 +63,7 @@ class Provenance:
         for name in ("reason", "author"):
             value = getattr(self, name)
             if value is not None and not _encodable(value):
-                from .errors import InvalidInput
+                from ..errors import InvalidInput
 
                 raise InvalidInput(f"{name}: is not valid Unicode text", code="invalid_" + name)
 
@@ -240,7 +240,7 @@ class GitRepo:
         if author:
             match = _AUTHOR_RE.fullmatch(author)
             if not match or not match.group("name"):
-                from .errors import InvalidInput
+                from ..errors import InvalidInput
 
                 raise InvalidInput(
                     f'author: {author!r} is not in the form "Name <email>"', code="invalid_author"

@@ -1,0 +1,1 @@
+"""``lantern mcp``: the store's tools over the Model Context Protocol (stdio)."""
