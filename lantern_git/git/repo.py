@@ -26,7 +26,7 @@ JOURNAL = "journal.json"
 TMP_SUFFIX = ".lantern-tmp"
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
-# after-search-index), so tests can check that recover() repairs a write cut off there.
+# after-search-index; during-recovery: inside recover(), after it put back one file), so tests can check that recover() repairs a write cut off there.
 # Read once at import; unset, each point costs one comparison.
 FAULT = os.environ.get("LANTERN_FAULT") or None
 # Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
@@ -543,6 +543,7 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
         if on_branch and head == commit:
             for path, change in files.items():
                 _restore_file(git, path, change.get("after", change["new"]))
+                fault("during-recovery")
             git.sync_index(files, staged={p: c["new"] for p, c in files.items() if "after" in c})
             outcome = f"completed an interrupted {op} (commit {commit[:7]})"
         elif on_branch and head == head_before:
@@ -550,6 +551,7 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
                 written = {change["new"], change.get("after", change["new"])}
                 if _worktree_oid(git, path) in written:
                     _restore_file(git, path, change.get("before", change["old"]))
+                    fault("during-recovery")
             # The entries go back to HEAD's, as before the write; an uncommitted edit put back
             # in the working tree stays unstaged.
             git.sync_index(files, staged={p: c["old"] for p, c in files.items()})
