@@ -26,7 +26,8 @@ JOURNAL = "journal.json"
 TMP_SUFFIX = ".lantern-tmp"
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
-# after-search-index; during-recovery: inside recover(), after it put back one file), so tests can check that recover() repairs a write cut off there.
+# after-search-index; during-recovery: inside recover(), after it put back one file), so tests
+# can check that recover() repairs a write cut off there.
 # Read once at import; unset, each point costs one comparison.
 FAULT = os.environ.get("LANTERN_FAULT") or None
 # Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
