@@ -15,10 +15,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .errors import InvalidInput, StoreError, ValidationError
-from .record import Record, record_path
+from .record import Record, one_line, split_front_matter
+from .recordfile import record_path
+
+if TYPE_CHECKING:
+    from .transaction import WriteTransaction
 
 # A second front matter block in the body ("---" then "id: ...") is a second record.
 _SECOND_RECORD = re.compile(
@@ -76,8 +82,6 @@ def validate_edit(record_id: str, original: Record, text: str) -> Record:
             line=_line_of(text, "id"),
             code="id_changed",
         )
-    from .record import split_front_matter
-
     _, body, body_line = split_front_matter(text)
     match = _SECOND_RECORD.search(body)
     if match:
@@ -110,16 +114,20 @@ def finish_edit(record: Record, original: Record, edited_text: str) -> str:
 class EditSession:
     """One ``memory edit``: a temporary copy of the record for an editor to change.
 
-    ``start`` copies the record out; ``edit`` runs the editor (repeatable after a refused
-    edit, keeping what was typed); ``commit`` validates and commits; ``close`` removes the copy.
+    Made by :meth:`Store.begin_edit <lantern_git.store.Store.begin_edit>`: ``edit`` runs the
+    editor (repeatable after a refused edit, keeping what was typed); ``commit`` validates and
+    commits through ``apply``; ``close`` removes the copy.
     """
 
-    def __init__(self, store, ref: str):
-        self.store = store
-        store._recover()
-        self.record_id = store.resolve_id(ref)
-        self.original_text, self.original = store._read(self.record_id)
-        store._ensure_committed(self.record_id, self.original_text)
+    def __init__(
+        self,
+        record_id: str,
+        original_text: str,
+        apply: Callable[[str, str, str, str | None], Record],
+    ):
+        self.record_id = record_id
+        self.original_text = original_text
+        self._apply = apply
         self._dir = tempfile.mkdtemp(prefix="lantern-edit-")
         self.path = os.path.join(self._dir, f"{self.record_id}.md")
         with open(self.path, "w", encoding="utf-8", newline="") as handle:
@@ -147,15 +155,15 @@ class EditSession:
 
     def commit(self, *, reason: str | None = None) -> Record:
         """Validate the edited copy and commit it; unchanged text makes no commit."""
-        return self.store.apply_edit(
-            self.record_id, self.original_text, self.edited_text(), reason=reason
-        )
+        return self._apply(self.record_id, self.original_text, self.edited_text(), reason)
 
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def apply_edit(store, record_id: str, original_text: str, text: str, reason: str | None) -> Record:
+def apply_edit(
+    tx: WriteTransaction, record_id: str, original_text: str, text: str, reason: str | None
+) -> Record:
     """Commit ``text`` as the new file of ``record_id``, if it validates (Lantern-Op: edit).
 
     ``original_text`` is what the edit started from: if the file changed meanwhile, the edit
@@ -167,25 +175,19 @@ def apply_edit(store, record_id: str, original_text: str, text: str, reason: str
         return original
     new_text = finish_edit(record, original, text)
     path = record_path(record_id)
-    with store._writing():
-        current_text, _ = store._read(record_id)
-        if current_text != original_text:
-            raise StoreError(
-                f"{path} changed while it was being edited; nothing was committed "
-                "(run lantern memory edit again)",
-                code="edit_conflict",
-            )
-        store._ensure_committed(record_id, current_text)
-        store._commit(
-            {path: new_text.encode("utf-8")},
-            f"edit {record_id}: {_first_line(record.content)}",
-            "edit",
-            (record_id,),
-            reason=reason,
+    current_text, _ = tx.read(record_id)
+    if current_text != original_text:
+        raise StoreError(
+            f"{path} changed while it was being edited; nothing was committed "
+            "(run lantern memory edit again)",
+            code="edit_conflict",
         )
+    tx.ensure_committed(record_id, current_text)
+    tx.commit(
+        {path: new_text.encode("utf-8")},
+        f"edit {record_id}: {one_line(record.content)}",
+        "edit",
+        (record_id,),
+        reason=reason,
+    )
     return Record.from_markdown(new_text, path)
-
-
-def _first_line(content: str, width: int = 60) -> str:
-    line = " ".join(content.split())
-    return line if len(line) <= width else line[: width - 3] + "..."

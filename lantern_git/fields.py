@@ -27,3 +27,6 @@ MAX_SOURCE_REFS = 200
 MAX_SOURCE_REF_CHARS = 1000
 # Unix seconds beyond this are almost certainly milliseconds or garbage (year 2286).
 MAX_TIMESTAMP = 9_999_999_999
+
+# The suffix of the temporary file an atomic write renames into place: readers skip these.
+TMP_SUFFIX = ".lantern-tmp"

@@ -12,10 +12,11 @@ from typing import Any
 
 import pygit2
 
-from .errors import NotFound, ValidationError
+from .errors import InvalidInput, NotFound
 from .fields import RECORD_KEYS
 from .git.repo import GitRepo, parse_trailers
-from .record import Record, record_path
+from .record import Record
+from .recordfile import parse, record_path
 
 try:
     from pygit2.enums import SortMode
@@ -105,8 +106,6 @@ def _walk(repo: pygit2.Repository, head) -> Iterator[pygit2.Commit]:
 def store_log(git: GitRepo, limit: int | None = 20) -> list[LogEntry]:
     """The newest ``limit`` commits of the store's branch, newest first."""
     if limit is not None and limit < 0:
-        from .errors import InvalidInput
-
         raise InvalidInput("limit: must be 0 or more", code="invalid_field")
     entries: list[LogEntry] = []
     for commit in _walk(git.repo, git.head_oid()):
@@ -123,15 +122,15 @@ def _blob_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
         return None
 
 
-def _parse_blob(repo: pygit2.Repository, oid) -> tuple[Record | None, str | None]:
+def _parse_blob(
+    repo: pygit2.Repository, path: str, oid: pygit2.Oid | None
+) -> tuple[Record | None, str | None]:
     if oid is None:
         return None, None
-    try:
-        return Record.from_markdown(repo[oid].data.decode("utf-8")), None
-    except UnicodeDecodeError:
-        return None, "the record file was not valid UTF-8 in this commit"
-    except ValidationError as err:
-        return None, f"the record file was invalid in this commit: {err.message}"
+    record, problem = parse(path, repo[oid].data)
+    if problem is not None:
+        return None, f"the record file was invalid in this commit: {problem}"
+    return record, None
 
 
 def diff_records(old: Record | None, new: Record | None) -> list[Change]:
@@ -163,8 +162,8 @@ def record_history(git: GitRepo, record_id: str) -> list[HistoryEntry]:
         if not parents and here is None:
             continue
         before = parents[0] if parents else None
-        old, _ = _parse_blob(repo, before)
-        new, problem = _parse_blob(repo, here)
+        old, _ = _parse_blob(repo, path, before)
+        new, problem = _parse_blob(repo, path, here)
         changes = diff_records(old, new) if problem is None else []
         if here is None:
             problem = "the record file was deleted in this commit"

@@ -28,13 +28,13 @@ byte for byte. Only PyYAML (through record.py) is imported, so the git merge dri
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import LanternError, ValidationError
-from .fields import FIELD_ORDER, MAX_FILE_BYTES, MAX_SOURCE_REFS
-from .record import ID_RE, Record
+from .fields import FIELD_ORDER, MAX_SOURCE_REFS
+from .record import Record
+from .recordfile import expected_id, parse
 
 STATUS_PRECEDENCE = {"active": 0, "archived": 1, "superseded": 2}
 # Fields whose two-sided changes follow their own rule rather than "later updated_at wins".
@@ -89,39 +89,15 @@ class RecordMerge:
         return tuple(c.field for c in self.conflicts)
 
 
-def expected_id(path: str | None) -> str | None:
-    """The record id a ``memory/<aa>/<id>.md`` path must hold, or None for any other path."""
-    if not path:
-        return None
-    parts = path.replace(os.sep, "/").split("/")
-    if len(parts) != 3 or parts[0] != "memory" or not parts[2].endswith(".md"):
-        return None
-    stem = parts[2][:-3]
-    if not ID_RE.fullmatch(stem) or parts[1] != stem[:2]:
-        return None
-    return stem
-
-
-def parse_side(data: bytes | str | None, record_id: str | None) -> Record | None:
-    """A side's record, or None when it is absent, empty or not a valid record for the path."""
+def parse_side(data: bytes | str | None, path: str | None) -> Record | None:
+    """A side's record, or None when it is absent, empty or not a valid record (for ``path``,
+    when given: the record file's place pins its id)."""
     if data is None:
         return None
-    if isinstance(data, bytes):
-        if len(data) > MAX_FILE_BYTES:
-            return None
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    if not data.strip():
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if not raw.strip():
         return None
-    try:
-        record = Record.from_markdown(data)
-    except (ValidationError, ValueError, TypeError, RecursionError):
-        return None
-    if record_id is not None and record.id != record_id:
-        return None
-    return record
+    return parse(path or "", raw, check_layout=path is not None)[0]
 
 
 def merge_records(
@@ -135,9 +111,9 @@ def merge_records(
     ``path`` (``memory/<aa>/<id>.md``) pins the id every side must carry; without it the sides
     must agree on the id. Raises :class:`MergeError` when neither side is a valid record.
     """
-    record_id = expected_id(path)
+    record_path = path if expected_id(path) is not None else None
     ours_text, theirs_text = _text(ours), _text(theirs)
-    ours_rec, theirs_rec = parse_side(ours, record_id), parse_side(theirs, record_id)
+    ours_rec, theirs_rec = parse_side(ours, record_path), parse_side(theirs, record_path)
     where = f"{path}: " if path else ""
     if ours_rec is None and theirs_rec is None:
         raise MergeError(
@@ -150,7 +126,9 @@ def merge_records(
         return RecordMerge(ours_text, ours_rec, invalid_side="theirs")
     if ours_rec.id != theirs_rec.id:
         raise MergeError(f"{where}cannot merge: the two sides hold different record ids")
-    base_rec = parse_side(base, ours_rec.id)
+    base_rec = parse_side(base, record_path)
+    if base_rec is not None and base_rec.id != ours_rec.id:
+        base_rec = None
     merged, conflicts = _merge_fields(base_rec, ours_rec, theirs_rec)
     return RecordMerge(
         _render(merged, base, base_rec, ours_text, theirs_text, ours_rec, theirs_rec),

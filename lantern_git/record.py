@@ -56,13 +56,10 @@ def compute_id(kind: str, scope: str, content: str) -> str:
     return hashlib.sha256(payload).hexdigest()[:16]
 
 
-def record_path(record_id: str) -> str:
-    """Where a record lives, relative to the store root. The id is checked so it never escapes."""
-    if not isinstance(record_id, str) or not ID_RE.fullmatch(record_id):
-        raise ValidationError(
-            f"invalid id {record_id!r}: expected 16 lowercase hex digits", field="id"
-        )
-    return f"memory/{record_id[:2]}/{record_id}.md"
+def one_line(text: str, width: int = 60) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``width`` (commit summaries)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 # ---------------------------------------------------------------------------- validation
@@ -501,12 +498,25 @@ def _load_front(front: str) -> tuple[dict, dict[str, int], dict[str, Any]]:
     for key_node, value_node in node.value:
         if isinstance(key_node, ScalarNode):
             lines[key_node.value] = key_node.start_mark.line + 2
-            if isinstance(value_node, ScalarNode) and value_node.style is None:
+            # A plain (unquoted) scalar: the pure-Python loader marks it None, the C loader "".
+            if isinstance(value_node, ScalarNode) and not value_node.style:
                 raw[key_node.value] = value_node.value
     for key in data:
         if not isinstance(key, str):
             raise ValidationError(f"front matter keys must be strings, got {key!r}", line=2)
     return data, lines, raw
+
+
+def _refuse_unquoted_id(key: str, text: str | None, lines: dict[str, int]) -> None:
+    """An id written as 16 digits unquoted is a YAML number (``0000000000000000`` is 0): say
+    to quote it, rather than report the number YAML made of it."""
+    if text is not None and ID_RE.fullmatch(text):
+        raise _fail(
+            key,
+            f"must be 16 lowercase hex digits in quotes; YAML read {text} as a number, "
+            f"so write {key}: '{text}'",
+            lines,
+        )
 
 
 def _parse(text: str) -> Record:
@@ -526,9 +536,8 @@ def _parse(text: str) -> Record:
         if key not in data:
             continue
         value = data[key]
-        if key in ("id", "supersedes_id") and key in raw and not isinstance(value, str):
-            # An all-digit id parses as a YAML int; the raw text is the id.
-            value = raw[key]
+        if key in ("id", "supersedes_id") and not isinstance(value, str):
+            _refuse_unquoted_id(key, raw.get(key), lines)
         if key in OPTIONAL_FIELDS and value is None:
             continue
         if key == "source_refs":

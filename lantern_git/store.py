@@ -13,18 +13,16 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import (
     AmbiguousId,
-    GitError,
     InvalidInput,
     NoStore,
     NotFound,
     StoreError,
-    UncommittedChanges,
     UnsupportedFormat,
     ValidationError,
 )
@@ -33,18 +31,27 @@ from .record import (
     ID_RE,
     Record,
     compute_id,
-    record_path,
     validate_confidence,
     validate_priority,
     validate_source_refs,
     validate_timestamp,
 )
+from .recordfile import MEMORY_DIR, RECORD_SUFFIX, load, record_path
+
+if TYPE_CHECKING:
+    from .checker import CheckReport, HandCommit
+    from .editing import EditSession
+    from .git.repo import GitRepo
+    from .history import HistoryEntry, LogEntry
+    from .index.search import SearchIndex
+    from .sync import SyncReport
+    from .transaction import WriteTransaction
+    from .transfer import ImportResult, RecordExport
 
 FORMAT_VERSION = 1
 MARKER = "lantern.yaml"
 STATE_DIR = ".lantern"
 GITIGNORE_LINE = "/.lantern/"
-GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
 ACTORS = ("cli", "mcp", "api", "sync")
 
 
@@ -117,11 +124,19 @@ class Store:
         self.create_on_write = create_on_write
         self.warn = warn or (lambda message: print(message, file=sys.stderr))
         self.last_commit: str | None = None
-        self._git = None
-        self._index = None
+        # Set when opening the store registered the record merge driver (a fresh clone).
+        self.registered_merge_driver = False
+        self._git: GitRepo | None = None
+        self._index: SearchIndex | None = None
         self._lock = WriterLock(os.path.join(self.state_dir, "lock"))
+        if os.path.exists(self.root) and not os.path.isdir(self.root):
+            raise NoStore(
+                f"{self.root} is a file, not a folder; a store is a folder (give the folder of "
+                "a store, or a new folder for lantern init)"
+            )
         if self.exists:
             self._check_format()
+            self._register_merge_driver()
         elif not create_on_write:
             raise NoStore(
                 f"{self.root} is not a lantern store (no {MARKER}); "
@@ -167,8 +182,35 @@ class Store:
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
 
+    def _register_merge_driver(self) -> None:
+        """A plain ``git clone`` of a store lacks the merge driver its ``.gitattributes`` names
+        (git config is not cloned), so the next plain ``git pull`` would write conflict markers
+        into record files: register it when missing. Read as text first, so the usual case
+        costs two small reads and no pygit2 import."""
+        from .git.config import routes_records_to_driver
+
+        if not routes_records_to_driver(self.root):
+            return
+        try:
+            with open(os.path.join(self.root, ".git", "config"), "rb") as handle:
+                if b'[merge "lantern"]' in handle.read():
+                    return
+        except OSError:
+            pass  # .git is a file (a linked worktree): ask git itself
+        from .git.config import driver_registered, ensure_merge_driver
+
+        if driver_registered(self.git.repo):
+            return
+        if ensure_merge_driver(self.git.repo, self.warn):
+            self.registered_merge_driver = True
+            self.warn(
+                "lantern: registered the record merge driver in .git/config "
+                "(git config is not cloned; plain git pull now merges records field by field)"
+            )
+
     @property
-    def git(self):
+    def git(self) -> GitRepo:
+        """The store's repository (opened on first use: pygit2 is imported only then)."""
         if self._git is None:
             from .git.repo import GitRepo
 
@@ -176,7 +218,8 @@ class Store:
         return self._git
 
     @property
-    def index(self):
+    def index(self) -> SearchIndex:
+        """The search index (opened on first use: Whoosh is imported only then)."""
         if self._index is None:
             from .index.search import SearchIndex
 
@@ -200,14 +243,14 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .sync import ensure_merge_driver
+        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here.
-        registered = ensure_merge_driver(git.repo, self.warn)
-        with self.locked():
-            # An interrupted write is repaired first: this commit would overwrite its journal.
-            self._recover()
+        registered = ensure_merge_driver(git.repo, self.warn) or self.registered_merge_driver
+        # The transaction repairs an interrupted write first: this commit would overwrite its
+        # journal.
+        with self.transaction(require_head=False) as tx:
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}
@@ -237,98 +280,50 @@ class Store:
             if not files:
                 return InitResult(self.root, created_repo, False, None, registered)
             # Their copy is written in the same journaled write, so a crash cannot lose it.
-            self._commit(files, "init lantern store", "init", (), worktree=keep)
-        return InitResult(self.root, created_repo, True, self.last_commit, registered)
+            commit = tx.commit(files, "init lantern store", "init", (), worktree=keep)
+        return InitResult(self.root, created_repo, True, commit, registered)
 
     # ------------------------------------------------------------------ locking and writes
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        self._lock.acquire()
-        try:
+        """Hold the store's writer lock (re-entrant within a thread)."""
+        with self._lock:
             yield
-        finally:
-            self._lock.release()
 
-    def _recover(self) -> None:
-        if not os.path.exists(os.path.join(self.state_dir, "journal.json")):
-            return
-        from .git.repo import recover
+    def recover(self) -> None:
+        """Complete or roll back a write that was cut off (a crash, a kill), if there is one."""
+        from .transaction import recover
 
-        with self.locked():
-            message = recover(self.git, self.state_dir)
-        if message:
-            self.warn(message)
+        if self.exists:
+            recover(self.git, self.state_dir, self._lock, self.warn)
 
-    def _ensure_exists(self) -> None:
-        if not self.exists:
+    @contextlib.contextmanager
+    def transaction(self, *, require_head: bool = True) -> Iterator[WriteTransaction]:
+        """The one write path: see :mod:`lantern_git.transaction`. The default store is
+        created by its first write."""
+        from .transaction import write_transaction
+
+        if not self.exists and require_head:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
             self.initialize()
-
-    def _commit(
-        self,
-        files: dict[str, bytes | None],
-        summary: str,
-        op: str,
-        record_ids: Iterable[str],
-        *,
-        reason: str | None = None,
-        extra_trailers: Iterable[str] = (),
-        rebuild_index: bool = False,
-        worktree: dict[str, bytes] | None = None,
-    ) -> str:
-        """Commit ``files`` as one write; the caller holds the lock."""
-        from .git.repo import Provenance, fault
-
-        prov = Provenance(
-            op=op,
-            records=tuple(record_ids),
+        self.last_commit = None
+        with write_transaction(
+            self.root,
+            self.state_dir,
+            self.git,
+            self._lock,
+            lambda: self.index,
             actor=self.actor,
-            reason=reason,
             author=self.author,
-        )
-        git = self.git
-        if prov.author is None and not os.environ.get("LANTERN_AUTHOR"):
-            prov = _with_fallback_identity(git, prov, self.warn)
-        oid = git.commit_files(
-            files,
-            summary,
-            prov,
-            journal_dir=self.state_dir,
-            extra_trailers=extra_trailers,
-            worktree=worktree,
-        )
-        record_files = [p for p in files if p.startswith("memory/")]
-        try:
-            if record_files and rebuild_index:
-                self.index.rebuild()
-            elif record_files:
-                self.index.note_written(record_files)
-        except Exception as err:  # derived state must never fail a write that is committed
-            self.warn(f"warning: the search index was not updated ({err}); the next read does it")
-        fault("after-search-index")
-        git.finish(self.state_dir)
-        self.last_commit = str(oid)
-        return self.last_commit
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        self._ensure_exists()
-        with self.locked():
-            from .git.repo import recover
-
-            message = recover(self.git, self.state_dir)
-            if message:
-                self.warn(message)
-            self.git.check_writable()
-            if self.git.head_oid() is None:
-                raise GitError(
-                    f"branch {self.git.branch_ref().removeprefix('refs/heads/')} has no commits "
-                    f"yet; commit the store files first with: lantern init {self.root}"
-                )
-            self.last_commit = None
-            yield
+            warn=self.warn,
+            require_head=require_head,
+        ) as tx:
+            try:
+                yield tx
+            finally:
+                self.last_commit = tx.last_commit
 
     # ------------------------------------------------------------------ reading records
 
@@ -354,51 +349,35 @@ class Store:
             if os.path.lexists(os.path.join(self.root, record_path(prefix))):
                 return prefix
             raise NotFound(f"no record with id {prefix}")
-        shard = os.path.join(self.root, "memory", prefix[:2])
+        shard = os.path.join(self.root, MEMORY_DIR, prefix[:2])
         try:
             names = os.listdir(shard)
         except (FileNotFoundError, NotADirectoryError):
             names = []
-        candidates = [
-            n[:-3]
-            for n in names
-            if n.startswith(prefix) and n.endswith(".md") and ID_RE.fullmatch(n[:-3])
-        ]
+        stems = (n.removesuffix(RECORD_SUFFIX) for n in names if n.endswith(RECORD_SUFFIX))
+        candidates = [n for n in stems if n.startswith(prefix) and ID_RE.fullmatch(n)]
         if not candidates:
             raise NotFound(f"no record with id prefix {prefix}")
         if len(candidates) > 1:
             raise AmbiguousId(prefix, candidates)
         return candidates[0]
 
-    def _read(self, record_id: str) -> tuple[str, Record]:
-        from .index.search import read_record_file
-
-        path = record_path(record_id)
-        if os.path.islink(os.path.join(self.root, "memory", record_id[:2])) or os.path.islink(
-            os.path.join(self.root, "memory")
-        ):
-            raise StoreError(
-                f"{path}: lies under a symbolic link; lantern reads records only inside the store",
-                code="invalid_record",
-            )
-        data, record, problem = read_record_file(self.root, path)
-        if record is None:
-            if data is None and not os.path.lexists(os.path.join(self.root, path)):
-                raise NotFound(f"no record with id {record_id}")
-            raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_record")
-        return data.decode("utf-8"), record
+    def read(self, record_id: str) -> tuple[str, Record]:
+        """A record file's text and record, as the working tree has it."""
+        return load(self.root, record_id)
 
     def get(self, ref: str) -> Record:
-        self._recover()
-        return self._read(self.resolve_id(ref))[1]
+        """One record, by id or unique id prefix."""
+        self.recover()
+        return self.read(self.resolve_id(ref))[1]
 
     def short_id(self, record_id: str, minimum: int = 7) -> str:
         """The shortest unambiguous prefix of ``record_id`` (at least ``minimum``), like git."""
         try:
-            names = os.listdir(os.path.join(self.root, "memory", record_id[:2]))
+            names = os.listdir(os.path.join(self.root, MEMORY_DIR, record_id[:2]))
         except OSError:
             return record_id[:minimum]
-        others = [n[:16] for n in names if n.endswith(".md") and n[:16] != record_id]
+        others = [n[:16] for n in names if n.endswith(RECORD_SUFFIX) and n[:16] != record_id]
         length = minimum
         while length < 16 and any(o.startswith(record_id[:length]) for o in others):
             length += 1
@@ -408,7 +387,7 @@ class Store:
 
     def refresh(self, meanwhile: Callable[[], object] | None = None):
         """Bring the search index in step with the files; warns about files it skipped."""
-        self._recover()
+        self.recover()
         report = self.index.refresh(meanwhile)
         for problem in report.broken.values():
             self.warn(f"warning: skipped {problem}")
@@ -464,7 +443,7 @@ class Store:
         return self._fresh(query, scored=True)
 
     def rebuild_index(self):
-        self._recover()
+        self.recover()
         report = self.index.rebuild()
         for problem in report.broken.values():
             self.warn(f"warning: skipped {problem}")
@@ -496,12 +475,12 @@ class Store:
             expires_at=expires_at,
             source_refs=_ref_list(source_refs),
         )
-        with self._writing():
+        with self.transaction() as tx:
             path = record_path(record.id)
             if os.path.lexists(os.path.join(self.root, path)):
-                return self._read(record.id)[1]
+                return tx.read(record.id)[1]
             text = record.to_markdown()
-            self._commit(
+            tx.commit(
                 {path: text.encode("utf-8")},
                 _summary("add", record),
                 "add",
@@ -582,10 +561,10 @@ class Store:
 
         Kind, scope, priority, urgency and confidence default to the old record's.
         """
-        with self._writing():
+        with self.transaction() as tx:
             old_id = self.resolve_id(old_ref)
-            old_text, old = self._read(old_id)
-            self._ensure_committed(old_id, old_text)
+            old_text, old = tx.read(old_id)
+            tx.ensure_committed(old_id, old_text)
             if old.status != "active":
                 raise InvalidInput(
                     f"record {old_id} is {old.status}; only an active record can be superseded",
@@ -618,7 +597,7 @@ class Store:
             old_new = old.evolve(
                 status="superseded", updated_at=max(new.updated_at, old.updated_at)
             )
-            self._commit(
+            tx.commit(
                 {
                     new_path: new.to_markdown().encode("utf-8"),
                     record_path(old_id): old_new.rewrite(old_text).encode("utf-8"),
@@ -633,15 +612,15 @@ class Store:
     def _mutate(
         self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None
     ) -> Record:
-        with self._writing():
+        with self.transaction() as tx:
             record_id = self.resolve_id(ref)
-            text, record = self._read(record_id)
-            self._ensure_committed(record_id, text)
+            text, record = tx.read(record_id)
+            tx.ensure_committed(record_id, text)
             changed = change(record)
             if changed == record:
                 return record
             changed = changed.evolve(updated_at=max(int(time.time()), record.updated_at))
-            self._commit(
+            tx.commit(
                 {record_path(record_id): changed.rewrite(text).encode("utf-8")},
                 _summary(op, changed),
                 op,
@@ -650,51 +629,61 @@ class Store:
             )
         return changed
 
-    def _ensure_committed(self, record_id: str, text: str) -> None:
-        """Refuse to sweep a hand edit that is not committed yet into a lantern commit."""
-        path = record_path(record_id)
-        committed = self.git.blob_at(self.git.head_tree(), path)
-        if committed != text.encode("utf-8"):
-            raise UncommittedChanges(
-                f"{path} has uncommitted changes; commit them first with: lantern commit"
-            )
+    def ensure_committed(self, record_id: str, text: str) -> None:
+        """Refuse (UncommittedChanges) when ``text`` is not what HEAD holds for the record."""
+        from .transaction import ensure_committed
+
+        ensure_committed(self.git, record_id, text)
 
     # ------------------------------------------------------------ history, hand edits, transfer
 
-    def history(self, ref: str):
+    def history(self, ref: str) -> list[HistoryEntry]:
         """The commits that changed a record, newest first, with the fields they changed."""
         from .history import record_history
 
-        self._recover()
+        self.recover()
         return record_history(self.git, self.resolve_id(ref))
 
-    def log(self, limit: int | None = 20):
+    def log(self, limit: int | None = 20) -> list[LogEntry]:
         """The store's recent operations, newest first, read from the commit trailers."""
         from .history import store_log
 
         if not self.exists:
             return []
-        self._recover()
+        self.recover()
         return store_log(self.git, limit)
 
-    def check(self):
+    def check(self) -> CheckReport:
         """Validate every file under memory/; a report of ``path:line: message`` problems."""
         from .checker import CheckReport, check_files
 
-        self._recover()
+        self.recover()
         return check_files(self.root) if self.exists else CheckReport()
 
-    def commit_hand_edits(self, message: str | None = None, *, reason: str | None = None):
+    def commit_hand_edits(
+        self, message: str | None = None, *, reason: str | None = None
+    ) -> HandCommit:
         """Validate and commit record files edited by hand (raises CheckFailed if invalid)."""
         from .checker import commit_hand_edits
 
-        return commit_hand_edits(self, message, reason=reason)[0]
+        with self.transaction() as tx:
+            return commit_hand_edits(tx, message, reason=reason)[0]
 
-    def begin_edit(self, ref: str):
+    def begin_edit(self, ref: str) -> EditSession:
         """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
         from .editing import EditSession
 
-        return EditSession(self, ref)
+        self.recover()
+        record_id = self.resolve_id(ref)
+        text, _ = self.read(record_id)
+        self.ensure_committed(record_id, text)
+        return EditSession(
+            record_id,
+            text,
+            lambda ref, original, edited, reason: self.apply_edit(
+                ref, original, edited, reason=reason
+            ),
+        )
 
     def apply_edit(
         self, ref: str, original_text: str, text: str, *, reason: str | None = None
@@ -702,28 +691,46 @@ class Store:
         """Commit ``text`` as the record's new file if it validates (Lantern-Op: edit)."""
         from .editing import apply_edit
 
-        return apply_edit(self, self.resolve_id(ref), original_text, text, reason)
+        record_id = self.resolve_id(ref)
+        with self.transaction() as tx:
+            return apply_edit(tx, record_id, original_text, text, reason)
 
-    def export_records(self):
-        """Every record, any status, in id order, read from the files."""
-        from .transfer import export_records
+    def export_records(self) -> RecordExport:
+        """Every record, any status, in id order, read from the files; the files it had to
+        skip are in the export's ``skipped`` once it has been iterated."""
+        from .transfer import RecordExport
 
-        self._recover()
-        return export_records(self.root, self.warn) if self.exists else iter(())
+        self.recover()
+        return RecordExport(self.root if self.exists else None, self.warn)
 
-    def import_records(self, lines, *, reason: str | None = None, progress=None):
+    def import_records(
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        reason: str | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> ImportResult:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
-        from .transfer import import_records
+        from .transfer import import_records, parse_lines
 
-        return import_records(self, lines, reason=reason, progress=progress)
+        parsed = parse_lines(lines, progress)
+        with self.transaction() as tx:
+            return import_records(tx, parsed, reason=reason)
 
     # ------------------------------------------------------------------ sync
 
-    def sync(self, remote: str | None = None, *, push: bool = True):
+    def sync(self, remote: str | None = None, *, push: bool = True) -> SyncReport:
         """Fetch, merge records field by field, push; returns a :class:`SyncReport`."""
+        from .git.config import ensure_merge_driver
         from .sync import sync
 
-        return sync(self, remote, push=push)
+        if not self.exists:
+            raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
+        with self.transaction(require_head=False) as tx:
+            ensure_merge_driver(self.git.repo, self.warn)
+            report = sync(tx, remote, push=push)
+            self.refresh()
+        return report
 
     # ------------------------------------------------------------------ status
 
@@ -829,33 +836,3 @@ def _with_line(current: bytes, line: str) -> bytes:
         return current
     prefix = current if not current or current.endswith(b"\n") else current + b"\n"
     return prefix + line.encode() + b"\n"
-
-
-_warned_identity = False
-
-
-def _with_fallback_identity(git, prov, warn):
-    """A store must stay writable on a fresh machine: fall back to user@host, and say so."""
-    global _warned_identity
-    import getpass
-    import socket
-
-    import pygit2
-
-    try:
-        git.repo.default_signature  # noqa: B018 - raises when no identity is configured
-        return prov
-    except (KeyError, pygit2.GitError):
-        pass
-    user = getpass.getuser() or "lantern"
-    host = socket.gethostname() or "localhost"
-    author = f"{user} <{user}@{host}>"
-    if not _warned_identity:
-        warn(
-            f"lantern: no git identity is configured; committing as {author} "
-            '(set git config user.name/user.email, or LANTERN_AUTHOR="Name <email>")'
-        )
-        _warned_identity = True
-    from dataclasses import replace
-
-    return replace(prov, author=author)

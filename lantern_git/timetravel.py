@@ -12,10 +12,11 @@ from dataclasses import replace
 
 import pygit2
 
-from .errors import InvalidInput, ValidationError
-from .git.repo import GitRepo
+from .errors import InvalidInput
+from .git.repo import LINK_MODE, GitRepo
 from .query import RecordQuery, sort_key
-from .record import ID_RE, Record
+from .record import Record
+from .recordfile import MEMORY_DIR, expected_id, parse
 
 # Text that reads as a moment rather than a revision: ISO dates and durations (+7d, -2h).
 _LOOKS_LIKE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ].*)?|[+-]\d+[smhdw]")
@@ -58,7 +59,7 @@ def records_in_tree(
 ) -> list[Record]:
     """Every record file of a tree, parsed; files that do not parse are skipped with a warning."""
     try:
-        memory = repo[tree["memory"].id]
+        memory = repo[tree[MEMORY_DIR].id]
     except KeyError:
         return []
     records = []
@@ -67,25 +68,18 @@ def records_in_tree(
         if not isinstance(sub, pygit2.Tree):
             continue
         for entry in sub:
-            stem = entry.name[:-3]
-            if not entry.name.endswith(".md") or not ID_RE.fullmatch(stem):
+            path = f"{MEMORY_DIR}/{shard.name}/{entry.name}"
+            if expected_id(path) is None:
                 continue
-            if shard.name != stem[:2]:
-                continue
-            path = f"memory/{shard.name}/{entry.name}"
             blob = repo[entry.id]
-            try:
-                record = Record.from_markdown(blob.data.decode("utf-8"), path)
-            except UnicodeDecodeError:
-                problem = f"{path}: is not valid UTF-8"
-            except ValidationError as err:
-                problem = err.message
+            if not isinstance(blob, pygit2.Blob) or entry.filemode == LINK_MODE:
+                problem: object = f"{path}: is not a regular file in this commit"
+                record = None
             else:
-                if record.id == stem:
-                    records.append(record)
-                    continue
-                problem = f"{path}:2: id {record.id} does not match the file name"
-            if warn:
+                record, problem = parse(path, blob.data)
+            if record is not None:
+                records.append(record)
+            elif warn:
                 warn(f"warning: skipped {problem}")
     return records
 

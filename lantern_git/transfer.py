@@ -8,47 +8,47 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import InvalidInput, ValidationError
-from .record import ID_RE, Record, record_path
+from .record import Record
+from .recordfile import Problem, read_record_file, record_files, record_path
+
+if TYPE_CHECKING:
+    from .transaction import WriteTransaction
 
 # Above this many new records (and more than a quarter of the store), one index rebuild is
 # cheaper than updating the index record by record.
 REBUILD_THRESHOLD = 1000
 
 
-def export_records(root: str, warn: Callable[[str], None] | None = None) -> Iterator[Record]:
-    """Every record file of the working tree, any status, in id order.
+class RecordExport:
+    """Every record file of the working tree, any status, in id order, as records.
 
-    A file that does not parse is skipped with a warning naming it; ``lantern check`` says why.
+    A file that does not parse is skipped with a warning naming it, and kept in ``skipped``:
+    a backup that left records out must not pass for a whole one (``lantern export`` exits
+    non-zero then); ``lantern check`` says what is wrong with each.
     """
-    from .checker import read_file, validate_file
 
-    memory = os.path.join(root, "memory")
-    try:
-        shards = sorted(
-            name
-            for name in os.listdir(memory)
-            if len(name) == 2 and os.path.isdir(os.path.join(memory, name))
-        )
-    except FileNotFoundError:
-        return
-    for shard in shards:
-        names = sorted(
-            n
-            for n in os.listdir(os.path.join(memory, shard))
-            if n.endswith(".md") and ID_RE.fullmatch(n[:-3]) and n.startswith(shard)
-        )
-        for name in names:
-            path = f"memory/{shard}/{name}"
-            data, problem = read_file(root, path)
-            record, problems = validate_file(path, data) if problem is None else (None, [problem])
-            if record is not None and not problems:
+    def __init__(self, root: str | None, warn: Callable[[str], None] | None = None):
+        self.root = root
+        self.warn = warn
+        self.skipped: list[Problem] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        if self.root is None:
+            return
+        for path in sorted(p for p, _ in record_files(self.root)):
+            _, record, problem = read_record_file(self.root, path)
+            if record is not None:
                 yield record
-            elif warn:
-                warn(f"warning: skipped {problems[0]}")
+            elif problem is not None:
+                self.skipped.append(problem)
+                if self.warn:
+                    self.warn(f"warning: skipped {problem}")
 
 
 @dataclass
@@ -96,58 +96,35 @@ def _bad(number: int, message: str, field: str | None = None, code: str | None =
 
 
 def import_records(
-    store,
-    lines: Iterable[str | bytes],
-    *,
-    reason: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    tx: WriteTransaction, parsed: list[tuple[int, Record]], *, reason: str | None = None
 ) -> ImportResult:
-    """Add every record of a JSON Lines batch whose id is new, in one commit.
+    """Add every parsed record whose id is new, in one commit.
 
     Records whose id already exists (in the store, or earlier in the batch) are skipped, so
-    importing the same file twice is a no-op. Any bad line refuses the whole batch.
+    importing the same file twice is a no-op.
     """
-    parsed = parse_lines(lines, progress)
-    with store._writing():
-        files: dict[str, bytes] = {}
-        ids: list[str] = []
-        skipped = 0
-        for _, record in parsed:
-            path = record_path(record.id)
-            if path in files or os.path.lexists(os.path.join(store.root, path)):
-                skipped += 1
-                continue
-            files[path] = record.to_markdown().encode("utf-8")
-            ids.append(record.id)
-        if not files:
-            return ImportResult(0, skipped, None, [])
-        count = len(ids)
-        summary = f"import {count} record{'s' if count != 1 else ''}"
-        existing = _count_records(store.root)
-        rebuild = count > REBUILD_THRESHOLD and count * 4 > existing
-        commit = store._commit(files, summary, "import", ids, reason=reason, rebuild_index=rebuild)
+    files: dict[str, bytes | None] = {}
+    ids: list[str] = []
+    skipped = 0
+    for _, record in parsed:
+        path = record_path(record.id)
+        if path in files or os.path.lexists(os.path.join(tx.root, path)):
+            skipped += 1
+            continue
+        files[path] = record.to_markdown().encode("utf-8")
+        ids.append(record.id)
+    if not files:
+        return ImportResult(0, skipped, None, [])
+    count = len(ids)
+    summary = f"import {count} record{'s' if count != 1 else ''}"
+    existing = sum(1 for _ in record_files(tx.root))
+    rebuild = count > REBUILD_THRESHOLD and count * 4 > existing
+    commit = tx.commit(files, summary, "import", ids, reason=reason, rebuild_index=rebuild)
     return ImportResult(count, skipped, commit, ids)
-
-
-def _count_records(root: str) -> int:
-    memory = os.path.join(root, "memory")
-    try:
-        shards = os.listdir(memory)
-    except FileNotFoundError:
-        return 0
-    total = 0
-    for shard in shards:
-        try:
-            total += len(os.listdir(os.path.join(memory, shard)))
-        except OSError:
-            pass
-    return total
 
 
 def read_import_source(source: str) -> list[bytes]:
     """The lines of FILE, or of stdin for ``-``."""
-    import sys
-
     if source == "-":
         return sys.stdin.buffer.read().splitlines()
     try:

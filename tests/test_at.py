@@ -11,7 +11,8 @@ import pytest
 from conftest import git, lantern
 
 from lantern_git.errors import InvalidInput
-from lantern_git.record import Record, record_path
+from lantern_git.record import Record
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 

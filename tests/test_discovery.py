@@ -12,7 +12,8 @@ import pytest
 from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.lock import WriterLock
-from lantern_git.record import compute_id, record_path
+from lantern_git.record import compute_id
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 

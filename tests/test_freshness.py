@@ -13,7 +13,7 @@ import pytest
 from conftest import git
 
 from lantern_git.index import search as search_index
-from lantern_git.record import record_path
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lantern_git.merge import MergeError, expected_id, merge_records
-from lantern_git.record import Record, record_path
+from lantern_git.record import Record
+from lantern_git.recordfile import record_path
 
 T0 = 1_764_690_000
 MARKERS = ("<<<<<<<", ">>>>>>>", "|||||||")

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from lantern_git.fields import KINDS, STATUSES
 from lantern_git.query import sort_key
-from lantern_git.record import Record, compute_id, record_path
+from lantern_git.record import Record, compute_id
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 NOW = 2_000_000_000

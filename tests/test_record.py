@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from lantern_git.errors import ValidationError
 from lantern_git.fields import FIELD_ORDER, KINDS, OPTIONAL_FIELDS, STATUSES
-from lantern_git.record import Record, compute_id, record_path
+from lantern_git.record import Record, compute_id
+from lantern_git.recordfile import record_path
 
 # ---------------------------------------------------------------------------- strategies
 

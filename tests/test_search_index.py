@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git, lantern
 
-from lantern_git.record import record_path
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 

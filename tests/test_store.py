@@ -17,7 +17,8 @@ from lantern_git.errors import (
     UnsupportedFormat,
 )
 from lantern_git.query import sort_key
-from lantern_git.record import Record, compute_id, record_path
+from lantern_git.record import Record, compute_id
+from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
 

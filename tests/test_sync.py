@@ -14,12 +14,12 @@ import pytest
 from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.errors import GitError, InvalidInput, UncommittedChanges
+from lantern_git.git.config import merge_driver_command
 from lantern_git.git.repo import parse_trailers
-from lantern_git.index.search import read_record_file
 from lantern_git.merge import merge_records
-from lantern_git.record import Record, record_path
+from lantern_git.record import Record
+from lantern_git.recordfile import read_record_file, record_path
 from lantern_git.store import Store
-from lantern_git.sync import merge_driver_command
 
 MARKERS = ("<<<<<<<", ">>>>>>>")
 

@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from test_sync import Host, clone_host, first_host, make_remote
 
 from lantern_git.errors import InvalidInput
-from lantern_git.index.search import read_record_file
+from lantern_git.recordfile import read_record_file
 
 CONTENTS = [
     "Ana prefers short answers.",

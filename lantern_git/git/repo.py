@@ -11,19 +11,20 @@ commit costs the same at 1,000 and 100,000 records.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-import sys
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pygit2
 
-from ..errors import GitError
+from ..errors import GitError, InvalidInput, StoreError
+from ..fields import TMP_SUFFIX
 
 JOURNAL = "journal.json"
-TMP_SUFFIX = ".lantern-tmp"
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
 # after-search-index; during-recovery: inside recover(), after it put back one file), so tests
@@ -37,15 +38,18 @@ _fsync_enabled = False
 BULK_FILES = 64
 _AUTHOR_RE = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]*)>\s*")
 
-try:
-    from pygit2.enums import FileMode, RepositoryState
+BLOB_MODE = 0o100644
+EXECUTABLE_MODE = 0o100755
+LINK_MODE = 0o120000
+TREE_MODE = 0o040000
+# A path's entry in a tree: (blob id in hex, file mode); None where the tree lacks the path.
+Entry = tuple[str, int]
 
-    _BLOB_MODE = FileMode.BLOB
-    _TREE_MODE = FileMode.TREE
+try:
+    from pygit2.enums import RepositoryState
+
     _STATE_NONE = RepositoryState.NONE
 except ImportError:  # pragma: no cover - older pygit2
-    _BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
-    _TREE_MODE = pygit2.GIT_FILEMODE_TREE
     _STATE_NONE = pygit2.GIT_REPOSITORY_STATE_NONE
 
 
@@ -64,8 +68,6 @@ class Provenance:
         for name in ("reason", "author"):
             value = getattr(self, name)
             if value is not None and not _encodable(value):
-                from ..errors import InvalidInput
-
                 raise InvalidInput(f"{name}: is not valid Unicode text", code="invalid_" + name)
 
 
@@ -132,7 +134,7 @@ def _libgit2_fsync(on: bool) -> None:
         pass
 
 
-def atomic_write(path: str, data: bytes, sync: bool = True) -> None:
+def atomic_write(path: str, data: bytes, sync: bool = True, mode: int = 0o644) -> None:
     """Write via a temporary file in the same folder, fsync, rename: never a half-written file.
 
     ``sync=False`` leaves the flush to the caller (a bulk write ends with one ``os.sync()``).
@@ -140,8 +142,10 @@ def atomic_write(path: str, data: bytes, sync: bool = True) -> None:
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, "." + os.path.basename(path) + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        if mode & 0o111:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -241,8 +245,6 @@ class GitRepo:
         if author:
             match = _AUTHOR_RE.fullmatch(author)
             if not match or not match.group("name"):
-                from ..errors import InvalidInput
-
                 raise InvalidInput(
                     f'author: {author!r} is not in the form "Name <email>"', code="invalid_author"
                 )
@@ -275,16 +277,46 @@ class GitRepo:
 
     # -- writing
 
-    def build_tree(self, base: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None]):
-        """A new tree: ``base`` with each path set to a blob, or removed when None."""
-        nested: dict[str, dict] = {}
-        for path, oid in changes.items():
+    def entry_at(self, tree: pygit2.Tree | None, path: str) -> Entry | None:
+        if tree is None:
+            return None
+        try:
+            entry = tree[path]
+        except KeyError:
+            return None
+        return str(entry.id), int(entry.filemode)
+
+    def tree_changes(
+        self, old: pygit2.Tree | None, new: pygit2.Tree | None
+    ) -> dict[str, Entry | None]:
+        """path -> its entry in ``new``, or None where ``new`` lacks it, for every path that
+        differs between the two trees."""
+        empty = self.repo[self.repo.TreeBuilder().write()]
+        changes: dict[str, Entry | None] = {}
+        for delta in self.repo.diff(old or empty, new or empty).deltas:
+            if delta.status == pygit2.enums.DeltaStatus.DELETED:
+                changes.setdefault(delta.old_file.path, None)
+            else:
+                changes[delta.new_file.path] = (str(delta.new_file.id), int(delta.new_file.mode))
+        return changes
+
+    def build_tree(
+        self, base: pygit2.Tree | None, changes: Mapping[str, Entry | None]
+    ) -> pygit2.Oid:
+        """A new tree: ``base`` with each path set to an entry, or removed when None.
+
+        Built with TreeBuilders from ``base`` down the changed paths only, never by rewriting
+        the whole index, so a commit costs the same at 1,000 and 100,000 records.
+        """
+        nested: dict[str, dict | Entry | None] = {}
+        for path, entry in changes.items():
             node = nested
             parts = path.split("/")
             for part in parts[:-1]:
-                node = node.setdefault(part + "/", {})
-            node[parts[-1]] = oid
-        return self._write_tree(base, nested)
+                node = node.setdefault(part + "/", {})  # type: ignore[assignment]
+            node[parts[-1]] = entry
+        oid = self._write_tree(base, nested)
+        return oid if oid is not None else self.repo.TreeBuilder().write()
 
     def _write_tree(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid | None:
         builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
@@ -301,15 +333,28 @@ class GitRepo:
                     if builder.get(name) is not None:
                         builder.remove(name)
                 else:
-                    builder.insert(name, sub_oid, _TREE_MODE)
+                    builder.insert(name, sub_oid, TREE_MODE)
             elif value is None:
                 if builder.get(name) is not None:
                     builder.remove(name)
             else:
-                builder.insert(name, value, _BLOB_MODE)
+                builder.insert(name, pygit2.Oid(hex=value[0]), value[1])
         if len(builder) == 0:
             return None
         return builder.write()
+
+    def create_commit(
+        self,
+        tree: pygit2.Oid,
+        parents: list[pygit2.Oid],
+        summary: str,
+        prov: Provenance,
+        extra_trailers: Iterable[str] = (),
+    ) -> pygit2.Oid:
+        """An unreferenced commit object with lantern's message and trailers."""
+        signature = self.signature(prov.author)
+        message = format_message(summary, prov, extra_trailers)
+        return self.repo.create_commit(None, signature, signature, message, tree, parents)
 
     def commit_files(
         self,
@@ -325,16 +370,11 @@ class GitRepo:
 
         ``worktree`` gives, for some paths, what to leave in the working tree instead of the
         committed content (a user's uncommitted edits that must stay theirs, uncommitted).
-
-        A failure before the branch moves rolls the working files back before raising; a crash
-        anywhere is repaired by :func:`recover` on the next command.
         """
         self.check_writable()
-        ref_name = self.branch_ref()
-        signature = self.signature(prov.author)
-        head = self.head_oid()
         for path in files:
-            self._check_inside(path)
+            self.check_inside(path)
+        head = self.head_oid()
         # A bulk write (import) flushes everything with one sync() per phase instead of an
         # fsync per object and per file: the same guarantee (nothing is referenced before it
         # is on disk) at a fraction of the cost.
@@ -343,47 +383,79 @@ class GitRepo:
             _libgit2_fsync(False)
         try:
             base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
-            blobs = {
-                path: (self.repo.create_blob(data) if data is not None else None)
+            changes: dict[str, Entry | None] = {
+                path: (str(self.repo.create_blob(data)), BLOB_MODE) if data is not None else None
                 for path, data in files.items()
             }
-            worktree = worktree or {}
-            after = {path: self.repo.create_blob(data) for path, data in worktree.items()}
-            # What the working tree held before, kept as a blob: a rollback puts back exactly
-            # that, even a file git does not track yet (init adopting a repository).
-            before = {
-                path: self._worktree_blob(path, self.oid_at(base_tree, path)) for path in files
+            kept = {
+                path: str(self.repo.create_blob(data)) for path, data in (worktree or {}).items()
             }
-            tree_oid = self.build_tree(base_tree, blobs)
-            if tree_oid is None:
-                tree_oid = self.repo.TreeBuilder().write()
-            message = format_message(summary, prov, extra_trailers)
+            tree = self.build_tree(base_tree, changes)
             parents = [head] if head is not None else []
-            commit_oid = self.repo.create_commit(
-                None, signature, signature, message, tree_oid, parents
-            )
+            commit = self.create_commit(tree, parents, summary, prov, extra_trailers)
         except (pygit2.GitError, OSError) as err:
-            raise GitError(f"cannot write to the git repository: {err}; nothing changed") from None
+            raise GitError(
+                f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
+            ) from None
         finally:
             if bulk:
                 _libgit2_fsync(_fsync_enabled)
         if bulk:
             os.sync()
         fault("after-objects")
+        self.apply(prov.op, head, commit, changes, summary, journal_dir=journal_dir, kept=kept)
+        return commit
+
+    def apply(
+        self,
+        op: str,
+        head: pygit2.Oid | None,
+        commit: pygit2.Oid,
+        changes: Mapping[str, Entry | None],
+        summary: str,
+        *,
+        journal_dir: str,
+        kept: Mapping[str, str] | None = None,
+    ) -> None:
+        """Move the branch from ``head`` to ``commit`` and the working tree and ``.git/index``
+        with it, for the paths in ``changes`` (their entries in ``commit``'s tree).
+
+        The one journaled path every write takes (a lantern commit, a sync's fast-forward or
+        merge): journal, working files, branch ref, index entries. A failure before the branch
+        moves puts the working files back before raising; a crash anywhere is repaired by
+        :func:`recover` on the next command. ``kept``: paths whose working file keeps the given
+        blob instead of the committed one (the index still stages the committed one).
+        """
+        kept = kept or {}
+        ref_name = self.branch_ref()
+        base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
+        bulk = len(changes) >= BULK_FILES
+        files: dict[str, dict[str, str | int | None]] = {}
+        try:
+            for path, entry in changes.items():
+                old = self.entry_at(base_tree, path)
+                # What the working tree held before, kept as a blob: a rollback puts back
+                # exactly that, even a file git does not track yet (init adopting a repository).
+                before = self._worktree_blob(path, old[0] if old else None)
+                files[path] = {
+                    "old": old[0] if old else None,
+                    "old_mode": old[1] if old else None,
+                    "new": entry[0] if entry else None,
+                    "mode": entry[1] if entry else None,
+                    "before": before[0] if before else None,
+                    "before_mode": before[1] if before else None,
+                    **({"after": kept[path]} if path in kept else {}),
+                }
+        except (pygit2.GitError, OSError) as err:
+            raise GitError(
+                f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
+            ) from None
         journal = {
-            "op": prov.op,
+            "op": op,
             "ref": ref_name,
             "head_before": str(head) if head is not None else None,
-            "commit": str(commit_oid),
-            "files": {
-                path: {
-                    "old": _hex(self.oid_at(base_tree, path)),
-                    "new": _hex(blobs[path]),
-                    "before": _hex(before[path]),
-                    **({"after": str(after[path])} if path in after else {}),
-                }
-                for path in files
-            },
+            "commit": str(commit),
+            "files": files,
         }
         journal_path = os.path.join(journal_dir, JOURNAL)
         try:
@@ -391,44 +463,55 @@ class GitRepo:
             atomic_write(journal_path, json.dumps(journal).encode())
         except OSError as err:
             raise GitError(
-                f"cannot write the write journal {journal_path}: {err.strerror}; nothing changed"
+                f"cannot write the write journal {journal_path}: {_os_error_text(err)}; "
+                "nothing changed"
             ) from None
         fault("after-journal")
         try:
-            for number, (path, data) in enumerate(files.items()):
-                self._write_worktree(path, worktree.get(path, data), sync=not bulk)
+            for number, (path, change) in enumerate(files.items()):
+                blob = change.get("after", change["new"])
+                mode = BLOB_MODE if "after" in change else change["mode"]
+                self.write_worktree(path, blob, mode, sync=not bulk)  # type: ignore[arg-type]
                 if number == 0:
                     fault("after-first-file")
             if bulk:
                 os.sync()
             fault("after-files")
-            self._move_ref(ref_name, head, commit_oid, summary)
+            self._move_ref(ref_name, head, commit, summary)
         except BaseException as err:
             undone = self._undo(journal_dir)
             if isinstance(err, (OSError, pygit2.GitError)):
-                raise GitError(f"the write failed ({err}); {undone}") from None
+                raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
             raise
         fault("after-ref")
         try:
-            self.sync_index(files, staged={path: blobs[path] for path in after})
+            self.sync_index(files, staged={path: changes[path] for path in kept})
         except (OSError, pygit2.GitError) as err:
             raise GitError(
-                f"committed {str(commit_oid)[:7]}, but .git/index could not be updated ({err}); "
-                "the next lantern command finishes it"
+                f"committed {str(commit)[:7]}, but .git/index could not be updated "
+                f"({_os_error_text(err)}); the next lantern command finishes it"
             ) from None
         fault("after-index")
-        return commit_oid
 
-    def _worktree_blob(self, path: str, committed: pygit2.Oid | None) -> pygit2.Oid | None:
+    def _worktree_blob(self, path: str, committed: str | None) -> Entry | None:
+        """The working file at ``path`` as an entry (a blob made for it if git lacks one), or
+        None where there is none. Never read through a symlink: what lies outside the store is
+        not ours to copy; a link is kept as a link."""
         full = os.path.join(self.root, path)
         try:
-            # Never through a symlink: what lies outside the store is not ours to copy.
-            with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                data = handle.read()
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                data, mode = os.fsencode(os.readlink(full)), LINK_MODE
+            elif stat.S_ISREG(st.st_mode):
+                with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+                    data = f.read()
+                mode = EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
+            else:
+                return None
         except OSError:
             return None
-        oid = pygit2.hash(data)
-        return oid if oid == committed else self.repo.create_blob(data)
+        oid = str(pygit2.hash(data))
+        return (oid if oid == committed else str(self.repo.create_blob(data))), mode
 
     def _undo(self, journal_dir: str) -> str:
         """Roll back a write that failed before its branch moved; the journal is the guide."""
@@ -439,8 +522,8 @@ class GitRepo:
         except Exception:
             return "the next lantern command will roll it back"
 
-    def _check_inside(self, path: str) -> None:
-        """Refuse to write through a symbolic link: a record write never leaves the store."""
+    def check_inside(self, path: str) -> None:
+        """Refuse to write through a symbolic link: a write never leaves the store."""
         parts = path.split("/")
         if not path or path.startswith("/") or ".." in parts or "\\" in path:
             raise GitError(f"refusing to write {path!r}: not a plain path inside the store")
@@ -460,17 +543,35 @@ class GitRepo:
         except FileNotFoundError:
             pass
 
-    def _write_worktree(self, path: str, data: bytes | None, sync: bool = True) -> None:
+    def write_worktree(
+        self, path: str, blob: str | None, mode: int | None = BLOB_MODE, sync: bool = True
+    ) -> None:
         full = os.path.join(self.root, path)
-        if data is None:
+        if blob is None:
             try:
                 os.unlink(full)
             except FileNotFoundError:
                 pass
-        else:
-            atomic_write(full, data, sync)
+            _prune_empty_dirs(self.root, os.path.dirname(full))
+            return
+        if mode == LINK_MODE:
+            if os.path.lexists(full):
+                os.unlink(full)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            os.symlink(self.repo[blob].data, full)
+            return
+        if mode not in (BLOB_MODE, EXECUTABLE_MODE):
+            return  # submodules are git's business
+        if os.path.isdir(full) and not os.path.islink(full):
+            raise StoreError(
+                f"{path} is a folder here but a file in the commit; move it away",
+                code="uncommitted_changes",
+            )
+        atomic_write(full, self.repo[blob].data, sync, 0o755 if mode == EXECUTABLE_MODE else 0o644)
 
-    def _move_ref(self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str):
+    def _move_ref(
+        self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str
+    ) -> None:
         log_message = f"lantern: {summary.splitlines()[0] if summary else ''}"[:200]
         existing = self.repo.references.get(ref_name)
         if existing is None:
@@ -482,20 +583,22 @@ class GitRepo:
             raise GitError(f"{ref_name} moved during the write; nothing was committed")
         existing.set_target(new, log_message)
 
-    def sync_index(self, paths: Iterable[str], staged: Mapping[str, object] | None = None) -> None:
+    def sync_index(
+        self, paths: Iterable[str], staged: Mapping[str, Entry | str | None] | None = None
+    ) -> None:
         """Bring ``.git/index`` entries for ``paths`` in step with HEAD and the working tree.
 
-        ``staged``: paths whose entry is given (a blob, or None for no entry) rather than taken
-        from the working file, which differs on purpose.
+        ``staged``: paths whose entry is given (an entry or blob id, or None for no entry)
+        rather than taken from the working file, which differs on purpose.
         """
         index = self.repo.index
         index.read(False)
         staged = staged or {}
         for path in paths:
-            if staged.get(path) is not None:
-                oid = staged[path]
-                oid = oid if isinstance(oid, pygit2.Oid) else pygit2.Oid(hex=oid)
-                index.add(pygit2.IndexEntry(path, oid, _BLOB_MODE))
+            given = staged.get(path)
+            if given is not None:
+                blob, mode = given if isinstance(given, tuple) else (given, BLOB_MODE)
+                index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=blob), mode))
             elif path not in staged and os.path.lexists(os.path.join(self.root, path)):
                 index.add(path)
             else:
@@ -506,8 +609,26 @@ class GitRepo:
         index.write()
 
 
-def _hex(oid) -> str | None:
-    return str(oid) if oid is not None else None
+def _os_error_text(err: BaseException) -> str:
+    """An OSError as a person reads it; a full disk says so first."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        return "the disk is full (No space left on device)"
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror + (f": {err.filename}" if err.filename else "")
+    text = str(err)
+    if "No space left on device" in text:
+        return f"the disk is full ({text})"
+    return text
+
+
+def _prune_empty_dirs(root: str, folder: str) -> None:
+    root = os.path.abspath(root)
+    while os.path.abspath(folder).startswith(root + os.sep):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        folder = os.path.dirname(folder)
 
 
 def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str | None:
@@ -543,7 +664,10 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
     try:
         if on_branch and head == commit:
             for path, change in files.items():
-                _restore_file(git, path, change.get("after", change["new"]))
+                if "after" in change:
+                    _restore_file(git, path, change["after"], BLOB_MODE)
+                else:
+                    _restore_file(git, path, change["new"], change.get("mode"))
                 fault("during-recovery")
             git.sync_index(files, staged={p: c["new"] for p, c in files.items() if "after" in c})
             outcome = f"completed an interrupted {op} (commit {commit[:7]})"
@@ -551,11 +675,20 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
             for path, change in files.items():
                 written = {change["new"], change.get("after", change["new"])}
                 if _worktree_oid(git, path) in written:
-                    _restore_file(git, path, change.get("before", change["old"]))
+                    if "before" in change:
+                        _restore_file(git, path, change["before"], change.get("before_mode"))
+                    else:
+                        _restore_file(git, path, change["old"], change.get("old_mode"))
                     fault("during-recovery")
             # The entries go back to HEAD's, as before the write; an uncommitted edit put back
             # in the working tree stays unstaged.
-            git.sync_index(files, staged={p: c["old"] for p, c in files.items()})
+            git.sync_index(
+                files,
+                staged={
+                    p: (c["old"], c.get("old_mode") or BLOB_MODE) if c["old"] else None
+                    for p, c in files.items()
+                },
+            )
             outcome = f"rolled back an interrupted {op}; nothing of it was committed"
         else:
             outcome = f"found an interrupted {op} whose branch has since moved; left as is"
@@ -607,17 +740,18 @@ def _clear_stale_git_locks(git: GitRepo, ref_name: str, since: float) -> None:
 def _worktree_oid(git: GitRepo, path: str) -> str | None:
     full = os.path.join(git.root, path)
     try:
-        with open(full, "rb") as handle:
+        if os.path.islink(full):
+            return str(pygit2.hash(os.fsencode(os.readlink(full))))
+        with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             return str(pygit2.hash(handle.read()))
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         return None
 
 
-def _restore_file(git: GitRepo, path: str, blob_hex: str | None) -> None:
-    if _worktree_oid(git, path) == blob_hex:
+def _restore_file(git: GitRepo, path: str, blob: str | None, mode: int | None) -> None:
+    if _worktree_oid(git, path) == blob:
         return
-    data = git.repo[blob_hex].data if blob_hex is not None else None
-    git._write_worktree(path, data)
+    git.write_worktree(path, blob, mode or BLOB_MODE)
 
 
 def _remove_temporaries(root: str, files: Iterable[str]) -> None:
@@ -628,7 +762,3 @@ def _remove_temporaries(root: str, files: Iterable[str]) -> None:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-
-
-def warn(message: str) -> None:
-    print(message, file=sys.stderr)

@@ -25,7 +25,6 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, groupby, repeat
-from stat import S_ISREG
 
 
 def _defer_morph_en() -> None:
@@ -59,10 +58,11 @@ from whoosh.analysis import StemmingAnalyzer  # noqa: E402
 from whoosh.columns import NumericColumn  # noqa: E402
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E402
 
-from ..errors import StoreError, ValidationError  # noqa: E402
+from ..errors import StoreError  # noqa: E402
 from ..fields import STATUSES  # noqa: E402
-from ..query import RecordQuery, _scope_matches, order_key, sort_key  # noqa: E402, F401
-from ..record import ID_RE, MAX_FILE_BYTES, Record  # noqa: E402
+from ..query import RecordQuery, order_key  # noqa: E402
+from ..record import Record  # noqa: E402
+from ..recordfile import MEMORY_DIR, read_record_file, record_files  # noqa: E402
 
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
@@ -120,62 +120,6 @@ class RefreshReport:
     # No record file or folder changed since the last check: the index, as it was when the
     # check began, answers for the files.
     unchanged: bool = False
-
-
-def scan_record_files(root: str) -> dict[str, tuple[int, int, int]]:
-    """Every ``memory/<aa>/*.md`` file with its (mtime_ns, size, inode)."""
-    found: dict[str, tuple[int, int, int]] = {}
-    memory = os.path.join(root, "memory")
-    if os.path.islink(memory):
-        raise StoreError(f"{memory} is a symbolic link; lantern keeps records inside the store")
-    try:
-        shards = list(os.scandir(memory))
-    except FileNotFoundError:
-        return found
-    for shard in shards:
-        if not shard.is_dir(follow_symlinks=False):
-            continue
-        prefix = "memory/" + shard.name + "/"
-        for entry in os.scandir(shard.path):
-            name = entry.name
-            if name.endswith(".md") and not name.startswith("."):
-                st = entry.stat(follow_symlinks=False)
-                found[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    return found
-
-
-def read_record_file(root: str, path: str) -> tuple[bytes | None, Record | None, str | None]:
-    """(raw bytes, record, problem): a file that cannot be used gives a problem, never raises."""
-    full = os.path.join(root, path)
-    name = os.path.basename(path)
-    try:
-        if os.path.islink(full):
-            return None, None, f"{path}: is a symbolic link; record files must be regular files"
-        # O_NONBLOCK: a FIFO planted as a record file must not hang every command.
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with open(fd, "rb") as handle:
-            if not S_ISREG(os.fstat(fd).st_mode):
-                return None, None, f"{path}: is not a regular file"
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        return None, None, f"{path}: cannot be read: {err.strerror}"
-    if len(data) > MAX_FILE_BYTES:
-        return data, None, f"{path}: is larger than {MAX_FILE_BYTES} bytes"
-    stem = name[:-3]
-    if not ID_RE.fullmatch(stem) or path != f"memory/{stem[:2]}/{name}":
-        return data, None, f"{path}: is not named memory/<aa>/<16 hex digit id>.md"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        return data, None, f"{path}:{line}: is not valid UTF-8"
-    try:
-        record = Record.from_markdown(text, path)
-    except ValidationError as err:
-        return data, None, err.message
-    if record.id != stem:
-        return data, None, f"{path}:2: id {record.id} does not match the file name"
-    return data, record, None
 
 
 def changed_since(
@@ -601,9 +545,10 @@ class SearchIndex:
                         broken.pop(path, None)
                         updates.append((path, None, None, True))
                     continue
-                data, record, problem = read_record_file(self.root, path)
+                data, record, found = read_record_file(self.root, path)
                 report.reread += 1
-                if problem:
+                if found is not None or data is None or record is None:
+                    problem = str(found or f"{path}: cannot be read")
                     if broken.get(path) != problem or doc is not None:
                         broken[path] = problem
                         updates.append((path, None, None, True))
@@ -636,7 +581,12 @@ class SearchIndex:
         with self._locker():
             self.close()
             started = time.time_ns()
-            scan = scan_record_files(self.root) if scan is None else scan
+            memory = os.path.join(self.root, MEMORY_DIR)
+            if os.path.islink(memory):
+                raise StoreError(
+                    f"{memory} is a symbolic link; lantern keeps records inside the store"
+                )
+            scan = dict(record_files(self.root)) if scan is None else scan
             report.scanned = len(scan)
             parent = os.path.dirname(self.dir)
             fresh = self.dir + ".new"
@@ -659,8 +609,8 @@ class SearchIndex:
                     report.reread += 1
                     if data is None and problem is None:
                         continue
-                    if problem:
-                        broken[path] = problem
+                    if problem is not None or data is None or record is None:
+                        broken[path] = str(problem)
                         continue
                     writer.add_document(**_document(path, record, _content_hash(data)))
                     report.updated += 1

@@ -1,0 +1,99 @@
+"""What a store needs from git's configuration: the record merge driver, and an identity.
+
+Git config is not cloned, so a fresh clone of a store has a ``.gitattributes`` that routes
+record files to a driver its ``.git/config`` does not define yet; any command that opens such a
+store registers it (:func:`ensure_merge_driver`). A store must also stay writable on a fresh
+machine with no git identity: commits then fall back to ``user@host``, with one warning.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+
+import pygit2
+
+DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
+DRIVER_KEY = "merge.lantern.driver"
+GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
+
+Warn = Callable[[str], None]
+
+
+def merge_driver_command() -> str:
+    """The driver line for git config: this Python, so it works without PATH set up."""
+    return f"{shlex.quote(sys.executable)} -m lantern_git merge-file %O %A %B %P"
+
+
+def routes_records_to_driver(root: str) -> bool:
+    """Whether the store's ``.gitattributes`` sends record files to the lantern driver."""
+    try:
+        with open(os.path.join(root, ".gitattributes"), "rb") as handle:
+            text = handle.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(line.strip() == GITATTRIBUTES_LINE for line in text.splitlines())
+
+
+def driver_registered(repo: pygit2.Repository) -> bool:
+    try:
+        return bool(repo.config[DRIVER_KEY])
+    except (KeyError, pygit2.GitError):
+        return False
+
+
+def ensure_merge_driver(repo: pygit2.Repository, warn: Warn | None = None) -> bool:
+    """Register the record merge driver in the repository's own config; True if it changed.
+
+    A config that cannot be written (locked by a running git, read-only) only costs plain
+    ``git pull`` its record merge, so it is a warning, not a failure.
+    """
+    changed = False
+    try:
+        config = repo.config
+        for key, value in (
+            ("merge.lantern.name", DRIVER_NAME),
+            (DRIVER_KEY, merge_driver_command()),
+        ):
+            try:
+                current = config[key]
+            except KeyError:
+                current = None
+            if current != value:
+                config[key] = value
+                changed = True
+    except (pygit2.GitError, OSError) as err:
+        if warn is not None:
+            warn(
+                f"lantern: could not register the record merge driver in .git/config ({err}); "
+                "plain git pull will merge record files line by line until it is"
+            )
+    return changed
+
+
+_warned_identity = False
+
+
+def fallback_author(repo: pygit2.Repository, warn: Warn) -> str | None:
+    """``user <user@host>`` when git has no identity configured (saying so once), else None."""
+    global _warned_identity
+    try:
+        repo.default_signature  # noqa: B018 - raises when no identity is configured
+        return None
+    except (KeyError, pygit2.GitError):
+        pass
+    import getpass
+    import socket
+
+    user = getpass.getuser() or "lantern"
+    host = socket.gethostname() or "localhost"
+    author = f"{user} <{user}@{host}>"
+    if not _warned_identity:
+        warn(
+            f"lantern: no git identity is configured; committing as {author} "
+            '(set git config user.name/user.email, or LANTERN_AUTHOR="Name <email>")'
+        )
+        _warned_identity = True
+    return author

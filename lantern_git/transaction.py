@@ -1,0 +1,235 @@
+"""The write transaction: the one way anything changes a store.
+
+Every writer (records through :class:`~lantern_git.store.Store`, hand-edit commits, ``memory
+edit``, import, sync and its merges) goes through a :class:`WriteTransaction`::
+
+    with store.transaction() as tx:
+        text, record = tx.read(record_id)
+        tx.commit({path: data}, summary, "archive", [record_id], reason=reason)
+
+Entering takes the writer lock, completes or rolls back an interrupted write, and refuses a
+repository that git is in the middle of changing. Each :meth:`~WriteTransaction.commit` (or
+:meth:`~WriteTransaction.advance` for a commit made elsewhere, as sync's) is one journaled
+write through the git layer: objects, journal, working files, branch, ``.git/index``; then the
+search index learns of the record files it touched, and the journal is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol
+
+from .errors import GitError, UncommittedChanges
+from .recordfile import expected_id, load, record_path
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .git.repo import Entry, GitRepo, Provenance
+    from .lock import WriterLock
+    from .record import Record
+
+Warn = Callable[[str], None]
+
+
+class IndexNotes(Protocol):
+    """What a write tells the search index: exactly these record files changed, or rebuild."""
+
+    def note_written(self, paths: Iterable[str]) -> None: ...
+
+    def rebuild(self) -> object: ...
+
+
+def recover(git: GitRepo, state_dir: str, lock: WriterLock, warn: Warn) -> None:
+    """Complete or roll back an interrupted write, if its journal is there (cheap when not)."""
+    from .git.repo import JOURNAL
+    from .git.repo import recover as recover_write
+
+    if not os.path.exists(os.path.join(state_dir, JOURNAL)):
+        return
+    with lock:
+        message = recover_write(git, state_dir)
+    if message:
+        warn(message)
+
+
+def ensure_committed(git: GitRepo, record_id: str, text: str) -> None:
+    """Refuse to sweep a hand edit that is not committed yet into a lantern commit."""
+    path = record_path(record_id)
+    if git.blob_at(git.head_tree(), path) != text.encode("utf-8"):
+        raise UncommittedChanges(
+            f"{path} has uncommitted changes; commit them first with: lantern commit"
+        )
+
+
+class WriteTransaction:
+    """One writer holding the store: reads what it changes, then commits it with provenance."""
+
+    def __init__(
+        self,
+        root: str,
+        state_dir: str,
+        git: GitRepo,
+        index: Callable[[], IndexNotes],
+        *,
+        actor: str,
+        author: str | None,
+        warn: Warn,
+    ):
+        self.root = root
+        self.state_dir = state_dir
+        self.git = git
+        self._index = index
+        self.actor = actor
+        self.author = author
+        self.warn = warn
+        self.commits: list[str] = []
+
+    @property
+    def last_commit(self) -> str | None:
+        return self.commits[-1] if self.commits else None
+
+    # -- reading what is about to change
+
+    def read(self, record_id: str) -> tuple[str, Record]:
+        """The record file of ``record_id`` in the working tree: its text and record."""
+        return load(self.root, record_id)
+
+    def ensure_committed(self, record_id: str, text: str) -> None:
+        ensure_committed(self.git, record_id, text)
+
+    # -- writing
+
+    def provenance(
+        self,
+        op: str,
+        records: Iterable[str] = (),
+        *,
+        reason: str | None = None,
+        actor: str | None = None,
+    ) -> Provenance:
+        """Who and why, for a commit of this transaction (git's identity, else user@host)."""
+        from .git.config import fallback_author
+        from .git.repo import Provenance
+
+        author = self.author
+        if author is None and not os.environ.get("LANTERN_AUTHOR"):
+            author = fallback_author(self.git.repo, self.warn)
+        return Provenance(
+            op=op, records=tuple(records), actor=actor or self.actor, reason=reason, author=author
+        )
+
+    def commit(
+        self,
+        files: Mapping[str, bytes | None],
+        summary: str,
+        op: str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        extra_trailers: Iterable[str] = (),
+        rebuild_index: bool = False,
+        worktree: Mapping[str, bytes] | None = None,
+    ) -> str:
+        """Commit ``files`` (path -> bytes, or None to delete) as one write; its commit id.
+
+        ``worktree``: for some paths, what to leave in the working tree instead of the
+        committed content (a user's uncommitted edits that stay theirs, uncommitted).
+        """
+        prov = self.provenance(op, record_ids, reason=reason)
+        oid = self.git.commit_files(
+            files,
+            summary,
+            prov,
+            journal_dir=self.state_dir,
+            extra_trailers=extra_trailers,
+            worktree=worktree,
+        )
+        return self._finish(oid, list(files), rebuild_index)
+
+    def create_commit(
+        self,
+        tree: pygit2.Oid,
+        parents: list[pygit2.Oid],
+        summary: str,
+        prov: Provenance,
+    ) -> pygit2.Oid:
+        """A commit object not on any branch yet (a merge), for :meth:`advance`."""
+        try:
+            return self.git.create_commit(tree, parents, summary, prov)
+        except OSError as err:
+            raise GitError(f"cannot write to the git repository: {err}; nothing changed") from None
+
+    def advance(
+        self,
+        head: pygit2.Oid | None,
+        commit: pygit2.Oid,
+        changes: Mapping[str, Entry | None],
+        summary: str,
+        op: str,
+    ) -> str:
+        """Move the branch from ``head`` to an existing ``commit`` (a fast-forward, or a merge
+        made with :meth:`create_commit`) and the working tree with it, journaled like a commit.
+
+        ``changes`` are the paths that differ between the two commits' trees. A path the new
+        commit adds that is here already but not committed is refused, never overwritten.
+        """
+        old_tree = self.git.head_tree()
+        for path in changes:
+            self.git.check_inside(path)
+            if self.git.entry_at(old_tree, path) is None and os.path.lexists(
+                os.path.join(self.root, path)
+            ):
+                raise UncommittedChanges(
+                    f"{path} is not committed here but the incoming commit has it; move it away "
+                    "or commit it, then try again"
+                )
+        self.git.apply(op, head, commit, changes, summary, journal_dir=self.state_dir)
+        return self._finish(commit, list(changes), rebuild_index=False)
+
+    def _finish(self, commit: pygit2.Oid, paths: list[str], rebuild_index: bool) -> str:
+        from .git.repo import fault
+
+        record_files = [p for p in paths if expected_id(p) is not None]
+        try:
+            if record_files and rebuild_index:
+                self._index().rebuild()
+            elif record_files:
+                self._index().note_written(record_files)
+        except Exception as err:  # derived state must never fail a write that is committed
+            self.warn(f"warning: the search index was not updated ({err}); the next read does it")
+        fault("after-search-index")
+        self.git.finish(self.state_dir)
+        self.commits.append(str(commit))
+        return str(commit)
+
+
+@contextmanager
+def write_transaction(
+    root: str,
+    state_dir: str,
+    git: GitRepo,
+    lock: WriterLock,
+    index: Callable[[], IndexNotes],
+    *,
+    actor: str,
+    author: str | None,
+    warn: Warn,
+    require_head: bool = True,
+) -> Iterator[WriteTransaction]:
+    """Hold the writer lock, repair an interrupted write, check the repository, then yield."""
+    from .git.repo import recover as recover_write
+
+    with lock:
+        message = recover_write(git, state_dir)
+        if message:
+            warn(message)
+        git.check_writable()
+        if require_head and git.head_oid() is None:
+            raise GitError(
+                f"branch {git.branch_ref().removeprefix('refs/heads/')} has no commits yet; "
+                f"commit the store files first with: lantern init {root}"
+            )
+        yield WriteTransaction(root, state_dir, git, index, actor=actor, author=author, warn=warn)
