@@ -71,7 +71,7 @@ def _fail(field_name: str, message: str, lines: dict[str, int] | None = None) ->
     )
 
 
-def _check_int(name: str, value: Any, lo: int, hi: int, lines=None) -> int:
+def _check_int(name: str, value: Any, lo: int, hi: int, lines: dict[str, int] | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(name, f"must be an integer, got {_describe(value)}", lines)
     if not lo <= value <= hi:
@@ -88,13 +88,13 @@ def _describe(value: Any) -> str:
     return text if isinstance(value, (str, int, float)) else f"{type(value).__name__} {text}"
 
 
-def validate_kind(value: Any, lines=None) -> str:
+def validate_kind(value: Any, lines: dict[str, int] | None = None) -> str:
     if value not in KINDS:
         raise _fail("kind", f"must be one of {', '.join(KINDS)}; got {_describe(value)}", lines)
     return value
 
 
-def validate_status(value: Any, lines=None) -> str:
+def validate_status(value: Any, lines: dict[str, int] | None = None) -> str:
     if value not in STATUSES:
         raise _fail(
             "status", f"must be one of {', '.join(STATUSES)}; got {_describe(value)}", lines
@@ -107,7 +107,7 @@ def has_undecodable(text: str) -> bool:
     return _SURROGATE_RE.search(text) is not None
 
 
-def validate_scope(value: Any, lines=None) -> str:
+def validate_scope(value: Any, lines: dict[str, int] | None = None) -> str:
     if not isinstance(value, str):
         raise _fail("scope", f"must be a string, got {_describe(value)}", lines)
     if len(value) > MAX_SCOPE_CHARS:
@@ -124,17 +124,19 @@ def validate_scope(value: Any, lines=None) -> str:
     return value
 
 
-def validate_id(name: str, value: Any, lines=None) -> str:
+def validate_id(name: str, value: Any, lines: dict[str, int] | None = None) -> str:
     if not isinstance(value, str) or not ID_RE.fullmatch(value):
         raise _fail(name, f"must be 16 lowercase hex digits, got {_describe(value)}", lines)
     return value
 
 
-def validate_priority(value: Any, name: str = "priority", lines=None) -> int:
+def validate_priority(
+    value: Any, name: str = "priority", lines: dict[str, int] | None = None
+) -> int:
     return _check_int(name, value, 0, 100, lines)
 
 
-def validate_confidence(value: Any, lines=None) -> float:
+def validate_confidence(value: Any, lines: dict[str, int] | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail("confidence", f"must be a number, got {_describe(value)}", lines)
     value = float(value)
@@ -143,11 +145,11 @@ def validate_confidence(value: Any, lines=None) -> float:
     return value
 
 
-def validate_timestamp(name: str, value: Any, lines=None) -> int:
+def validate_timestamp(name: str, value: Any, lines: dict[str, int] | None = None) -> int:
     return _check_int(name, value, 0, MAX_TIMESTAMP, lines)
 
 
-def validate_source_refs(value: Any, lines=None) -> tuple[str, ...]:
+def validate_source_refs(value: Any, lines: dict[str, int] | None = None) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)):

@@ -127,17 +127,24 @@ def read_bytes(
     try:
         fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        if err.errno == errno.ELOOP or os.path.islink(full):
+        if err.errno == errno.ENOENT:
+            return None, None
+        try:
+            mode = os.lstat(full).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if err.errno == errno.ELOOP or stat.S_ISLNK(mode):
             return None, Problem(
                 path, None, "is a symbolic link; record files must be regular files"
             )
-        if err.errno == errno.ENOENT:
-            return None, None
-        return None, Problem(path, None, f"cannot be read: {err.strerror}")
-    with open(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(mode):  # a socket cannot even be opened
             return None, _not_regular(path, mode)
+        return None, Problem(path, None, f"cannot be read: {err.strerror}")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        return None, _not_regular(path, mode)
+    with open(fd, "rb") as handle:
         try:
             return handle.read(limit + 1), None
         except OSError as err:

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from .editing import EditSession
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry
-    from .index.search import SearchIndex
+    from .index.search import Hit, RefreshReport, SearchIndex
+    from .query import RecordQuery
     from .sync import SyncReport
     from .transaction import WriteTransaction
     from .transfer import ImportResult, RecordExport
@@ -385,7 +386,7 @@ class Store:
 
     # ------------------------------------------------------------------ listing
 
-    def refresh(self, meanwhile: Callable[[], object] | None = None):
+    def refresh(self, meanwhile: Callable[[], object] | None = None) -> RefreshReport:
         """Bring the search index in step with the files; warns about files it skipped."""
         self.recover()
         report = self.index.refresh(meanwhile)
@@ -393,7 +394,9 @@ class Store:
             self.warn(f"warning: skipped {problem}")
         return report
 
-    def list(self, query=None, *, at: str | int | None = None, **filters: Any) -> list[Record]:
+    def list(
+        self, query: RecordQuery | None = None, *, at: str | int | None = None, **filters: Any
+    ) -> list[Record]:
         """Records in the contract's order: active first, priority, urgency, newest, id.
 
         ``at`` (a git revision or a time) answers from git's tree at that point instead.
@@ -410,13 +413,13 @@ class Store:
             return list_at(self.git, at, query, warn=self.warn)
         return [hit.record for hit in self._fresh(query, scored=False)]
 
-    def _fresh(self, query, scored: bool):
+    def _fresh(self, query: RecordQuery, scored: bool) -> list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.
 
         The query runs while the freshness check's finds do (on two cores their time is
         hidden), and its answer is kept when no record file changed since the last check.
         """
-        early: list = []
+        early: list[list[Hit]] = []
 
         def meanwhile() -> None:
             try:
@@ -429,9 +432,9 @@ class Store:
             return early[0]
         return self.index.search(query) if scored else self.index.list(query)
 
-    def search(self, text: str, query=None, **filters: Any):
+    def search(self, text: str, query: RecordQuery | None = None, **filters: Any) -> list[Hit]:
         """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
-        from .index.search import RecordQuery
+        from .query import RecordQuery
 
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
@@ -442,7 +445,8 @@ class Store:
             return []
         return self._fresh(query, scored=True)
 
-    def rebuild_index(self):
+    def rebuild_index(self) -> RefreshReport:
+        """Build the search index from scratch from the record files."""
         self.recover()
         report = self.index.rebuild()
         for problem in report.broken.values():
@@ -767,7 +771,7 @@ class Store:
         return info
 
 
-def _check_query(query) -> None:
+def _check_query(query: RecordQuery) -> None:
     from .record import KINDS, has_undecodable, validate_scope
 
     if query.status not in ("active", "archived", "superseded", "all"):

@@ -163,12 +163,27 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @cli.command("export")
     @common
     def export(as_json, store_path) -> None:
-        """Every record, any status, as JSON Lines (one record object per line), in id order."""
+        """Every record, any status, as JSON Lines (one record object per line), in id order.
+
+        A record file that cannot be read is skipped with a warning, and the export then exits
+        4 (as lantern check does) after writing every other record: a partial backup must not
+        pass for a whole one.
+        """
         import json
 
+        from ..errors import CheckFailed
+
         out = sys.stdout
-        for record in open_store(store_path).export_records():
+        export = open_store(store_path).export_records()
+        for record in export:
             out.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        if export.skipped:
+            count = len(export.skipped)
+            raise CheckFailed(
+                f"the export left out {count} record file{'s' if count != 1 else ''} that "
+                "cannot be read (named above; lantern check says why); every other record "
+                "was written"
+            )
 
     @cli.command("import")
     @click.argument("source", metavar="FILE|-")
