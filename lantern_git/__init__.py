@@ -13,6 +13,7 @@ Heavy modules (pygit2, whoosh) are imported when first used, so importing this i
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -20,13 +21,20 @@ __version__ = "0.1.0"
 __all__ = [
     "AmbiguousId",
     "CheckFailed",
+    "CheckReport",
+    "HistoryEntry",
+    "Hit",
     "InvalidInput",
     "LanternError",
+    "LogEntry",
     "NotFound",
+    "OperationLog",
     "Record",
+    "RecordHistory",
     "RecordQuery",
     "Store",
     "StoreError",
+    "SyncReport",
     "ValidationError",
     "__version__",
 ]
@@ -42,22 +50,36 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .index.search import RecordQuery
+    from .checker import CheckReport
+    from .history import HistoryEntry, LogEntry, OperationLog, RecordHistory
+    from .query import Hit, RecordQuery
     from .record import Record
     from .store import Store
+    from .sync import SyncReport
+
+# The public classes and the module that defines each, imported on first use.
+_LAZY = {
+    "Store": ".store",
+    "Record": ".record",
+    "RecordQuery": ".query",
+    "Hit": ".query",
+    "HistoryEntry": ".history",
+    "LogEntry": ".history",
+    "RecordHistory": ".history",
+    "OperationLog": ".history",
+    "SyncReport": ".sync",
+    "CheckReport": ".checker",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Store":
-        from .store import Store
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-        return Store
-    if name == "Record":
-        from .record import Record
 
-        return Record
-    if name == "RecordQuery":
-        from .index.search import RecordQuery
-
-        return RecordQuery
-    raise AttributeError(name)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -76,6 +76,27 @@ class HistoryEntry(LogEntry):
         return data
 
 
+@dataclass
+class RecordHistory:
+    """``memory history``'s answer: a record's full id and the commits that changed it."""
+
+    id: str
+    entries: list[HistoryEntry]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "history": [entry.to_dict() for entry in self.entries]}
+
+
+@dataclass
+class OperationLog:
+    """``lantern log``'s answer: the store's recent operations, newest first."""
+
+    entries: list[LogEntry]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"log": [entry.to_dict() for entry in self.entries]}
+
+
 def _entry(commit: pygit2.Commit, cls=LogEntry, **extra: Any):
     trailers = parse_trailers(commit.message)
     author = commit.author

@@ -1,15 +1,21 @@
-"""Record filters and the contract's list order, with no index behind them.
+"""Record filters, the contract's list order and a found record, with no index behind them.
 
 The search index answers queries through Whoosh; answers built from git trees (``list --at``)
-use the same :class:`RecordQuery` and :func:`sort_key` here, without importing Whoosh.
+use the same :class:`RecordQuery` and :func:`sort_key` here, without importing Whoosh. The CLI's
+flags and the MCP tools' arguments become a query through one function,
+:meth:`RecordQuery.from_options`, so the two front ends cannot drift apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .fields import MAX_TIMESTAMP
-from .record import Record
+from .fields import DEFAULT_STATUS, MAX_TIMESTAMP
+
+if TYPE_CHECKING:
+    from .record import Record
 
 
 def order_key(record: Record) -> int:
@@ -23,7 +29,7 @@ def order_key(record: Record) -> int:
     )
 
 
-def sort_key(record: Record) -> tuple:
+def sort_key(record: Record) -> tuple[int, str]:
     """The same order as :func:`order_key`, for lists built outside the index."""
     return (order_key(record), record.id)
 
@@ -34,7 +40,7 @@ class RecordQuery:
 
     scopes: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    status: str = "active"
+    status: str = DEFAULT_STATUS
     min_priority: int | None = None
     min_urgency: int | None = None
     text: str | None = None
@@ -42,6 +48,39 @@ class RecordQuery:
     limit: int | None = None
     offset: int = 0
     now: int | None = None
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        scope: Iterable[str] | str | None = (),
+        kind: Iterable[str] | str | None = (),
+        status: str | None = DEFAULT_STATUS,
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        query: str | None = None,
+        include_expired: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> RecordQuery:
+        """The query a front end's options describe, under the names both use: the CLI's
+        ``--scope``/``--kind`` (repeatable), ``--status``, ``--min-priority``, ``--query``, ...
+        and the MCP list and search tools' arguments of the same names.
+
+        Values are checked by the store when the query runs, so both front ends give the same
+        errors. ``query`` filters a list by keywords; a search takes its text separately.
+        """
+        return cls(
+            scopes=_strings(scope),
+            kinds=_strings(kind),
+            status=DEFAULT_STATUS if status is None else status,
+            min_priority=min_priority,
+            min_urgency=min_urgency,
+            text=query or None,
+            include_expired=bool(include_expired),
+            limit=limit,
+            offset=offset,
+        )
 
     def matches(self, record: Record) -> bool:
         """The same filters applied to one record (for answers that do not use the index)."""
@@ -56,6 +95,29 @@ class RecordQuery:
         if self.min_urgency is not None and record.urgency < self.min_urgency:
             return False
         return self.include_expired or not record.is_expired(self.now)
+
+
+@dataclass
+class Hit:
+    """A record that list or search found; search gives each its relevance ``score``."""
+
+    record: Record
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record object with ``"score"`` added (contract §6)."""
+        data = self.record.to_dict()
+        data["score"] = self.score
+        return data
+
+
+def _strings(value: Iterable[str] | str | None) -> tuple[str, ...]:
+    # tuple("user:ana") would filter by each character: one string is one value.
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
 
 
 def _scope_matches(pattern: str, scope: str) -> bool:

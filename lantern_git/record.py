@@ -31,11 +31,12 @@ from .fields import (  # noqa: F401 - re-exported for library users
     MAX_TIMESTAMP,
     OPTIONAL_FIELDS,
     RECORD_KEYS,
+    SCOPE_PATTERN,
     STATUSES,
 )
 
 ID_RE = re.compile(r"[0-9a-f]{16}")
-SCOPE_RE = re.compile(r"global|[A-Za-z0-9_.\-]+:[^\s:*][^\s*]*")
+SCOPE_RE = re.compile(SCOPE_PATTERN)
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Lone surrogates: what undecodable bytes in argv or a file name become; not encodable as UTF-8.
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")

@@ -26,6 +26,7 @@ from .errors import (
     UnsupportedFormat,
     ValidationError,
 )
+from .fields import UNSET
 from .lock import WriterLock
 from .record import (
     ID_RE,
@@ -54,14 +55,6 @@ MARKER = "lantern.yaml"
 STATE_DIR = ".lantern"
 GITIGNORE_LINE = "/.lantern/"
 ACTORS = ("cli", "mcp", "api", "sync")
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
 
 
 def default_store_path() -> str:

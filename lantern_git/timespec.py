@@ -1,4 +1,8 @@
-"""Parsing the times users type: unix seconds, ISO 8601, or a duration from now."""
+"""Parsing the times users type: unix seconds, ISO 8601, or a duration from now.
+
+The CLI's ``--expires-at`` and the MCP tools' ``expires_at`` both go through
+:func:`parse_expiry`, so they accept the same texts and fail with the same message.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import time
 from datetime import datetime, timezone
 
 from .errors import InvalidInput
+from .fields import Unset
 
 _RELATIVE = re.compile(r"([+-])(\d+)([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -39,3 +44,19 @@ def parse_time(text: str, *, name: str = "time", now: int | None = None) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp())
+
+
+def parse_expiry(
+    value: int | str | Unset | None, *, name: str = "expires_at", now: int | None = None
+) -> int | Unset | None:
+    """An expiry as a front end received it, in the form the library takes.
+
+    Text is parsed by :func:`parse_time`, except ``none`` (any case), which means no expiry,
+    as ``None`` does (``update`` clears it). Numbers are passed on for the library to check,
+    and :data:`~lantern_git.fields.UNSET` (the option was not given) stays UNSET.
+    """
+    if isinstance(value, str):
+        if value.strip().lower() == "none":
+            return None
+        return parse_time(value, name=name, now=now)
+    return value

@@ -60,7 +60,7 @@ from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E40
 
 from ..errors import StoreError  # noqa: E402
 from ..fields import STATUSES  # noqa: E402
-from ..query import RecordQuery, order_key  # noqa: E402
+from ..query import Hit, RecordQuery, order_key  # noqa: E402
 from ..record import Record  # noqa: E402
 from ..recordfile import MEMORY_DIR, read_record_file, record_files  # noqa: E402
 
@@ -101,12 +101,6 @@ def _schema() -> Schema:
         doc=STORED,
         digest=STORED,
     )
-
-
-@dataclass
-class Hit:
-    record: Record
-    score: float | None = None
 
 
 @dataclass
