@@ -794,3 +794,66 @@ def test_agent_policy_example_runs(store_path):
     ]
     assert all("weight" in c for c in chosen)
     assert snapshot(store_path) == before
+
+
+# ---------------------------------------------------------------------------- one description
+
+
+def test_schemas_come_from_the_field_table_and_the_librarys_defaults():
+    import inspect
+
+    from lantern_git.fields import FIELDS
+    from lantern_git.mcp.server import TOOLS_BY_NAME
+    from lantern_git.record import SCOPE_RE
+    from lantern_git.store import Store
+
+    add = TOOLS_BY_NAME["lantern_memory_add"].input_schema["properties"]
+    library = inspect.signature(Store.add).parameters
+    for name in ("scope", "priority", "urgency", "confidence"):
+        assert add[name]["default"] == library[name].default == FIELDS[name].default
+    # The scope an agent is told to send is the one the library accepts.
+    assert add["scope"]["pattern"] == f"^({SCOPE_RE.pattern})$"
+    for name in ("lantern_memory_add", "lantern_memory_supersede", "lantern_memory_update"):
+        properties = TOOLS_BY_NAME[name].input_schema["properties"]
+        for field, spec in properties.items():
+            if field in FIELDS and FIELDS[field].minimum is not None:
+                assert spec["minimum"] == FIELDS[field].minimum, (name, field)
+    record_properties = TOOLS_BY_NAME["lantern_memory_show"].output_schema["properties"]
+    assert list(record_properties) == list(RECORD_KEYS)
+
+
+def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_path):
+    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
+
+    runner = ToolRunner(StoreTarget(str(store_path)))
+
+    def call(name: str, **arguments) -> dict:
+        outcome = runner.run(name, arguments)
+        assert not outcome.is_error, outcome.value
+        jsonschema.validate(outcome.value, TOOLS_BY_NAME[name].output_schema)
+        return outcome.value
+
+    old = call(
+        "lantern_memory_add",
+        content="Ana likes tea.",
+        kind="preference",
+        scope="user:ana",
+        expires_at="+7d",
+        source_refs=["session:1"],
+    )
+    assert isinstance(old["expires_at"], int)
+    new = call("lantern_memory_supersede", id=old["id"], content="Ana likes green tea.")
+    assert new["supersedes_id"] == old["id"] and new["expires_at"] is None
+    assert call("lantern_memory_update", id=new["id"], expires_at="2030-01-01")["expires_at"]
+    assert call("lantern_memory_update", id=new["id"], expires_at=" None ")["expires_at"] is None
+    call("lantern_memory_update", id=new["id"], expires_at=1900000000)
+    assert call("lantern_memory_update", id=new["id"], expires_at=None)["expires_at"] is None
+    listed = call("lantern_memory_list", status="all", scope="user:*")
+    assert [r["id"] for r in listed["records"]] == [new["id"], old["id"]]
+    hits = call("lantern_memory_search", query="tea", status="all", fields=["id", "score"])
+    assert {h["id"] for h in hits["records"]} == {old["id"], new["id"]}
+    call("lantern_memory_show", id=new["id"][:6])
+    call("lantern_memory_archive", id=new["id"])
+    call("lantern_memory_restore", id=new["id"])
+    history = call("lantern_memory_history", id=old["id"][:6])
+    assert history["id"] == old["id"] and history["history"][0]["op"] == "supersede"

@@ -21,22 +21,18 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, LanternError
-from ..fields import (
-    KINDS,
-    MAX_CONTENT_BYTES,
-    MAX_SCOPE_CHARS,
-    MAX_SOURCE_REF_CHARS,
-    MAX_SOURCE_REFS,
-    MAX_TIMESTAMP,
-    RECORD_KEYS,
-    STATUSES,
-)
+from ..fields import DEFAULT_LIMIT, DEFAULT_STATUS, FIELDS, RECORD_KEYS, UNSET
+from ..query import RecordQuery
+from ..timespec import parse_expiry
+
+if TYPE_CHECKING:
+    from ..record import Record
+    from ..store import Store
 
 SERVER_NAME = "lantern"
-DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 INSTRUCTIONS = (
@@ -51,72 +47,20 @@ INSTRUCTIONS = (
 )
 
 # ---------------------------------------------------------------------------- schemas
+# Built from the field table in fields.py, where each record field's type, range, pattern,
+# default and description is written once; only the tools' own arguments are spelled out here.
 
 _ID_PREFIX = {
     "type": "string",
     "pattern": "^[0-9a-fA-F]{4,16}$",
     "description": "A record id (16 hex digits) or a unique prefix of at least 4.",
 }
-_KIND = {"type": "string", "enum": list(KINDS)}
-_SCOPE = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": MAX_SCOPE_CHARS,
-    "pattern": r"^(global|[A-Za-z0-9_.\-]+:[^\s:*][^\s*]*)$",
-    "description": "'global', or 'namespace:name' such as 'user:ana' or 'project:lantern'.",
-}
-_PERCENT = {"type": "integer", "minimum": 0, "maximum": 100}
-_CONFIDENCE = {"type": "number", "minimum": 0.0, "maximum": 1.0}
-_TIME = {
-    "type": ["integer", "string"],
-    "minimum": 0,
-    "maximum": MAX_TIMESTAMP,
-    "description": (
-        "When the record stops being current: unix seconds, an ISO 8601 date or time "
-        "('2026-12-31', '2026-12-31T08:00:00Z', UTC when no offset is given) or a duration "
-        "from now ('+2h', '+7d')."
-    ),
-}
-_CONTENT = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": MAX_CONTENT_BYTES,
-    "description": (
-        f"The memory itself, as text (markdown is fine); at most {MAX_CONTENT_BYTES} bytes of "
-        "UTF-8. Whitespace at either end is trimmed."
-    ),
-}
-_SOURCE_REFS = {
-    "type": "array",
-    "maxItems": MAX_SOURCE_REFS,
-    "items": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_REF_CHARS},
-    "description": "References to evidence: a source, chunk, session or commit; one line each.",
-}
 _REASON = {
     "type": "string",
     "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
 }
 
-
-def _with(schema: dict, **extra: Any) -> dict:
-    return {**schema, **extra}
-
-
-_RECORD_PROPERTIES: dict[str, dict] = {
-    "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-    "kind": _KIND,
-    "scope": {"type": "string"},
-    "status": {"type": "string", "enum": list(STATUSES)},
-    "priority": _PERCENT,
-    "urgency": _PERCENT,
-    "confidence": _CONFIDENCE,
-    "created_at": {"type": "integer"},
-    "updated_at": {"type": "integer"},
-    "expires_at": {"type": ["integer", "null"]},
-    "supersedes_id": {"type": ["string", "null"]},
-    "source_refs": {"type": "array", "items": {"type": "string"}},
-    "content": {"type": "string"},
-}
+_RECORD_PROPERTIES: dict[str, dict] = {name: spec.value_schema() for name, spec in FIELDS.items()}
 
 RECORD_SCHEMA = {
     "type": "object",
@@ -182,8 +126,14 @@ HISTORY_SCHEMA = {
 }
 
 
+def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
+    """A record field's input schema from the table, with ``changes`` (a description, a type)."""
+    return {**FIELDS[name].input_schema(default=default), **changes}
+
+
 def _filter_properties(search: bool) -> dict[str, dict]:
     fields = [*RECORD_KEYS, "score"] if search else list(RECORD_KEYS)
+    scope, status = FIELDS["scope"], FIELDS["status"]
     properties: dict[str, dict] = {}
     if search:
         properties["query"] = {
@@ -195,7 +145,12 @@ def _filter_properties(search: bool) -> dict[str, dict]:
         {
             "scope": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS},
+                # Not the scope pattern: a trailing * matches a prefix.
+                "items": {
+                    "type": "string",
+                    "minLength": scope.min_length,
+                    "maxLength": scope.max_length,
+                },
                 "description": (
                     "Only records in one of these scopes; a trailing * matches a prefix "
                     "('user:*'). Default: every scope."
@@ -203,17 +158,23 @@ def _filter_properties(search: bool) -> dict[str, dict]:
             },
             "kind": {
                 "type": "array",
-                "items": _KIND,
+                "items": FIELDS["kind"].value_schema(),
                 "description": "Only records of one of these kinds. Default: every kind.",
             },
             "status": {
-                "type": "string",
-                "enum": [*STATUSES, "all"],
-                "default": "active",
+                **status.value_schema(),
+                "enum": [*(status.enum or ()), "all"],
+                "default": DEFAULT_STATUS,
                 "description": "Only records with this status, or 'all'.",
             },
-            "min_priority": _with(_PERCENT, description="Only records with priority >= this."),
-            "min_urgency": _with(_PERCENT, description="Only records with urgency >= this."),
+            "min_priority": {
+                **FIELDS["priority"].value_schema(),
+                "description": "Only records with priority >= this.",
+            },
+            "min_urgency": {
+                **FIELDS["urgency"].value_schema(),
+                "description": "Only records with urgency >= this.",
+            },
         }
     )
     if not search:
@@ -267,28 +228,40 @@ def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
 
 def _add_properties(defaults: bool) -> dict[str, dict]:
     """What add takes (with the library's defaults), or supersede (the old record's values)."""
-    import inspect
 
-    from ..store import Store
+    def inherited(name: str) -> dict:
+        described = f"{FIELDS[name].description} Default: the old record's {name}."
+        return _field(name, default=False, description=described.strip())
 
-    add_defaults = inspect.signature(Store.add).parameters
+    properties = {
+        name: _field(name) if defaults else inherited(name)
+        for name in ("kind", "scope", "priority", "urgency", "confidence")
+    }
+    properties.update(
+        {
+            "expires_at": _field("expires_at"),
+            "source_refs": _field("source_refs"),
+            "reason": _REASON,
+        }
+    )
+    return properties
 
-    def default(name: str, schema: dict) -> dict:
-        if defaults:
-            return _with(schema, default=add_defaults[name].default)
-        inherited = f"Default: the old record's {name}."
-        return _with(schema, description=f"{schema.get('description', '')} {inherited}".strip())
 
+def _update_properties() -> dict[str, dict]:
+    expires_at = FIELDS["expires_at"]
     return {
-        "kind": _KIND if defaults else default("kind", _KIND),
-        "scope": default("scope", _SCOPE),
-        "priority": default("priority", _with(_PERCENT, description="0-100, higher first.")),
-        "urgency": default("urgency", _with(_PERCENT, description="0-100, higher first.")),
-        "confidence": default(
-            "confidence", _with(_CONFIDENCE, description="0.0-1.0: how sure the caller is.")
+        "id": _ID_PREFIX,
+        "priority": _field("priority", default=False),
+        "urgency": _field("urgency", default=False),
+        "confidence": _field("confidence", default=False),
+        "expires_at": _field(
+            "expires_at",
+            type=[expires_at.type, *expires_at.accepts, "null"],
+            description=f"{expires_at.description} null clears the expiry.",
         ),
-        "expires_at": _TIME,
-        "source_refs": _SOURCE_REFS,
+        "add_source_refs": _field(
+            "source_refs", description="Source refs to append (duplicates are skipped)."
+        ),
         "reason": _REASON,
     }
 
@@ -306,34 +279,34 @@ class ToolSpec:
     read_only: bool
     destructive: bool
     idempotent: bool
-    call: Callable[[Any, dict], tuple[dict, str | None]]
+    call: Callable[[Store, dict], tuple[dict, str | None]]
 
 
-def _record_result(store, record) -> tuple[dict, str | None]:
+def _record_result(store: Store, record: Record) -> tuple[dict, str | None]:
     return record.to_dict(), store.last_commit
 
 
-def _add(store, args: dict) -> tuple[dict, str | None]:
+def _add(store: Store, args: dict) -> tuple[dict, str | None]:
     # Options not given are left to the library's defaults, the same ones the CLI shows.
     options = {k: v for k, v in args.items() if k != "content"}
     if "expires_at" in options:
-        options["expires_at"] = _time(options["expires_at"])
+        options["expires_at"] = parse_expiry(options["expires_at"])
     return _record_result(store, store.add(args["content"], **options))
 
 
-def _show(store, args: dict) -> tuple[dict, str | None]:
+def _show(store: Store, args: dict) -> tuple[dict, str | None]:
     return store.get(args["id"]).to_dict(), None
 
 
-def _archive(store, args: dict) -> tuple[dict, str | None]:
+def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
     return _record_result(store, store.archive(args["id"], reason=args.get("reason")))
 
 
-def _restore(store, args: dict) -> tuple[dict, str | None]:
+def _restore(store: Store, args: dict) -> tuple[dict, str | None]:
     return _record_result(store, store.restore(args["id"], reason=args.get("reason")))
 
 
-def _supersede(store, args: dict) -> tuple[dict, str | None]:
+def _supersede(store: Store, args: dict) -> tuple[dict, str | None]:
     record = store.supersede(
         args["id"],
         args["content"],
@@ -342,49 +315,36 @@ def _supersede(store, args: dict) -> tuple[dict, str | None]:
         priority=args.get("priority"),
         urgency=args.get("urgency"),
         confidence=args.get("confidence"),
-        expires_at=_time(args.get("expires_at")),
+        expires_at=parse_expiry(args.get("expires_at")),
         source_refs=args.get("source_refs", ()),
         reason=args.get("reason"),
     )
     return _record_result(store, record)
 
 
-def _update(store, args: dict) -> tuple[dict, str | None]:
-    from ..store import UNSET
-
-    expiry: Any = UNSET
-    if "expires_at" in args:
-        value = args["expires_at"]
-        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
-            expiry = None
-        else:
-            expiry = _time(value)
+def _update(store: Store, args: dict) -> tuple[dict, str | None]:
     record = store.update(
         args["id"],
         priority=args.get("priority"),
         urgency=args.get("urgency"),
         confidence=args.get("confidence"),
-        expires_at=expiry,
+        # Left out keeps the expiry; null (or "none") clears it.
+        expires_at=parse_expiry(args.get("expires_at", UNSET)),
         add_source_refs=args.get("add_source_refs", ()),
         reason=args.get("reason"),
     )
     return _record_result(store, record)
 
 
-def _query(args: dict, limit: int):
-    from ..query import RecordQuery
-
-    return RecordQuery(
-        scopes=tuple(args.get("scope", ())),
-        kinds=tuple(args.get("kind", ())),
-        status=args.get("status", "active"),
-        min_priority=args.get("min_priority"),
-        min_urgency=args.get("min_urgency"),
-        include_expired=args.get("include_expired", False),
-        # One more than asked tells whether another page follows, without counting them all.
-        limit=limit + 1,
-        offset=args.get("offset", 0),
-    )
+def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
+    """The list or search filters in ``args``; a search's ``query`` is its text, not a filter."""
+    options = {
+        k: v
+        for k, v in args.items()
+        if k not in ("fields", "limit") and not (search and k == "query")
+    }
+    # One more than asked tells whether another page follows, without counting them all.
+    return RecordQuery.from_options(**options, limit=limit + 1)
 
 
 def _page(items: list[dict], args: dict, limit: int) -> dict:
@@ -412,36 +372,23 @@ def _limit(args: dict) -> int:
     return limit
 
 
-def _list(store, args: dict) -> tuple[dict, str | None]:
+def _list(store: Store, args: dict) -> tuple[dict, str | None]:
     limit = _limit(args)
-    query = _query(args, limit)
-    query.text = args.get("query") or None
-    records = store.list(query)
+    records = store.list(_query(args, limit, search=False))
     return _page([r.to_dict() for r in records], args, limit), None
 
 
-def _search(store, args: dict) -> tuple[dict, str | None]:
-    from ..render import to_jsonable
-
+def _search(store: Store, args: dict) -> tuple[dict, str | None]:
     limit = _limit(args)
-    hits = store.search(args["query"], _query(args, limit))
-    return _page(to_jsonable(hits), args, limit), None
+    hits = store.search(args["query"], _query(args, limit, search=True))
+    return _page([hit.to_dict() for hit in hits], args, limit), None
 
 
-def _history(store, args: dict) -> tuple[dict, str | None]:
-    from ..render import history_document
+def _history(store: Store, args: dict) -> tuple[dict, str | None]:
+    from ..history import RecordHistory
 
     record_id = store.resolve_id(args["id"])
-    return history_document(record_id, store.history(record_id)), None
-
-
-def _time(value: Any) -> int | None:
-    """Unix seconds as given, or parsed from the texts the CLI's --expires-at accepts."""
-    if value is None or not isinstance(value, str):
-        return value
-    from ..timespec import parse_time
-
-    return parse_time(value, name="expires_at")
+    return RecordHistory(record_id, store.history(record_id)).to_dict(), None
 
 
 _WRITE_NOTE = (
@@ -461,7 +408,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "with other records: to replace a record, use lantern_memory_supersede." + _WRITE_NOTE
         ),
         input_schema=_object(
-            {"content": _CONTENT, **_add_properties(defaults=True)}, ("content", "kind")
+            {"content": _field("content"), **_add_properties(defaults=True)}, ("content", "kind")
         ),
         output_schema=RECORD_SCHEMA,
         read_only=False,
@@ -557,7 +504,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "again fails with invalid_state and changes nothing." + _WRITE_NOTE
         ),
         input_schema=_object(
-            {"id": _ID_PREFIX, "content": _CONTENT, **_add_properties(defaults=False)},
+            {"id": _ID_PREFIX, "content": _field("content"), **_add_properties(defaults=False)},
             ("id", "content"),
         ),
         output_schema=RECORD_SCHEMA,
@@ -576,21 +523,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "a record already has changes nothing." + _WRITE_NOTE
         ),
         input_schema=_object(
-            {
-                "id": _ID_PREFIX,
-                "priority": _with(_PERCENT, description="0-100, higher first."),
-                "urgency": _with(_PERCENT, description="0-100, higher first."),
-                "confidence": _with(_CONFIDENCE, description="0.0-1.0."),
-                "expires_at": _with(
-                    _TIME,
-                    type=["integer", "string", "null"],
-                    description=_TIME["description"] + " null clears the expiry.",
-                ),
-                "add_source_refs": _with(
-                    _SOURCE_REFS, description="Source refs to append (duplicates are skipped)."
-                ),
-                "reason": _REASON,
-            },
+            _update_properties(),
             ("id",),
         ),
         output_schema=RECORD_SCHEMA,
