@@ -14,7 +14,8 @@ from conftest import git, snapshot
 
 from lantern_git.cli import cli
 from lantern_git.fields import RECORD_KEYS
-from lantern_git.record import compute_id, record_path
+from lantern_git.record import compute_id
+from lantern_git.recordfile import record_path
 
 RECORD_KEY_LIST = list(RECORD_KEYS)
 STATUS_KEYS = [
@@ -470,3 +471,32 @@ def test_author_option_and_environment(run, store_path, monkeypatch):
     assert author() == "Env Bot <bot@x.org>"
     assert run("memory", "add", "c", "--kind", "fact", "--author", "Ana <ana@x.org>").exit_code == 0
     assert author() == "Ana <ana@x.org>"
+
+
+def test_expires_at_none_means_no_expiry_for_every_write(run):
+    added = one_json(run("memory", "add", "Ships Friday.", "--kind", "fact", "--json"))
+    dated = one_json(run("memory", "update", added["id"], "--expires-at", "+2h", "--json"))
+    assert isinstance(dated["expires_at"], int)
+    # Leaving --expires-at out keeps it; "none" in any case clears it.
+    kept = one_json(run("memory", "update", added["id"], "--priority", "60", "--json"))
+    assert kept["expires_at"] == dated["expires_at"]
+    cleared = one_json(run("memory", "update", added["id"], "--expires-at", "NONE", "--json"))
+    assert cleared["expires_at"] is None
+    new = one_json(
+        run("memory", "supersede", added["id"], "Ships Monday.", "--expires-at", "none", "--json")
+    )
+    assert new["expires_at"] is None
+    bad = run("memory", "update", new["id"], "--expires-at", "soon", "--json")
+    assert bad.exit_code == 2 and _error_json(bad)["code"] == "invalid_time"
+
+
+def test_list_filters_are_the_same_query_as_mcps(run):
+    from lantern_git.query import RecordQuery
+
+    run("memory", "add", "Ana likes tea.", "--kind", "preference", "--scope", "user:ana")
+    run("memory", "add", "Bo likes coffee.", "--kind", "fact", "--scope", "user:bo")
+    listed = one_json(run("memory", "list", "--scope", "user:*", "--kind", "preference", "--json"))
+    assert [r["content"] for r in listed] == ["Ana likes tea."]
+    # One string is one scope, not one per character.
+    assert RecordQuery.from_options(scope="user:ana").scopes == ("user:ana",)
+    assert RecordQuery.from_options(query="", status=None) == RecordQuery()

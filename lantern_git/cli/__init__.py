@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from .. import __version__
+from .. import __version__, render
+from ..fields import UNSET
+from . import support
 from .support import (
     LanternGroup,
     add_options,
@@ -14,10 +19,13 @@ from .support import (
     parse_time_option,
     read_content,
     reason_option,
-    record_query,
     store_option,
     writer,
 )
+
+if TYPE_CHECKING:
+    from ..record import Record
+    from ..store import Store
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,55 +53,14 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
     target = path or store_path or os.getcwd()
     store = Store(target, create_on_write=True, actor="cli", author=author)
     result = store.initialize()
-    value = {
-        "path": result.path,
-        "created_repository": result.created_repo,
-        "committed": result.committed,
-        "commit": result.commit,
-        "registered_merge_driver": result.registered_merge_driver,
-    }
-
-    def text(v):
-        if not v["committed"]:
-            if v["registered_merge_driver"]:
-                # A fresh clone: its files are a store already, but git config is not cloned.
-                return [f"{v['path']} is a lantern store; registered its record merge driver"]
-            return [f"{v['path']} is already a lantern store"]
-        return [f"Initialized lantern store in {v['path']}"]
-
-    render.emit(value, as_json, text)
+    render.emit(render.init_document(result), as_json, render.init_lines)
 
 
 @cli.command()
 @common
 def status(as_json: bool, store_path: str | None) -> None:
     """Store path, format, record counts, index state, branch and upstream."""
-    from .. import render
-
-    info = open_store(store_path).status()
-
-    def text(v):
-        if not v["exists"]:
-            return [f"store:    {v['path']} (not created yet; the first write creates it)"]
-        lines = [
-            f"store:    {v['path']}",
-            f"format:   {v['format']}",
-            f"records:  {v['records']}",
-        ]
-        if v["by_status"]:
-            lines.append("  " + ", ".join(f"{k} {n}" for k, n in v["by_status"].items()))
-        if v["by_kind"]:
-            lines.append("  " + ", ".join(f"{k} {n}" for k, n in v["by_kind"].items()))
-        if v["broken_files"]:
-            lines.append(f"broken:   {v['broken_files']} file(s); run lantern check")
-        lines.append(f"index:    {v['index']}")
-        branch = v["branch"] or "(detached HEAD)"
-        if v["upstream"]:
-            branch += f" -> {v['upstream']} (ahead {v['ahead']}, behind {v['behind']})"
-        lines.append(f"branch:   {branch}")
-        return lines
-
-    render.emit(info, as_json, text)
+    render.emit(support.open_store(store_path).status(), as_json, render.status_lines)
 
 
 @cli.group()
@@ -101,17 +68,14 @@ def memory() -> None:
     """Add, list, search and change memory records."""
 
 
-def _emit_record(store, record, as_json: bool, verb) -> None:
+def _emit_record(
+    store: Store,
+    record: Record,
+    as_json: bool,
+    verb: str | Callable[[render.ShortIds], str] | None,
+) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    from .. import render
-
-    short = render.ShortIds(store.root)
-    if callable(verb):
-        verb = verb(short)
-    if verb is None:
-        render.emit(record, as_json, render.record_lines)
-    else:
-        render.emit(record, as_json, lambda r: render.write_line(verb, r, short))
+    render.emit_record(record, as_json, store.root, verb)
 
 
 @memory.command("add")
@@ -164,40 +128,34 @@ def memory_add(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @common
-def memory_list(as_json, store_path, at, **filters) -> None:
+def memory_list(as_json: bool, store_path: str | None, at: str | None, **filters: Any) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
-    from .. import render
+    from ..query import RecordQuery
 
-    store = open_store(store_path)
-    records = store.list(record_query(**filters), at=at)
-    short = render.ShortIds(store.root)
-    render.emit(records, as_json, lambda rs: render.table(rs, short))
+    store = support.open_store(store_path)
+    records = store.list(RecordQuery.from_options(**filters), at=at)
+    render.emit_records(records, as_json, store.root)
 
 
 @memory.command("search")
 @click.argument("query")
 @filter_options
 @common
-def memory_search(query, as_json, store_path, **filters) -> None:
+def memory_search(query: str, as_json: bool, store_path: str | None, **filters: Any) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
-    from .. import render
+    from ..query import RecordQuery
 
-    store = open_store(store_path)
-    hits = store.search(query, record_query(**filters))
-    short = render.ShortIds(store.root)
-    render.emit(
-        hits,
-        as_json,
-        lambda hs: render.table([h.record for h in hs], short, [h.score for h in hs]),
-    )
+    store = support.open_store(store_path)
+    hits = store.search(query, RecordQuery.from_options(**filters))
+    render.emit_hits(hits, as_json, store.root)
 
 
 @memory.command("show")
 @click.argument("record_id", metavar="ID")
 @common
-def memory_show(record_id, as_json, store_path) -> None:
+def memory_show(record_id: str, as_json: bool, store_path: str | None) -> None:
     """One record, with every field."""
-    store = open_store(store_path)
+    store = support.open_store(store_path)
     _emit_record(store, store.get(record_id), as_json, None)
 
 
@@ -205,9 +163,11 @@ def memory_show(record_id, as_json, store_path) -> None:
 @click.argument("record_id", metavar="ID")
 @reason_option
 @writer
-def memory_archive(record_id, reason, as_json, store_path, author) -> None:
+def memory_archive(
+    record_id: str, reason: str | None, as_json: bool, store_path: str | None, author: str | None
+) -> None:
     """Mark a record archived. Nothing is deleted."""
-    store = open_store(store_path, author)
+    store = support.open_store(store_path, author)
     record = store.archive(record_id, reason=reason)
     _emit_record(store, record, as_json, "archived" if store.last_commit else "unchanged")
 
@@ -216,9 +176,11 @@ def memory_archive(record_id, reason, as_json, store_path, author) -> None:
 @click.argument("record_id", metavar="ID")
 @reason_option
 @writer
-def memory_restore(record_id, reason, as_json, store_path, author) -> None:
+def memory_restore(
+    record_id: str, reason: str | None, as_json: bool, store_path: str | None, author: str | None
+) -> None:
     """Make an archived or superseded record active again."""
-    store = open_store(store_path, author)
+    store = support.open_store(store_path, author)
     record = store.restore(record_id, reason=reason)
     _emit_record(store, record, as_json, "restored" if store.last_commit else "unchanged")
 
@@ -230,25 +192,25 @@ def memory_restore(record_id, reason, as_json, store_path, author) -> None:
 @reason_option
 @writer
 def memory_supersede(
-    old_id,
-    content,
-    kind,
-    scope,
-    priority,
-    urgency,
-    confidence,
-    expires_at,
-    source_refs,
-    reason,
-    as_json,
-    store_path,
-    author,
+    old_id: str,
+    content: str,
+    kind: str | None,
+    scope: str | None,
+    priority: int | None,
+    urgency: int | None,
+    confidence: float | None,
+    expires_at: str | None,
+    source_refs: tuple[str, ...],
+    reason: str | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
 ) -> None:
     """Replace OLD_ID with a new record (CONTENT, or - for stdin), in one commit.
 
     Kind, scope, priority, urgency and confidence default to the old record's.
     """
-    store = open_store(store_path, author)
+    store = support.open_store(store_path, author)
     record = store.supersede(
         old_id,
         read_content(content),
@@ -275,27 +237,23 @@ def memory_supersede(
 @reason_option
 @writer
 def memory_update(
-    record_id,
-    priority,
-    urgency,
-    confidence,
-    expires_at,
-    add_source_refs,
-    reason,
-    as_json,
-    store_path,
-    author,
+    record_id: str,
+    priority: int | None,
+    urgency: int | None,
+    confidence: float | None,
+    expires_at: str | None,
+    add_source_refs: tuple[str, ...],
+    reason: str | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
 ) -> None:
     """Change a record's priority, urgency, confidence, expiry or source refs."""
-    from ..store import UNSET
+    from ..timespec import parse_expiry
 
-    if expires_at is None:
-        expiry = UNSET
-    elif expires_at.strip().lower() == "none":
-        expiry = None
-    else:
-        expiry = parse_time_option(expires_at, "expires_at")
-    store = open_store(store_path, author)
+    # An option left out is None to click; to update it means "keep", as UNSET.
+    expiry = parse_expiry(UNSET if expires_at is None else expires_at)
+    store = support.open_store(store_path, author)
     record = store.update(
         record_id,
         priority=priority,
@@ -315,20 +273,10 @@ def index_group() -> None:
 
 @index_group.command("rebuild")
 @common
-def index_rebuild(as_json, store_path) -> None:
+def index_rebuild(as_json: bool, store_path: str | None) -> None:
     """Rebuild the search index from the record files."""
-    from .. import render
-
-    report = open_store(store_path).rebuild_index()
-    value = {"indexed": report.updated, "skipped": len(report.broken)}
-    render.emit(
-        value,
-        as_json,
-        lambda v: [
-            f"indexed {v['indexed']} records"
-            + (f", skipped {v['skipped']}" if v["skipped"] else "")
-        ],
-    )
+    report = support.open_store(store_path).rebuild_index()
+    render.emit(render.rebuild_document(report), as_json, render.rebuild_lines)
 
 
 from . import lifecycle  # noqa: E402 - commands register onto the groups above

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import InvalidInput, LanternError
-from ..fields import KINDS
+from ..fields import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PRIORITY,
+    DEFAULT_SCOPE,
+    DEFAULT_STATUS,
+    DEFAULT_URGENCY,
+    KINDS,
+)
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 class LanternGroup(click.Group):
@@ -128,7 +138,9 @@ def writer(func: Callable) -> Callable:
     return common(author_option(func))
 
 
-def open_store(store_path: str | None = None, author: str | None = None, actor: str = "cli"):
+def open_store(
+    store_path: str | None = None, author: str | None = None, actor: str = "cli"
+) -> Store:
     from ..store import Store
 
     ctx = click.get_current_context(silent=True)
@@ -162,11 +174,10 @@ def read_content(content: str) -> str:
 
 
 def parse_time_option(value: str | None, name: str) -> int | None:
-    if value is None:
-        return None
-    from ..timespec import parse_time
+    """``--expires-at T`` for a new record (None when not given), as MCP's expires_at."""
+    from ..timespec import parse_expiry
 
-    return parse_time(value, name=name)
+    return parse_expiry(value, name=name)
 
 
 def add_options(defaults: bool = True) -> Callable:
@@ -183,28 +194,28 @@ def add_options(defaults: bool = True) -> Callable:
             ),
             click.option(
                 "--scope",
-                default="global" if defaults else None,
+                default=DEFAULT_SCOPE if defaults else None,
                 metavar="SCOPE",
                 help="global, or namespace:name (user:ana, project:x).",
             ),
             click.option(
                 "--priority",
                 type=int,
-                default=50 if defaults else None,
+                default=DEFAULT_PRIORITY if defaults else None,
                 metavar="N",
                 help="0-100.",
             ),
             click.option(
                 "--urgency",
                 type=int,
-                default=0 if defaults else None,
+                default=DEFAULT_URGENCY if defaults else None,
                 metavar="N",
                 help="0-100.",
             ),
             click.option(
                 "--confidence",
                 type=float,
-                default=1.0 if defaults else None,
+                default=DEFAULT_CONFIDENCE if defaults else None,
                 metavar="F",
                 help="0.0-1.0.",
             ),
@@ -230,19 +241,18 @@ def add_options(defaults: bool = True) -> Callable:
 
 
 def filter_options(func: Callable) -> Callable:
-    """The filters list and search share."""
+    """The filters list and search share, named as ``RecordQuery.from_options`` takes them."""
     options = [
         click.option(
             "--scope",
-            "scopes",
             multiple=True,
             metavar="S",
             help="A scope; user:* matches a prefix. Repeatable.",
         ),
-        click.option("--kind", "kinds", multiple=True, metavar="K", help="A kind. Repeatable."),
+        click.option("--kind", multiple=True, metavar="K", help="A kind. Repeatable."),
         click.option(
             "--status",
-            default="active",
+            default=DEFAULT_STATUS,
             show_default=True,
             metavar="STATUS",
             help="active, archived, superseded or all.",
@@ -257,18 +267,3 @@ def filter_options(func: Callable) -> Callable:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def record_query(**kwargs: Any):
-    from ..query import RecordQuery
-
-    return RecordQuery(
-        scopes=tuple(kwargs.get("scopes") or ()),
-        kinds=tuple(kwargs.get("kinds") or ()),
-        status=kwargs.get("status") or "active",
-        min_priority=kwargs.get("min_priority"),
-        min_urgency=kwargs.get("min_urgency"),
-        text=kwargs.get("query"),
-        include_expired=bool(kwargs.get("include_expired")),
-        limit=kwargs.get("limit"),
-    )

@@ -1,8 +1,9 @@
 """``lantern sync`` and the hidden ``lantern merge-file`` git merge driver.
 
-Only click and the standard library are imported at module level. The merge driver imports just
-the record merge (PyYAML), never pygit2 or the search index: git runs it once per record file
-both sides changed, holding its own index lock, so it must start fast and touch nothing else.
+Only click, the standard library and the renderer are imported at module level. The merge driver
+imports just the record merge (PyYAML), never pygit2 or the search index: git runs it once per
+record file both sides changed, holding its own index lock, so it must start fast and touch
+nothing else.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import sys
 
 import click
 
-from .support import open_store, writer
+from .. import render
+from . import support
+from .support import writer
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -25,66 +28,21 @@ def register(cli: click.Group, memory: click.Group) -> None:
 @click.argument("remote", required=False)
 @click.option("--no-push", is_flag=True, help="Fetch and merge only; do not push.")
 @writer
-def sync_command(remote, no_push, as_json, store_path, author) -> None:
+def sync_command(
+    remote: str | None, no_push: bool, as_json: bool, store_path: str | None, author: str | None
+) -> None:
     """Fetch from REMOTE, merge records field by field, push.
 
     REMOTE is a configured remote (default: the branch's upstream, else origin) or a URL or
     path. Records both sides changed are listed in the merge commit and in --json output.
     Never force-pushes; refuses to run with uncommitted hand edits.
     """
-    from .. import render
-
-    store = open_store(store_path, author)
-    report = store.sync(remote, push=not no_push)
-    render.emit(report.to_dict(), as_json, _text)
+    report = support.open_store(store_path, author).sync(remote, push=not no_push)
+    render.emit(report.to_dict(), as_json, render.sync_lines)
 
 
-def _text(value: dict) -> list[str]:
-    lines: list[str] = []
-    where = value["remote"] + ("/" + value["remote_branch"] if "/" not in value["remote"] else "")
-    records = value["records"]
-    if value["remote_head"] is None:
-        lines.append(f"{where} is empty")
-    elif value["fast_forward"]:
-        lines.append(f"fast-forwarded to {where} ({_commits(value['incoming_commits'])})")
-    elif value["merge_commits"]:
-        lines.append(
-            f"merged {where} ({_commits(value['incoming_commits'])}) "
-            f"in {value['merge_commits'][-1][:7]}"
-        )
-    else:
-        lines.append(f"nothing new from {where}")
-    moved = [f"{len(records[k])} {k}" for k in ("added", "changed", "removed") if records[k]]
-    if moved:
-        lines.append("records: " + ", ".join(moved))
-    for item in value["merged"]:
-        fields = item["fields"]
-        head = f"changed on both sides: {item['id']}"
-        if item["note"]:
-            head += f" ({item['note']})"
-        lines.append(head)
-        for change in fields:
-            lines.append(
-                f"  {change['field']}: local {_short(change['local'])}, "
-                f"remote {_short(change['remote'])} -> {_short(change['merged'])}"
-            )
-    if value["pushed"]:
-        lines.append(
-            f"pushed {_commits(value['pushed_commits'])} to {where}"
-            + (" (upstream set)" if value["set_upstream"] else "")
-        )
-    elif value["remote_head"] is not None and value["head_after"] == value["remote_head"]:
-        lines.append("up to date")
-    return lines
-
-
-def _commits(count: int) -> str:
-    return f"{count} commit" + ("" if count == 1 else "s")
-
-
-def _short(value) -> str:
-    text = " ".join(str(value).split()) if value is not None else "(absent)"
-    return text if len(text) <= 50 else text[:47] + "..."
+# Kept for tests/test_sync.py, which renders a report with it.
+_text = render.sync_lines
 
 
 @click.command("merge-file", hidden=True)
@@ -93,7 +51,9 @@ def _short(value) -> str:
 @click.argument("theirs")
 @click.argument("path", required=False)
 @click.pass_context
-def merge_file_command(ctx, base, ours, theirs, path) -> None:
+def merge_file_command(
+    ctx: click.Context, base: str, ours: str, theirs: str, path: str | None
+) -> None:
     """Git merge driver: merge BASE, OURS, THEIRS (temporary files) into OURS."""
     ctx.exit(run_merge_driver(base, ours, theirs, path))
 
