@@ -136,7 +136,7 @@ class EditSession:
     def __enter__(self) -> EditSession:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def edit(self, command: list[str] | None = None) -> None:

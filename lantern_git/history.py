@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
+from pygit2.enums import SortMode
 
 from .errors import InvalidInput, NotFound
 from .fields import RECORD_KEYS
@@ -18,12 +19,7 @@ from .git.repo import GitRepo, parse_trailers
 from .record import Record
 from .recordfile import parse, record_path
 
-try:
-    from pygit2.enums import SortMode
-
-    _TOPO_TIME = SortMode.TOPOLOGICAL | SortMode.TIME
-except ImportError:  # pragma: no cover - older pygit2
-    _TOPO_TIME = pygit2.GIT_SORT_TOPOLOGICAL | pygit2.GIT_SORT_TIME
+_TOPO_TIME = SortMode.TOPOLOGICAL | SortMode.TIME
 
 
 @dataclass
@@ -97,7 +93,7 @@ class OperationLog:
         return {"log": [entry.to_dict() for entry in self.entries]}
 
 
-def _entry(commit: pygit2.Commit, cls=LogEntry, **extra: Any):
+def _entry(commit: pygit2.Commit, cls: type[LogEntry] = LogEntry, **extra: Any) -> Any:
     trailers = parse_trailers(commit.message)
     author = commit.author
     return cls(
@@ -118,7 +114,7 @@ def _first(trailers: dict[str, list[str]], key: str) -> str | None:
     return values[0] if values else None
 
 
-def _walk(repo: pygit2.Repository, head) -> Iterator[pygit2.Commit]:
+def _walk(repo: pygit2.Repository, head: pygit2.Oid | None) -> Iterator[pygit2.Commit]:
     if head is None:
         return iter(())
     return repo.walk(head, _TOPO_TIME)
@@ -148,7 +144,7 @@ def _parse_blob(
 ) -> tuple[Record | None, str | None]:
     if oid is None:
         return None, None
-    record, problem = parse(path, repo[oid].data)
+    record, problem = parse(path, repo[oid].peel(pygit2.Blob).data)
     if problem is not None:
         return None, f"the record file was invalid in this commit: {problem}"
     return record, None

@@ -120,10 +120,11 @@ def merge_records(
             f"{where}cannot merge: neither side is a valid record; fix the file by hand "
             "(lantern check shows what is wrong)"
         )
-    if ours_rec is None:
+    if ours_rec is None and theirs_rec is not None:
         return RecordMerge(theirs_text, theirs_rec, invalid_side="ours")
-    if theirs_rec is None:
+    if theirs_rec is None and ours_rec is not None:
         return RecordMerge(ours_text, ours_rec, invalid_side="theirs")
+    assert ours_rec is not None and theirs_rec is not None
     if ours_rec.id != theirs_rec.id:
         raise MergeError(f"{where}cannot merge: the two sides hold different record ids")
     base_rec = parse_side(base, record_path)

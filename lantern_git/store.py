@@ -7,6 +7,7 @@ the truth; every write is one git commit carrying provenance trailers.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import sys
@@ -26,7 +27,7 @@ from .errors import (
     UnsupportedFormat,
     ValidationError,
 )
-from .fields import UNSET
+from .fields import UNSET, Unset
 from .lock import WriterLock
 from .record import (
     ID_RE,
@@ -248,8 +249,8 @@ class Store:
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}
-            wanted = {
-                MARKER: (None, f"format: {FORMAT_VERSION}\n"),
+            wanted: dict[str, tuple[str, str | None]] = {
+                MARKER: ("", f"format: {FORMAT_VERSION}\n"),
                 ".gitignore": (GITIGNORE_LINE, None),
                 ".gitattributes": (GITATTRIBUTES_LINE, None),
             }
@@ -389,7 +390,7 @@ class Store:
 
     def list(
         self, query: RecordQuery | None = None, *, at: str | int | None = None, **filters: Any
-    ) -> list[Record]:
+    ) -> builtins.list[Record]:
         """Records in the contract's order: active first, priority, urgency, newest, id.
 
         ``at`` (a git revision or a time) answers from git's tree at that point instead.
@@ -406,13 +407,13 @@ class Store:
             return list_at(self.git, at, query, warn=self.warn)
         return [hit.record for hit in self._fresh(query, scored=False)]
 
-    def _fresh(self, query: RecordQuery, scored: bool) -> list[Hit]:
+    def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.
 
         The query runs while the freshness check's finds do (on two cores their time is
         hidden), and its answer is kept when no record file changed since the last check.
         """
-        early: list[list[Hit]] = []
+        early: builtins.list[builtins.list[Hit]] = []
 
         def meanwhile() -> None:
             try:
@@ -425,7 +426,9 @@ class Store:
             return early[0]
         return self.index.search(query) if scored else self.index.list(query)
 
-    def search(self, text: str, query: RecordQuery | None = None, **filters: Any) -> list[Hit]:
+    def search(
+        self, text: str, query: RecordQuery | None = None, **filters: Any
+    ) -> builtins.list[Hit]:
         """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
         from .query import RecordQuery
 
@@ -510,7 +513,7 @@ class Store:
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | None = UNSET,
+        expires_at: int | None | Unset = UNSET,
         add_source_refs: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
@@ -550,7 +553,7 @@ class Store:
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | None = None,
+        expires_at: int | None | Unset = None,
         source_refs: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
@@ -558,6 +561,8 @@ class Store:
 
         Kind, scope, priority, urgency and confidence default to the old record's.
         """
+        if isinstance(expires_at, Unset):
+            expires_at = None
         with self.transaction() as tx:
             old_id = self.resolve_id(old_ref)
             old_text, old = tx.read(old_id)
@@ -634,14 +639,14 @@ class Store:
 
     # ------------------------------------------------------------ history, hand edits, transfer
 
-    def history(self, ref: str) -> list[HistoryEntry]:
+    def history(self, ref: str) -> builtins.list[HistoryEntry]:
         """The commits that changed a record, newest first, with the fields they changed."""
         from .history import record_history
 
         self.recover()
         return record_history(self.git, self.resolve_id(ref))
 
-    def log(self, limit: int | None = 20) -> list[LogEntry]:
+    def log(self, limit: int | None = 20) -> builtins.list[LogEntry]:
         """The store's recent operations, newest first, read from the commit trailers."""
         from .history import store_log
 
@@ -705,7 +710,7 @@ class Store:
         lines: Iterable[str | bytes],
         *,
         reason: str | None = None,
-        progress: Callable[[int], object] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> ImportResult:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
         from .transfer import import_records, parse_lines

@@ -121,7 +121,7 @@ class SyncReport:
 
 
 def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
-    return repo[entry[0]].data if entry is not None else None
+    return repo[entry[0]].peel(pygit2.Blob).data if entry is not None else None
 
 
 def merge_trees(
@@ -343,7 +343,7 @@ class _Sync:
             )
         prov = self.tx.provenance("merge", (r.trailer() for r in records), actor="sync")
         commit = self.tx.create_commit(merged.tree, [head, theirs], summary, prov)
-        self._advance(head, commit, head_tree, repo[merged.tree], summary)
+        self._advance(head, commit, head_tree, repo[merged.tree].peel(pygit2.Tree), summary)
         self.report.merge_commits.append(str(commit))
         self.report.merged.extend(records)
 

@@ -48,10 +48,10 @@ def resolve_point(git: GitRepo, at: str | int) -> tuple[pygit2.Commit | None, in
                 ) from None
     moment = at if isinstance(at, int) else parse_time(text, name="at")
     head = git.head_oid()
-    commit = repo[head] if head is not None else None
-    while commit is not None and commit.commit_time > moment:
-        commit = commit.parents[0] if commit.parents else None
-    return commit, moment
+    point: pygit2.Commit | None = repo[head].peel(pygit2.Commit) if head is not None else None
+    while point is not None and point.commit_time > moment:
+        point = point.parents[0] if point.parents else None
+    return point, moment
 
 
 def records_in_tree(
@@ -61,6 +61,8 @@ def records_in_tree(
     try:
         memory = repo[tree[MEMORY_DIR].id]
     except KeyError:
+        return []
+    if not isinstance(memory, pygit2.Tree):
         return []
     records = []
     for shard in memory:

@@ -79,8 +79,10 @@ def parse_lines(
             continue
         try:
             data = json.loads(raw)
-        except ValueError as err:
+        except json.JSONDecodeError as err:
             raise _bad(number, f"is not valid JSON: {err.msg} (column {err.colno})") from None
+        except ValueError as err:  # a number too long to convert, say
+            raise _bad(number, f"is not valid JSON: {err}") from None
         try:
             record = Record.from_dict(data)
         except ValidationError as err:
@@ -91,7 +93,9 @@ def parse_lines(
     return parsed
 
 
-def _bad(number: int, message: str, field: str | None = None, code: str | None = None):
+def _bad(
+    number: int, message: str, field: str | None = None, code: str | None = None
+) -> ValidationError:
     return ValidationError(f"line {number}: {message}", field=field, code=code)
 
 

@@ -148,3 +148,40 @@ def test_the_model_imports_neither_git_nor_the_index_nor_the_store():
     for name in model:
         reached = _reaches(graph, f"lantern_git.{name}")
         assert not {m for m in reached if m.startswith(upper)}, name
+
+
+def _unannotated(path: Path) -> list[str]:
+    """Public functions and methods of one module lacking a parameter or return annotation."""
+    missing: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef) and not child.name.startswith("_"):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = child.name
+                dunder = name.startswith("__") and name.endswith("__")
+                if name.startswith("_") and not dunder:
+                    continue
+                arguments = child.args.posonlyargs + child.args.args + child.args.kwonlyargs
+                bare = [a.arg for a in arguments if a.annotation is None]
+                bare = [a for a in bare if a not in ("self", "cls")]
+                for star in (child.args.vararg, child.args.kwarg):
+                    if star is not None and star.annotation is None:
+                        bare.append(star.arg)
+                if child.returns is None and name != "__init__":
+                    bare.append("return")
+                if bare:
+                    missing.append(f"{path.name}:{child.lineno} {prefix}{name} {bare}")
+
+    visit(ast.parse(path.read_text()), "")
+    return missing
+
+
+def test_every_public_function_of_the_library_is_annotated():
+    # The click command callbacks of lantern_git/cli/ are typed by their decorators.
+    library = [
+        p for p in sorted(PACKAGE.rglob("*.py")) if "cli" not in p.relative_to(PACKAGE).parts
+    ]
+    missing = [entry for path in library for entry in _unannotated(path)]
+    assert missing == []

@@ -314,9 +314,9 @@ def test_a_record_deleted_by_hand_on_one_side_and_unchanged_on_the_other_is_remo
         assert "Lantern-Record" not in parse_trailers(merge_message(b))
     else:
         assert report["fast_forward"] and report["merge_commits"] == []
-    from lantern_git.cli.sync import _text
+    from lantern_git.render import sync_lines
 
-    assert "records: 1 removed" in _text(report)
+    assert "records: 1 removed" in sync_lines(report)
     assert not (b.path / record_path(gone.id)).exists()
     listed = {r.id for r in b.store.list(status="all")}
     assert listed == {kept.id} | ({other.id} if other else set())

@@ -44,13 +44,14 @@ def test_export_writes_every_record_any_status_in_id_order(store, store_path):
     assert [r.id for r in store.export_records()] == [r["id"] for r in rows]
 
 
-def test_export_skips_a_broken_file_with_a_warning(store, store_path):
+def test_export_skips_a_broken_file_with_a_warning_and_exits_4(store, store_path):
     a = store.add("Ana drinks tea", kind="preference")
     b = store.add("Bo drinks coffee", kind="preference")
     path = store_path / record_path(b.id)
     path.write_text(path.read_text().replace("priority: 50", "priority: lots"))
     result = lantern("export", cwd=store_path)
-    assert result.returncode == 0
+    # Every readable record is written, but a partial backup must not pass for a whole one.
+    assert result.returncode == 4
     assert [json.loads(x)["id"] for x in result.stdout.splitlines()] == [a.id]
     assert f"warning: skipped {record_path(b.id)}:6: priority" in result.stderr
 

@@ -41,10 +41,6 @@ def sync_command(
     render.emit(report.to_dict(), as_json, render.sync_lines)
 
 
-# Kept for tests/test_sync.py, which renders a report with it.
-_text = render.sync_lines
-
-
 @click.command("merge-file", hidden=True)
 @click.argument("base")
 @click.argument("ours")

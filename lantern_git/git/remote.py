@@ -107,26 +107,12 @@ class Target:
 
 
 def resolve_target(repo: pygit2.Repository, remote: str | None, branch: str) -> Target:
-    names = list(repo.remotes.names())
+    names = [name for name in repo.remotes.names() if name is not None]
     config = repo.config
     upstream_remote = _get(config, f"branch.{branch}.remote")
     upstream_merge = _get(config, f"branch.{branch}.merge")
     if remote is None:
-        if upstream_remote and upstream_remote in names:
-            remote = upstream_remote
-        elif "origin" in names:
-            remote = "origin"
-        elif len(names) == 1:
-            remote = names[0]
-        else:
-            raise StoreError(
-                "no remote to sync with: add one with git remote add origin URL, "
-                "or name it: lantern sync REMOTE"
-                if not names
-                else f"several remotes ({', '.join(names)}) and no upstream: name one, "
-                "lantern sync REMOTE",
-                code="no_remote",
-            )
+        remote = _default_remote(names, upstream_remote)
     if remote in names:
         has_upstream = upstream_remote == remote and bool(upstream_merge)
         remote_branch = (
@@ -141,6 +127,23 @@ def resolve_target(repo: pygit2.Repository, remote: str | None, branch: str) -> 
         f"remote: {remote!r} is neither a configured remote ({', '.join(names) or 'none'}) "
         "nor a URL or path",
         code="unknown_remote",
+    )
+
+
+def _default_remote(names: list[str], upstream_remote: str | None) -> str:
+    """The branch's upstream remote, else origin, else the only remote there is."""
+    if upstream_remote and upstream_remote in names:
+        return upstream_remote
+    if "origin" in names:
+        return "origin"
+    if len(names) == 1:
+        return names[0]
+    raise StoreError(
+        "no remote to sync with: add one with git remote add origin URL, "
+        "or name it: lantern sync REMOTE"
+        if not names
+        else f"several remotes ({', '.join(names)}) and no upstream: name one, lantern sync REMOTE",
+        code="no_remote",
     )
 
 
@@ -164,7 +167,7 @@ def fetch(root: str, target: Target, env: Mapping[str, str]) -> str | None:
         if result.returncode != 0:
             raise failure(f"git fetch {target.remote}", result)
         repo = pygit2.Repository(root)
-        ref = repo.references.get(target.tracking_ref)
+        ref = repo.references.get(target.tracking_ref or "")
         return str(ref.target) if ref is not None else None
     result = run_git(
         root, "fetch", "--quiet", "--no-tags", target.remote,

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pygit2
+from pygit2.enums import FileMode, Option, RepositoryState
 
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import TMP_SUFFIX
@@ -44,13 +45,6 @@ LINK_MODE = 0o120000
 TREE_MODE = 0o040000
 # A path's entry in a tree: (blob id in hex, file mode); None where the tree lacks the path.
 Entry = tuple[str, int]
-
-try:
-    from pygit2.enums import RepositoryState
-
-    _STATE_NONE = RepositoryState.NONE
-except ImportError:  # pragma: no cover - older pygit2
-    _STATE_NONE = pygit2.GIT_REPOSITORY_STATE_NONE
 
 
 @dataclass(frozen=True)
@@ -114,15 +108,7 @@ def _enable_fsync() -> None:
     if _fsync_enabled:
         return
     _fsync_enabled = True
-    try:
-        from pygit2.enums import Option
-
-        pygit2.option(Option.ENABLE_FSYNC_GITDIR, 1)
-    except (ImportError, AttributeError, ValueError, pygit2.GitError):  # pragma: no cover
-        try:
-            pygit2.settings.enable_fsync_gitdir = True
-        except AttributeError:
-            pass
+    pygit2.option(Option.ENABLE_FSYNC_GITDIR, 1)
 
 
 def _libgit2_fsync(on: bool) -> None:
@@ -204,9 +190,10 @@ class GitRepo:
 
     def head_oid(self) -> pygit2.Oid | None:
         try:
-            return self.repo.head.target
+            target = self.repo.head.target
         except (pygit2.GitError, KeyError):
             return None
+        return target if isinstance(target, pygit2.Oid) else None
 
     def head_tree(self) -> pygit2.Tree | None:
         oid = self.head_oid()
@@ -222,6 +209,10 @@ class GitRepo:
         obj = self.repo[entry.id]
         return obj.data if isinstance(obj, pygit2.Blob) else None
 
+    def blob_data(self, oid: str | pygit2.Oid) -> bytes:
+        """The bytes of a blob (KeyError when the object is missing)."""
+        return self.repo[oid].peel(pygit2.Blob).data
+
     def oid_at(self, tree: pygit2.Tree | None, path: str) -> pygit2.Oid | None:
         if tree is None:
             return None
@@ -233,7 +224,7 @@ class GitRepo:
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""
         # The state first: a stopped rebase also detaches HEAD, and "detached" would mislead.
-        if self.repo.state() != _STATE_NONE:
+        if self.repo.state() != RepositoryState.NONE:
             raise GitError(
                 "the repository has an unfinished git operation (merge, rebase, cherry-pick...); "
                 "finish or abort it with git before writing"
@@ -291,9 +282,9 @@ class GitRepo:
     ) -> dict[str, Entry | None]:
         """path -> its entry in ``new``, or None where ``new`` lacks it, for every path that
         differs between the two trees."""
-        empty = self.repo[self.repo.TreeBuilder().write()]
+        empty = self.repo[self.repo.TreeBuilder().write()].peel(pygit2.Tree)
         changes: dict[str, Entry | None] = {}
-        for delta in self.repo.diff(old or empty, new or empty).deltas:
+        for delta in (old or empty).diff_to_tree(new or empty).deltas:
             if delta.status == pygit2.enums.DeltaStatus.DELETED:
                 changes.setdefault(delta.old_file.path, None)
             else:
@@ -558,7 +549,7 @@ class GitRepo:
             if os.path.lexists(full):
                 os.unlink(full)
             os.makedirs(os.path.dirname(full), exist_ok=True)
-            os.symlink(self.repo[blob].data, full)
+            os.symlink(self.blob_data(blob), full)
             return
         if mode not in (BLOB_MODE, EXECUTABLE_MODE):
             return  # submodules are git's business
@@ -567,7 +558,7 @@ class GitRepo:
                 f"{path} is a folder here but a file in the commit; move it away",
                 code="uncommitted_changes",
             )
-        atomic_write(full, self.repo[blob].data, sync, 0o755 if mode == EXECUTABLE_MODE else 0o644)
+        atomic_write(full, self.blob_data(blob), sync, 0o755 if mode == EXECUTABLE_MODE else 0o644)
 
     def _move_ref(
         self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str
@@ -598,7 +589,7 @@ class GitRepo:
             given = staged.get(path)
             if given is not None:
                 blob, mode = given if isinstance(given, tuple) else (given, BLOB_MODE)
-                index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=blob), mode))
+                index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=blob), FileMode(mode)))
             elif path not in staged and os.path.lexists(os.path.join(self.root, path)):
                 index.add(path)
             else:

@@ -29,6 +29,8 @@ from ..query import RecordQuery
 from ..timespec import parse_expiry
 
 if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
     from ..record import Record
     from ..store import Store
 
@@ -669,7 +671,7 @@ class StoreTarget:
     create_on_write: bool = False
     author: str | None = None
 
-    def open(self, warn: Callable[[str], None]):
+    def open(self, warn: Callable[[str], None]) -> Store:
         from ..store import Store
 
         return Store(
@@ -733,7 +735,7 @@ class ToolRunner:
                 return Outcome(error, is_error=True, warnings=warnings)
 
 
-def build_server(target: StoreTarget):
+def build_server(target: StoreTarget) -> Server:
     """The MCP server object, with one handler for listing tools and one for calling them."""
     import anyio.to_thread
     from mcp import types
@@ -761,10 +763,10 @@ def build_server(target: StoreTarget):
         for spec in TOOLS
     ]
 
-    async def list_tools(ctx, params) -> types.ListToolsResult:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx, params) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
         if params.name not in TOOLS_BY_NAME:
             raise MCPError(
                 code=types.INVALID_PARAMS,
