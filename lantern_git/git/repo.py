@@ -200,26 +200,15 @@ class GitRepo:
         return self.repo[oid].peel(pygit2.Tree) if oid is not None else None
 
     def blob_at(self, tree: pygit2.Tree | None, path: str) -> bytes | None:
-        if tree is None:
+        """The bytes of the file at ``path`` in ``tree``; None where there is no file."""
+        entry = self.entry_at(tree, path)
+        if entry is None or entry[1] not in (BLOB_MODE, EXECUTABLE_MODE, LINK_MODE):
             return None
-        try:
-            entry = tree[path]
-        except KeyError:
-            return None
-        obj = self.repo[entry.id]
-        return obj.data if isinstance(obj, pygit2.Blob) else None
+        return self.blob_data(entry[0])
 
     def blob_data(self, oid: str | pygit2.Oid) -> bytes:
         """The bytes of a blob (KeyError when the object is missing)."""
         return self.repo[oid].peel(pygit2.Blob).data
-
-    def oid_at(self, tree: pygit2.Tree | None, path: str) -> pygit2.Oid | None:
-        if tree is None:
-            return None
-        try:
-            return tree[path].id
-        except KeyError:
-            return None
 
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""
@@ -269,6 +258,7 @@ class GitRepo:
     # -- writing
 
     def entry_at(self, tree: pygit2.Tree | None, path: str) -> Entry | None:
+        """The (blob id, mode) of ``path`` in ``tree``; None where the tree lacks it."""
         if tree is None:
             return None
         try:
