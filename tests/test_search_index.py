@@ -281,7 +281,7 @@ def test_map_file_reads_like_bytesio():
     """Whoosh's segment parts are read in place through _MapFile: same answers as BytesIO."""
     import io
 
-    from lantern_git.index.search import _MapFile
+    from lantern_git.index.whoosh_compat import _MapFile
 
     data = b"first line\nsecond\n" + bytes(range(256)) * 40 + b"\nlast"
     ours, theirs = _MapFile(memoryview(data)), io.BytesIO(data)
@@ -336,9 +336,10 @@ def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(sto
     ]
 
 
-def test_whoosh_stemming_tables_load_on_first_use_in_a_program_that_imports_lantern():
-    """lantern defers whoosh.lang.morph_en (30 ms of tables it never uses); anyone else who
-    uses it, in the same process, still gets the real module."""
+def test_a_program_that_imports_lantern_gets_whoosh_s_real_stemming_module():
+    """lantern no longer stands in for whoosh.lang.morph_en (5 ms of tables it never uses):
+    anyone who uses it, in the same process, gets the real module (see also
+    test_whoosh_neighbours.py)."""
     script = (
         "import lantern_git.index.search, sys\n"
         "from whoosh.lang import morph_en\n"

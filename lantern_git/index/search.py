@@ -24,45 +24,20 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import chain, compress, filterfalse, groupby, repeat
+from itertools import chain, compress, filterfalse, groupby
 
+from whoosh import index as whoosh_index
+from whoosh import query as Q
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.columns import NumericColumn
+from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 
-def _defer_morph_en() -> None:
-    """whoosh.query imports whoosh.lang.morph_en, whose tables take ~30 ms to build, for the
-    Variations query alone, which lantern never makes. Stand in for it until it is called."""
-    name = "whoosh.lang.morph_en"
-    if name in sys.modules:
-        return
-    import types
-
-    stand_in = types.ModuleType(name)
-
-    def real():
-        import importlib
-
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-        return importlib.import_module(name)
-
-    # Any use, by whoosh or by a program that imports lantern beside whoosh, gets the real one.
-    stand_in.variations = lambda word: real().variations(word)
-    stand_in.__getattr__ = lambda attr: getattr(real(), attr)
-    sys.modules[name] = stand_in
-
-
-_defer_morph_en()
-
-from whoosh import index as whoosh_index  # noqa: E402 - after the stand-in above
-from whoosh import query as Q  # noqa: E402
-from whoosh.analysis import StemmingAnalyzer  # noqa: E402
-from whoosh.columns import NumericColumn  # noqa: E402
-from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema  # noqa: E402
-
-from ..errors import StoreError  # noqa: E402
-from ..fields import STATUSES  # noqa: E402
-from ..query import Hit, RecordQuery, order_key  # noqa: E402
-from ..record import Record  # noqa: E402
-from ..recordfile import MEMORY_DIR, read_record_file, record_files  # noqa: E402
+from ..errors import StoreError
+from ..fields import STATUSES
+from ..query import Hit, RecordQuery, order_key
+from ..record import Record
+from ..recordfile import MEMORY_DIR, read_record_file, record_files
+from . import whoosh_compat
 
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
@@ -207,112 +182,6 @@ def _set_stamp(path: str, ns: int) -> None:
     os.utime(path, ns=(ns, ns))
 
 
-def _remember_columns() -> None:
-    """Whoosh asks, with a stat() each time, whether a length column exists for every posting
-    of an unscored field; a quarter of a rebuild went there. The answer never changes for a
-    segment reader, so remember it."""
-    from whoosh.codec.whoosh3 import W3PerDocReader
-
-    if getattr(W3PerDocReader, "_lantern_remembers", False):
-        return
-    ask = W3PerDocReader.has_column
-
-    def has_column(self, fieldname):
-        known = self.__dict__.setdefault("_lantern_columns", {})
-        if fieldname not in known:
-            known[fieldname] = ask(self, fieldname)
-        return known[fieldname]
-
-    W3PerDocReader.has_column = has_column
-    W3PerDocReader._lantern_remembers = True
-
-
-_remember_columns()
-
-
-def _lazy_buffer_files() -> None:
-    """Whoosh maps each segment file and opens every part of it as a BufferFile, whose
-    constructor copies the part into a BytesIO, megabytes at 100k records on every open of
-    the stored records' column, of which a list reads 50. Read the map in place instead."""
-    from whoosh.filedb.structfile import BufferFile
-
-    if getattr(BufferFile, "_lantern_in_place", False):
-        return
-
-    def __init__(self, buf, name=None, onclose=None):
-        self._buf = buf
-        self._name = name
-        self.file = _MapFile(buf)
-        self.onclose = onclose
-        self.is_real = False
-        self.is_closed = False
-
-    BufferFile.__init__ = __init__
-    BufferFile._lantern_in_place = True
-
-
-class _MapFile:
-    """A read-only file over a memoryview: what BytesIO offers, without copying the buffer."""
-
-    __slots__ = ("_buf", "_len", "_pos")
-
-    def __init__(self, buf):
-        self._buf = buf
-        self._pos = 0
-        self._len = len(buf)
-
-    def read(self, size=-1):
-        start = self._pos
-        end = self._len if size is None or size < 0 else min(self._len, start + size)
-        if end <= start:
-            return b""
-        self._pos = end
-        return self._buf[start:end].tobytes()
-
-    def readinto(self, target):
-        data = self.read(len(target))
-        target[: len(data)] = data
-        return len(data)
-
-    def readline(self, size=-1):
-        start = self._pos
-        end = self._len if size is None or size < 0 else min(self._len, start + size)
-        at = start
-        while at < end:
-            chunk = self._buf[at : min(end, at + 4096)].tobytes()
-            found = chunk.find(b"\n")
-            if found >= 0:
-                return self.read(at + found + 1 - start)
-            at += len(chunk)
-        return self.read(end - start)
-
-    def __iter__(self):
-        while True:
-            line = self.readline()
-            if not line:
-                return
-            yield line
-
-    def seek(self, offset, whence=0):
-        if whence == 1:
-            offset += self._pos
-        elif whence == 2:
-            offset += self._len
-        if offset < 0:
-            raise ValueError("negative seek position")
-        self._pos = offset
-        return offset
-
-    def tell(self):
-        return self._pos
-
-    def close(self):
-        pass
-
-
-_lazy_buffer_files()
-
-
 def _merge_when_many(writer, segments):
     """Each small write adds a segment; merging them on every write costs more than the write
     itself, so small segments are merged only once there are many."""
@@ -374,7 +243,7 @@ class SearchIndex:
             if not whoosh_index.exists_in(self.dir, indexname=INDEX_NAME):
                 raise _NeedsRebuild("missing")
             try:
-                self._ix = whoosh_index.open_dir(self.dir, indexname=INDEX_NAME)
+                self._ix = whoosh_compat.open_index(self.dir, INDEX_NAME)
             except Exception as err:  # whoosh raises many kinds on a damaged index
                 raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
         return self._ix
@@ -591,7 +460,7 @@ class SearchIndex:
                 raise StoreError(
                     f"cannot write the search index in {parent}: {err.strerror}"
                 ) from None
-            ix = whoosh_index.create_in(fresh, _schema(), indexname=INDEX_NAME)
+            ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
             broken: dict = {}
             # Two processes halve a large build; forking is kept to Linux and large stores.
             parallel = len(scan) >= PARALLEL_FROM and sys.platform.startswith("linux")
@@ -808,7 +677,7 @@ def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> 
             continue  # an empty index's reader has no columns at all
         if offset != len(orders):
             raise ValueError("segment document numbers are not contiguous")
-        orders.extend(_numeric_column(reader, "order"))
+        orders.extend(whoosh_compat.numeric_column(reader, "order"))
         id_columns.append((offset, reader.column_reader("id", translate=False)))
     docs = _matching(searcher, query)
     if mask:
@@ -867,23 +736,10 @@ def _matching(searcher, query) -> Iterable[int]:
     for reader, offset in searcher.reader().leaf_readers():
         docs = range(offset, offset + reader.doc_count_all())
         if reader.has_deletions():
-            deleted = {offset + docnum for docnum in reader.deleted_docs_set}  # a frozenset
+            deleted = {offset + docnum for docnum in whoosh_compat.deleted_docs(reader)}
             docs = filterfalse(deleted.__contains__, docs)
         parts.append(docs)
     return chain.from_iterable(parts)
-
-
-def _numeric_column(reader, fieldname: str) -> array:
-    """A segment's numeric column as an array, read in one piece: iterating Whoosh's reader
-    unpacks one value per Python call. Documents past the stored values have the default
-    (Whoosh's writer leaves trailing defaults out)."""
-    column = reader.column_reader(fieldname, translate=False)
-    count = reader.doc_count_all()
-    if not isinstance(column, NumericColumn.Reader) or column._typecode != "Q":
-        return array("Q", column)  # a segment without the column: the default for each
-    values = column._dbfile.get_array(column._basepos, "Q", column._count)
-    values.extend(repeat(column._default, count - len(values)))
-    return values
 
 
 def _text_query(schema, text: str):

@@ -1,0 +1,364 @@
+"""Every reach into Whoosh's internals, in one place, each checked before its first use.
+
+Whoosh's public API answers everything lantern asks, but some of it slowly enough to matter, so
+lantern does four things itself, knowing how whoosh-reloaded 2.7 lays out its objects:
+
+- Segment parts are read in place. Whoosh maps each compound segment file and copies every part
+  it opens into a BytesIO: megabytes at 100k records on every open of the stored records'
+  column, of which a list reads 50. Lantern's storage hands Whoosh its own file, whose parts read
+  the map in place (``CompoundStorage.open_file`` asks a file it did not map for ``subset``).
+- A numeric column is read whole as an array, in one piece: iterating Whoosh's reader unpacks
+  one value per Python call (``NumericColumn.Reader``'s ``_dbfile``, ``_basepos``, ...).
+- A segment's deleted documents are taken as the set Whoosh already keeps
+  (``SegmentReader.deleted_docs_set``) instead of asking ``is_deleted`` of every document.
+- The index's documents are counted from its table of contents (``FileIndex._segments``), not
+  by opening a reader on every segment.
+
+A fifth needs no internals: lantern's storage remembers which of its files exist. While writing
+a segment, Whoosh asks with a stat() for every posting of an unscored field whether the field
+has a length column (a tenth of a rebuild).
+
+All of it acts on objects lantern creates (its ``FileStorage`` subclass and the files that
+opens) or only reads Whoosh's objects: no Whoosh class, function, module or ``sys.modules``
+entry is changed, so a program using Whoosh beside lantern, in the same process, gets stock
+Whoosh. Each internal speed-up checks at its first use in the process that what it relies on is
+there and gives the public API's answers on a small probe; where not (another Whoosh), the
+public API does the same work: slower, same answers.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+from array import array
+from io import BytesIO
+from itertools import repeat
+
+from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.structfile import StructFile
+
+# What each speed-up relies on, checked at its first use (tests add a name that does not exist
+# to see the fallback): names ``CompoundStorage.open_file`` uses, attributes of a
+# ``NumericColumn.Reader``, of ``SegmentReader`` and of ``FileIndex``.
+COMPOUND_OPEN_USES = ("subset",)
+NUMERIC_READER_HAS = ("_typecode", "_dbfile", "_basepos", "_count", "_default")
+SEGMENT_READER_HAS = ("deleted_docs_set",)
+FILE_INDEX_HAS = ("_segments",)
+
+_usable: dict[str, bool] = {}
+
+
+def usable(speedup: str) -> bool:
+    """Whether ``speedup`` ("parts", "numeric", "deleted" or "toc") may be taken in this
+    process."""
+    try:
+        return _usable[speedup]
+    except KeyError:
+        pass
+    try:
+        ok = bool(_CHECKS[speedup]())
+    except Exception:  # anything unexpected in Whoosh: its public API instead
+        ok = False
+    _usable[speedup] = ok
+    return ok
+
+
+# ---------------------------------------------------------------- the index's storage
+
+
+def open_index(folder: str, indexname: str):
+    """The index in ``folder``, as ``whoosh.index.open_dir`` opens it, on lantern's storage."""
+    return LanternStorage(folder).open_index(indexname)
+
+
+def create_index(folder: str, schema, indexname: str):
+    """A new index in ``folder``, as ``whoosh.index.create_in`` makes it, on lantern's storage."""
+    return LanternStorage(folder).create_index(schema, indexname)
+
+
+class LanternStorage(FileStorage):
+    """Whoosh's ``FileStorage`` for lantern's index folder only. It remembers which files
+    exist (forgetting on every file it creates, deletes or renames: files another process adds
+    have new names) and, where the check allows, opens files whose compound parts are read from
+    a map in place, so Whoosh is told not to map them itself."""
+
+    def __init__(self, path: str, readonly: bool = False):
+        parts = usable("parts")
+        super().__init__(path, supports_mmap=not parts, readonly=readonly)
+        self._parts = parts
+        self._path = os.path.abspath(path)
+        self._exists: dict[str, bool] = {}
+
+    def open_file(self, name, **kwargs):
+        if not self._parts:
+            return super().open_file(name, **kwargs)
+        return _SegmentFile(open(os.path.join(self._path, name), "rb"), name=name, **kwargs)
+
+    def file_exists(self, name):
+        try:
+            return self._exists[name]
+        except KeyError:
+            found = self._exists[name] = super().file_exists(name)
+            return found
+
+    def _forget(self, change, *args, **kwargs):
+        self._exists.clear()
+        try:
+            return change(*args, **kwargs)
+        finally:
+            self._exists.clear()
+
+    def create_file(self, *args, **kwargs):
+        return self._forget(super().create_file, *args, **kwargs)
+
+    def delete_file(self, *args, **kwargs):
+        return self._forget(super().delete_file, *args, **kwargs)
+
+    def rename_file(self, *args, **kwargs):
+        return self._forget(super().rename_file, *args, **kwargs)
+
+    def clean(self, *args, **kwargs):
+        return self._forget(super().clean, *args, **kwargs)
+
+    def destroy(self, *args, **kwargs):
+        return self._forget(super().destroy, *args, **kwargs)
+
+
+class _SegmentFile(StructFile):
+    """A file of lantern's index, as Whoosh's ``FileStorage`` opens it; asked for a part of
+    itself (a compound segment's part), it maps itself once and hands out the part in place."""
+
+    _map = None
+    _view = None
+
+    def subset(self, offset, length, name=None):
+        view = self._view
+        if view is None:
+            try:
+                self._map = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # cannot be mapped (empty, no memory): Whoosh's way
+                return super().subset(offset, length, name=name)
+            view = self._view = memoryview(self._map)
+        return _PartFile(view[offset : offset + length], name=name or self._name)
+
+    def close(self):
+        view, self._view = self._view, None
+        source, self._map = self._map, None
+        if view is not None:
+            view.release()
+        if source is not None:
+            try:
+                source.close()
+            except BufferError:  # parts still in use: unmapped once they are gone
+                pass
+        super().close()
+
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+class _PartFile(StructFile):
+    """One part of a mapped segment file, read in place: Whoosh's ``StructFile`` over a
+    ``_MapFile``, with its positional reads served by slicing the map."""
+
+    def __init__(self, buf: memoryview, name=None, onclose=None):
+        super().__init__(_MapFile(buf), name=name, onclose=onclose)
+        self._buf = buf
+
+    def subset(self, position, length, name=None):
+        return _PartFile(self._buf[position : position + length], name=name or self._name)
+
+    def get(self, position, length):
+        return self._buf[position : position + length].tobytes()
+
+    def get_array(self, position, typecode, length):
+        values = array(typecode)
+        values.frombytes(self._buf[position : position + length * values.itemsize])
+        if not _BIG_ENDIAN:  # Whoosh writes arrays big-endian
+            values.byteswap()
+        return values
+
+
+class _MapFile:
+    """A read-only file over a memoryview: what BytesIO offers, without copying the buffer."""
+
+    __slots__ = ("_buf", "_len", "_pos")
+
+    def __init__(self, buf):
+        self._buf = buf
+        self._pos = 0
+        self._len = len(buf)
+
+    def read(self, size=-1):
+        start = self._pos
+        end = self._len if size is None or size < 0 else min(self._len, start + size)
+        if end <= start:
+            return b""
+        self._pos = end
+        return self._buf[start:end].tobytes()
+
+    def readinto(self, target):
+        data = self.read(len(target))
+        target[: len(data)] = data
+        return len(data)
+
+    def readline(self, size=-1):
+        start = self._pos
+        end = self._len if size is None or size < 0 else min(self._len, start + size)
+        at = start
+        while at < end:
+            chunk = self._buf[at : min(end, at + 4096)].tobytes()
+            found = chunk.find(b"\n")
+            if found >= 0:
+                return self.read(at + found + 1 - start)
+            at += len(chunk)
+        return self.read(end - start)
+
+    def __iter__(self):
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def seek(self, offset, whence=0):
+        if whence == 1:
+            offset += self._pos
+        elif whence == 2:
+            offset += self._len
+        if offset < 0:
+            raise ValueError("negative seek position")
+        self._pos = offset
+        return offset
+
+    def tell(self):
+        return self._pos
+
+    def close(self):
+        pass
+
+
+def _check_parts() -> bool:
+    """Whoosh asks a compound file it did not map for its parts with ``subset``, and a part
+    read in place answers as Whoosh's own file over the same bytes."""
+    from whoosh.filedb.compound import CompoundStorage
+
+    if not set(COMPOUND_OPEN_USES) <= set(CompoundStorage.open_file.__code__.co_names):
+        return False
+    written = StructFile(BytesIO())
+    written.write(b"\x00lantern\n")
+    written.write_varint(300)
+    written.write_int(-7)
+    written.write_long(2**40)
+    written.write_array(array("I", [1, 2, 70000]))
+    written.write_string(b"part")
+    data = written.file.getvalue()
+    theirs = StructFile(BytesIO(data))
+    ours = _PartFile(memoryview(data)).subset(0, len(data))
+    for step in (
+        lambda f: f.readline(),
+        lambda f: f.read_varint(),
+        lambda f: f.read_int(),
+        lambda f: f.read_long(),
+        lambda f: f.read_array("I", 3),
+        lambda f: f.read_string(),
+        lambda f: f.tell(),
+        lambda f: f.get_array(18, "I", 3),
+        lambda f: f.get(1, 7),
+        lambda f: f.get_long(10),
+        lambda f: f.subset(1, 7).read(),
+    ):
+        if step(ours) != step(theirs):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- numeric columns
+
+
+def numeric_column(reader, fieldname: str, typecode: str = "Q") -> array:
+    """A segment's numeric column (``NumericColumn(typecode)``) as an array with a value for
+    every document, deleted or not. Documents past the stored values have the default
+    (Whoosh's writer leaves trailing defaults out); a segment without the column gives the
+    default for each."""
+    from whoosh.columns import NumericColumn
+
+    column = reader.column_reader(fieldname, translate=False)
+    count = reader.doc_count_all()
+    if (
+        isinstance(column, NumericColumn.Reader)
+        and usable("numeric")
+        and column._typecode == typecode
+    ):
+        return _numeric_in_one_piece(column, count)
+    return array(typecode, column)
+
+
+def _numeric_in_one_piece(column, count: int) -> array:
+    values = column._dbfile.get_array(column._basepos, column._typecode, column._count)
+    values.extend(repeat(column._default, count - len(values)))
+    return values
+
+
+def _check_numeric() -> bool:
+    """A column written by Whoosh reads the same in one piece as value by value."""
+    from whoosh.columns import NumericColumn
+
+    column = NumericColumn("Q", default=7)
+    written = StructFile(BytesIO())
+    writer = column.writer(written)
+    writer.add(0, 5)
+    writer.add(2, 2**40)
+    writer.finish(6)
+    data = written.file.getvalue()
+    reader = column.reader(StructFile(BytesIO(data)), 0, len(data), 6)
+    if not all(hasattr(reader, name) for name in NUMERIC_READER_HAS):
+        return False
+    expected = array("Q", [5, 7, 2**40, 7, 7, 7])
+    return _numeric_in_one_piece(reader, 6) == array("Q", reader) == expected
+
+
+# ---------------------------------------------------------------- deleted documents
+
+
+def deleted_docs(reader):
+    """A segment reader's deleted document numbers (relative to the segment), as a set."""
+    from whoosh.reading import SegmentReader
+
+    if isinstance(reader, SegmentReader) and usable("deleted"):
+        return reader.deleted_docs_set
+    return frozenset(
+        docnum for docnum in range(reader.doc_count_all()) if reader.is_deleted(docnum)
+    )
+
+
+def _check_deleted() -> bool:
+    from whoosh.reading import SegmentReader
+
+    return all(hasattr(SegmentReader, name) for name in SEGMENT_READER_HAS)
+
+
+# ---------------------------------------------------------------- the table of contents
+
+
+def doc_count_all(ix) -> int:
+    """Documents in the index, deleted or not, counted from its table of contents
+    (``FileIndex._segments``): opening every segment only to count them costs ~3 ms."""
+    if usable("toc"):
+        return sum(segment.doc_count_all() for segment in ix._segments())
+    return ix.doc_count_all()
+
+
+def _check_toc() -> bool:
+    from whoosh.index import FileIndex
+
+    return all(hasattr(FileIndex, name) for name in FILE_INDEX_HAS)
+
+
+_CHECKS = {
+    "parts": _check_parts,
+    "numeric": _check_numeric,
+    "deleted": _check_deleted,
+    "toc": _check_toc,
+}
