@@ -50,7 +50,10 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
     from .. import render
     from ..store import Store
 
-    target = path or store_path or os.getcwd()
+    # PATH > --store (after or before the subcommand) > $LANTERN_STORE > the current folder.
+    root = click.get_current_context().find_root()
+    chosen = store_path or (root.obj or {}).get("store_path") or os.environ.get("LANTERN_STORE")
+    target = path or (os.path.expanduser(chosen) if chosen else os.getcwd())
     store = Store(target, create_on_write=True, actor="cli", author=author)
     result = store.initialize()
     render.emit(render.init_document(result), as_json, render.init_lines)
