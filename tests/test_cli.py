@@ -379,7 +379,7 @@ def _error_json(result) -> dict:
     [
         (["memory", "add", "x", "--kind", "opinion"], 2, "invalid_field", "kind"),
         (["memory", "add", "x", "--kind", "fact", "--bogus"], 2, "usage_error", "--bogus"),
-        (["memory", "add", "x"], 2, "invalid_field", "kind"),
+        (["memory", "add", "x"], 2, "usage_error", "--kind"),
         (["memory", "add", "x", "--kind", "fact", "--priority", "x"], 2, "usage_error", "priority"),
         (["memory", "show", "0123456789abcdef"], 3, "not_found", "0123456789abcdef"),
         (["memory", "show", "abc"], 2, "invalid_id", "at least 4"),

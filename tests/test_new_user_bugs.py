@@ -91,3 +91,38 @@ def test_init_without_a_store_still_initializes_the_current_folder(tmp_path):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["path"] == str(cwd)
     assert_initialized(cwd)
+
+
+# ---------------------------------------------------------------------------- a missing --kind
+
+
+def test_add_without_kind_is_a_usage_error_naming_the_option(tmp_path):
+    store = make_store(tmp_path / "store")
+    head = git(store, "rev-parse", "HEAD")
+    result = lantern("--store", str(store), "memory", "add", "x", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Missing option '--kind'" in result.stderr
+    assert "got null" not in result.stderr
+
+    as_json = lantern("--store", str(store), "memory", "add", "x", "--json", cwd=tmp_path)
+    assert as_json.returncode == 2
+    assert as_json.stdout == ""
+    error = json.loads(as_json.stderr)["error"]
+    assert error["code"] == "usage_error"
+    assert "--kind" in error["message"]
+    assert git(store, "rev-parse", "HEAD") == head
+
+
+def test_supersede_still_takes_kind_from_the_old_record(tmp_path):
+    store = make_store(tmp_path / "store")
+    added = lantern(
+        "--store", str(store), "memory", "add", "old", "--kind", "goal", "--json", cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    old = json.loads(added.stdout)
+    result = lantern(
+        "--store", str(store), "memory", "supersede", old["id"], "new", "--json", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    new = json.loads(result.stdout)
+    assert (new["kind"], new["supersedes_id"]) == ("goal", old["id"])

@@ -185,10 +185,11 @@ def add_options(defaults: bool = True) -> Callable:
 
     def decorate(func: Callable) -> Callable:
         options = [
+            # No default=: since click 8.3 an explicit default=None counts as a value, so a
+            # required --kind left out would pass None on instead of failing as a usage error.
             click.option(
                 "--kind",
                 required=defaults,
-                default=None,
                 metavar="KIND",
                 help=f"One of: {', '.join(KINDS)}.",
             ),
