@@ -93,6 +93,77 @@ def test_init_without_a_store_still_initializes_the_current_folder(tmp_path):
     assert_initialized(cwd)
 
 
+# ---------------------------------------------------------------------------- all-digit ids
+
+QUOTE_HINT = (
+    "must be 16 lowercase hex digits in quotes; YAML read {id} as a number, so write {key}: '{id}'"
+)
+
+
+def hand_written(store: Path, record_id: str, extra: str = "") -> str:
+    rel = f"memory/{record_id[:2]}/{record_id}.md"
+    (store / rel).parent.mkdir(parents=True, exist_ok=True)
+    (store / rel).write_text(
+        f"---\nid: {record_id}\nkind: fact\n{extra}created_at: 1\nupdated_at: 1\n---\n"
+        f"hand {record_id}\n"
+    )
+    return rel
+
+
+@pytest.mark.parametrize("record_id", ["1234567890123456", "0000000000000000", "0123456701234567"])
+def test_an_unquoted_all_digit_id_is_reported_as_needing_quotes(tmp_path, record_id):
+    store = make_store(tmp_path / "store")
+    rel = hand_written(store, record_id)
+    expected = f"{rel}:2: id: " + QUOTE_HINT.format(id=record_id, key="id")
+
+    check = lantern("--store", str(store), "check", cwd=tmp_path)
+    assert check.returncode == 4, check.stdout + check.stderr
+    assert expected in check.stdout + check.stderr
+    assert "got 0" not in check.stdout + check.stderr
+
+    listing = lantern("--store", str(store), "memory", "list", "--json", cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout) == []
+    assert f"warning: skipped {expected}" in listing.stderr
+
+
+def test_an_unquoted_all_digit_supersedes_id_is_reported_as_needing_quotes(tmp_path):
+    store = make_store(tmp_path / "store")
+    rel = hand_written(store, "3f9a1c0e2b7d4a61", extra="supersedes_id: 0000000000000001\n")
+    expected = f"{rel}:4: supersedes_id: " + QUOTE_HINT.format(
+        id="0000000000000001", key="supersedes_id"
+    )
+    check = lantern("--store", str(store), "check", cwd=tmp_path)
+    assert check.returncode == 4, check.stdout + check.stderr
+    assert expected in check.stdout + check.stderr
+
+    listing = lantern("--store", str(store), "memory", "list", "--json", cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert f"warning: skipped {expected}" in listing.stderr
+
+
+def test_a_quoted_all_digit_id_is_a_valid_record(tmp_path):
+    store = make_store(tmp_path / "store")
+    path = store / hand_written(store, "1234567890123456")
+    # The fix the message asks for.
+    path.write_text(path.read_text().replace("id: 1234567890123456", "id: '1234567890123456'"))
+    check = lantern("--store", str(store), "check", cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    listing = lantern("--store", str(store), "memory", "list", "--json", cwd=tmp_path)
+    assert [r["id"] for r in json.loads(listing.stdout)] == ["1234567890123456"]
+
+
+def test_a_short_number_id_keeps_the_plain_message(tmp_path):
+    store = make_store(tmp_path / "store")
+    (store / "memory/12").mkdir(parents=True)
+    (store / "memory/12/1234567890123456.md").write_text(
+        "---\nid: 12345\nkind: fact\ncreated_at: 1\nupdated_at: 1\n---\nx\n"
+    )
+    check = lantern("--store", str(store), "check", cwd=tmp_path)
+    assert check.returncode == 4
+    assert "id: must be 16 lowercase hex digits, got 12345" in check.stdout + check.stderr
+
+
 # ---------------------------------------------------------------------------- a missing --kind
 
 
