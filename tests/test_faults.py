@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from conftest import git, snapshot
 from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
 
 from lantern_git.errors import GitError
-from lantern_git.git.repo import BULK_FILES
+from lantern_git.git.repo import BULK_FILES, TMP_SUFFIX
 from lantern_git.record import Record
 from lantern_git.store import Store
 
@@ -92,8 +94,12 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
 
     head = git(path, "rev-parse", "HEAD").strip()
     if point in BEFORE_REF:
-        expected = "" if point == "after-objects" else "rolled back an interrupted " + op
-        assert expected in follow.stderr
+        if point == "after-objects":
+            # Killed before its journal: only unreferenced objects exist, nothing to repair
+            # and nothing to report (the follow-up is a read, which prints nothing else).
+            assert not next_is_write and follow.stderr == ""
+        else:
+            assert f"lantern: rolled back an interrupted {op}; nothing" in follow.stderr
         if next_is_write:
             assert git(path, "rev-parse", "HEAD~1").strip() == before["head"]
         else:
@@ -118,22 +124,39 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
     audit(path)
 
 
+def _worktree_blob(path: Path, rel: str) -> str | None:
+    """The blob id of a working file, as the write journal names it; None when absent."""
+    full = path / rel
+    return str(pygit2.hash(full.read_bytes())) if full.exists() else None
+
+
 def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
     path, seed = seeded
     before = snapshot(path)
-    cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-files"))
-    # Recovery itself is a write (it puts files back); kill a recovering command half-way too.
-    proc = subprocess.Popen(
-        [os.sys.executable, "-m", "lantern_git", "--store", str(path), "memory", "list"],
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(0.12)
-    proc.kill()
-    proc.wait()
+    journal_path = path / ".lantern" / "journal.json"
+    # A two-file write (the old record and its replacement) cut off before its branch moved.
+    killed = cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-files"))
+    assert killed.returncode == -9, killed.stderr
+    journal = journal_path.read_bytes()
+    files = json.loads(journal)["files"]
+    assert len(files) == 2
+    assert all(_worktree_blob(path, rel) == c["new"] for rel, c in files.items())
+
+    # Recovery itself is a write (it puts files back); kill the recovering command inside it,
+    # right after it put back the first file.
+    cut = cli(path, "memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"))
+    assert cut.returncode == -9, cut.stderr
+    assert journal_path.exists(), "a recovery cut off must leave its journal for the next one"
+    assert journal_path.read_bytes() == journal
+    states = {rel: _worktree_blob(path, rel) for rel in files}
+    restored = [rel for rel, c in files.items() if states[rel] == c["before"]]
+    untouched = [rel for rel, c in files.items() if states[rel] == c["new"]]
+    assert len(restored) == 1 and len(untouched) == 1, (files, states)
+
     follow = cli(path, "memory", "list", "--status", "all", "--json")
     assert follow.returncode == 0, follow.stderr
+    assert "rolled back an interrupted supersede" in follow.stderr
+    assert not journal_path.exists()
     assert snapshot(path) == before
     audit(path)
 
@@ -199,12 +222,61 @@ def test_atomic_write_replaces_the_file_in_one_step(tmp_path):
     assert not list(tmp_path.glob("*" + TMP_SUFFIX))
 
 
-def test_libgit2_is_told_to_fsync_objects_refs_and_the_index(store_path):
-    from lantern_git.git import repo as gitstore
+def _fsynced(store: Path, *args: str, trace: Path) -> list[str]:
+    """Run the CLI under strace; the store-relative paths it fsynced, in order."""
+    strace = shutil.which("strace") or "/usr/bin/strace"
+    assert os.path.exists(strace), "strace is needed here; .ci/system-deps installs it"
+    tracer = [strace, "-f", "-qq", "-y", "-e", "trace=fsync,fdatasync", "-o", str(trace)]
+    result = subprocess.run(
+        [*tracer, sys.executable, "-m", "lantern_git", "--store", str(store), *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    root = str(store) + "/"
+    # -y names each file descriptor's path: "fsync(4</store/.git/objects/tmp_obj...>) = 0".
+    paths = re.findall(r"\bf(?:data)?sync\(\d+<([^>]*)>\) = 0", trace.read_text())
+    return [p.removeprefix(root) for p in paths if p.startswith(root)]
 
-    Store.open(str(store_path)).git  # noqa: B018 - opening the repository turns it on
-    # libgit2 has no getter for this option; the flag is set only after pygit2 accepted it.
-    assert gitstore._fsync_enabled
+
+def test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref(store_path, tmp_path):
+    """What reaches the disk, seen from outside: the fsync calls of a real CLI write, traced.
+
+    libgit2 fsyncs loose objects and refs only when told to (ENABLE_FSYNC_GITDIR); lantern
+    fsyncs its journal and the record file itself. Each must be flushed before the next step
+    refers to it. (.git/index is not flushed by libgit2 at all; the next command rebuilds its
+    entries from HEAD and the working tree, so it needs no flush.)
+    """
+    objects = store_path / ".git" / "objects"
+
+    def loose() -> set[Path]:
+        return {p for p in objects.glob("??/*") if p.is_file()}
+
+    existing = loose()
+    synced = _fsynced(store_path, *add_args("flushed to disk"), trace=tmp_path / "trace")
+    new_objects = loose() - existing
+    rid = record_id("flushed to disk")
+    record = f"memory/{rid[:2]}/.{rid}.md{TMP_SUFFIX}"
+
+    # Loose objects are fsynced under a temporary name, then renamed into their folder (whose
+    # fsync, a two-hex-digit folder, is not a file's).
+    object_files = [
+        n
+        for n, p in enumerate(synced)
+        if p.startswith(".git/objects/")
+        and not p.startswith(".git/objects/pack/")
+        and not re.fullmatch(r"[0-9a-f]{2}", p.rsplit("/", 1)[1])
+    ]
+    assert len(new_objects) >= 3, "a blob, trees and a commit"
+    assert len(object_files) >= len(new_objects), synced
+    refs = [n for n, p in enumerate(synced) if p.removesuffix(".lock") == ".git/refs/heads/main"]
+    journal = f".lantern/.journal.json{TMP_SUFFIX}"
+    assert journal in synced and record in synced and refs, synced
+    # Objects before the journal that names them, the journal before the record file, the
+    # record file before the branch ref that makes it part of history.
+    assert max(object_files) < synced.index(journal) < synced.index(record) < min(refs), synced
 
 
 # ---------------------------------------------------------------------------- git states
