@@ -62,10 +62,23 @@ def invoke(store: Path, *args: str, input: bytes | str | None = None):
     return result
 
 
+def beside_store(store: Path) -> dict[str, bytes | None]:
+    """Everything beside the store, folders (None) and files (their bytes), by relative path."""
+    return {
+        p.relative_to(store.parent).as_posix(): None if p.is_dir() else p.read_bytes()
+        for p in sorted(store.parent.rglob("*"))
+        if p != store and store not in p.parents
+    }
+
+
 @pytest.fixture(scope="module")
 def fuzz_store(tmp_path_factory) -> Path:
     path = make_store(tmp_path_factory.mktemp("fuzz") / "store")
     Store.open(str(path)).add("a record to aim at", kind="fact", scope="user:ana")
+    # A sentinel beside the store: what escapes the store through a path-like id lands here.
+    sentinel = path.parent / "outside" / "memory" / "01"
+    sentinel.mkdir(parents=True)
+    (sentinel / f"{VALID_ID}.md").write_text(HEADER + "---\nnot the store's\n")
     return path
 
 
@@ -144,12 +157,14 @@ def test_random_add_options_never_crash_and_refusals_change_nothing(
     ref=_texts,
 )
 def test_random_ids_never_crash_or_escape(fuzz_store, verb, ref):
-    before = state(fuzz_store)
+    before, beside = state(fuzz_store), beside_store(fuzz_store)
+    assert beside, "the sentinel folder beside the store"
     extra = ["--priority", "5"] if verb == "update" else []
     result = invoke(fuzz_store, "memory", verb, ref, *extra, "--json")
     assert result.exit_code in (0, 2, 3), result.stderr
     if result.exit_code:
         assert state(fuzz_store) == before
+    assert beside_store(fuzz_store) == beside, "nothing outside the store is created or changed"
 
 
 @FUZZ
@@ -436,25 +451,48 @@ def test_scopes_that_look_like_paths_stay_fields(tmp_path):
 # ---------------------------------------------------------------------------- the catch-all
 
 
+# ``python -m lantern_git`` with a bug planted deep in a write (the writer lock held, the store
+# open): an exception that is neither a LanternError nor an OSError, as a real bug would raise.
+PLANTED_BUG = """
+import runpy
+from lantern_git.git.repo import GitRepo
+
+def commit_files(*args, **kwargs):
+    raise RuntimeError("planted bug")
+
+GitRepo.commit_files = commit_files
+runpy.run_module("lantern_git", run_name="__main__", alter_sys=True)
+"""
+
+
 def test_an_unexpected_exception_is_an_internal_error_without_traceback(tmp_path):
     path = make_store(tmp_path / "store")
-    # A .lantern that is a file, not a folder: the write must fail with a clean error.
-    (path / ".lantern").rename(path / ".lantern-moved")
-    (path / ".lantern").write_text("not a folder")
+    before = snapshot(path)
     for as_json in (False, True):
-        result = cli(
-            path, *(add_args("x") if as_json else ["memory", "add", "x", "--kind", "fact"])
+        args = add_args("x") if as_json else ["memory", "add", "x", "--kind", "fact"]
+        result = subprocess.run(
+            [sys.executable, "-c", PLANTED_BUG, "--store", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
-        assert result.returncode == 1
-        assert "Traceback" not in result.stderr
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.stdout == ""
         if as_json:
-            assert json.loads(result.stderr)["error"]["code"] in (
-                "internal_error",
-                "store_error",
-                "io_error",
-            )
+            error = json.loads(result.stderr)["error"]
+            assert error == {
+                "code": "internal_error",
+                "message": "internal error: RuntimeError: planted bug",
+            }
         else:
-            assert result.stderr.startswith("Error: ")
+            assert result.stderr == (
+                "Error: internal error: RuntimeError: planted bug "
+                "(set LANTERN_DEBUG=1 for the traceback)\n"
+            )
+    # Nothing was written, and the writer lock went with the process.
+    assert snapshot(path) == before
+    assert cli(path, *add_args("after the bug")).returncode == 0
 
 
 def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_request(monkeypatch):
@@ -463,8 +501,9 @@ def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_r
     def broken(*_args, **_kwargs):
         raise ZeroDivisionError("boom")
 
+    # Both names: the commands call the one lantern_git.cli imported from cli.support.
     monkeypatch.setattr(cli_support, "open_store", broken)
-    monkeypatch.setattr("lantern_git.cli.support.open_store", broken)
+    monkeypatch.setattr("lantern_git.cli.open_store", broken)
     runner = CliRunner()
     plain = runner.invoke(lantern_cli, ["status"])
     assert plain.exit_code == 1
