@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import ClassVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -13,7 +14,8 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from test_sync import Host, clone_host, first_host, make_remote
 
 from lantern_git.errors import InvalidInput
-from lantern_git.recordfile import read_record_file
+from lantern_git.record import compute_id
+from lantern_git.recordfile import read_record_file, record_path
 
 CONTENTS = [
     "Ana prefers short answers.",
@@ -29,6 +31,11 @@ MARKERS = (b"<<<<<<<", b">>>>>>>", b"=======\n")
 
 
 class SyncMachine(RuleBasedStateMachine):
+    # Counted over every example of a run: supersede steps, and those refused with InvalidInput
+    # (by code), which wrote nothing and so tested nothing.
+    supersedes = 0
+    refused: ClassVar[dict[str, int]] = {}
+
     def __init__(self):
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="lantern-sync-sm-"))
@@ -86,15 +93,29 @@ class SyncMachine(RuleBasedStateMachine):
                 record_id, priority=priority, urgency=urgency, add_source_refs=[ref]
             )
 
-    @rule(host=HOST, data=st.data(), content=st.sampled_from(CONTENTS))
-    def supersede(self, host, data, content):
-        record_id = self.pick(data, self.hosts[host], "active")
-        if not record_id:
+    @rule(host=HOST, data=st.data())
+    def supersede(self, host, data):
+        target = self.hosts[host]
+        record_id = self.pick(data, target, "active")
+        if not record_id:  # nothing to supersede yet: add something first
+            record_id = target.add(data.draw(st.sampled_from(CONTENTS))).id
+            self.added.add(record_id)
+        old = target.read(record_id)
+        # A replacement that is a new record: neither the old content (refused as identical)
+        # nor a record this clone already has (refused as existing).
+        fresh = [
+            content
+            for content in CONTENTS
+            if not (target.path / record_path(compute_id(old.kind, old.scope, content))).exists()
+        ]
+        if not fresh:
             return
+        SyncMachine.supersedes += 1
         try:
-            new = self.hosts[host].store.supersede(record_id, content)
-        except InvalidInput:
-            return  # the same content as the old record, or a record that already exists
+            new = target.store.supersede(record_id, data.draw(st.sampled_from(fresh)))
+        except InvalidInput as err:
+            SyncMachine.refused[err.code] = SyncMachine.refused.get(err.code, 0) + 1
+            return
         self.added.add(new.id)
 
     @rule(host=HOST, push=st.booleans())
@@ -125,6 +146,7 @@ class SyncMachine(RuleBasedStateMachine):
 
 
 def test_three_clones_converge_after_random_writes_and_syncs():
+    SyncMachine.supersedes, SyncMachine.refused = 0, {}
     # Each example builds a remote and three clones; SYNC_STATE_MACHINE_EXAMPLES runs more of them.
     run_state_machine_as_test(
         SyncMachine,
@@ -135,3 +157,9 @@ def test_three_clones_converge_after_random_writes_and_syncs():
             suppress_health_check=list(HealthCheck),
         ),
     )
+
+    # A refused supersede wrote nothing: if most are refused, the run tested little of them.
+    refused = sum(SyncMachine.refused.values())
+    print(f"supersede steps: {SyncMachine.supersedes}, refused: {SyncMachine.refused}")
+    assert SyncMachine.supersedes > 0
+    assert refused * 2 <= SyncMachine.supersedes, (SyncMachine.supersedes, SyncMachine.refused)
