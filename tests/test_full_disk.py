@@ -159,12 +159,6 @@ def test_running_out_of_space_at_any_step_of_a_write_is_refused_and_repaired(dis
     assert len({message for _, message in outcomes}) >= 2, outcomes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11 item 9: a read on a full disk can end in internal_error "
-    "(ValueError: I/O operation on closed file): index/search.py calls writer.cancel() after "
-    "Whoosh's commit ran out of space, and cancel raises over the ENOSPC",
-)
 def test_reads_on_a_full_disk_answer_or_fail_clearly(disk):
     """While the disk is still full, check and list either answer, or exit 1 naming the cause."""
     problems = []

@@ -12,6 +12,7 @@ index is rebuilt transparently.
 
 from __future__ import annotations
 
+import builtins
 import heapq
 import json
 import marshal
@@ -23,8 +24,10 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, groupby
+from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
@@ -153,7 +156,7 @@ def _sweep(memory: str, since: int, meanwhile: Callable[[], object] | None = Non
     if meanwhile is not None:
         meanwhile()
 
-    def newer(st) -> bool:
+    def newer(st: os.stat_result) -> bool:
         # Where ctime means creation time (Windows), the mtime of an edit still shows.
         return max(st.st_ctime_ns, st.st_mtime_ns) > since
 
@@ -201,7 +204,9 @@ def _content_hash(data: bytes) -> str:
 class SearchIndex:
     """The Whoosh index of one store, kept in ``<store>/.lantern/``."""
 
-    def __init__(self, root: str, state_dir: str, locker: Callable[[], object]):
+    def __init__(
+        self, root: str, state_dir: str, locker: Callable[[], AbstractContextManager[object]]
+    ):
         self.root = root
         self.dir = os.path.join(state_dir, "index")
         self._locker = locker
@@ -275,7 +280,7 @@ class SearchIndex:
         stamp = os.path.join(self.dir, STAMP)
         try:
             # From the table of contents: opening every segment only to count costs ~3 ms.
-            count = sum(segment.doc_count_all() for segment in self._open()._segments())
+            count = whoosh_compat.doc_count_all(self._open())
         except Exception:  # a damaged segment shows first here; the files are the truth
             self.close()
             return self.rebuild()
@@ -382,20 +387,22 @@ class SearchIndex:
                     writer.delete_by_term("path", path)
                     report.removed += 1
                 elif indexed:
-                    writer.update_document(**_document(path, record, digest))
+                    writer.update_document(**_document(path, record, digest or ""))
                     report.updated += 1
                 else:
                     # Not in the index (checked under the writer lock, which every index
                     # writer holds): no delete, which would open a reader on every segment.
-                    writer.add_document(**_document(path, record, digest))
+                    writer.add_document(**_document(path, record, digest or ""))
                     report.updated += 1
             writer.commit(mergetype=_merge_when_many)
         except BaseException:
-            writer.cancel()
+            _cancel(writer)
             raise
         self.close()
 
-    def _pending(self, manifest: dict, paths: Iterable[str], report: RefreshReport):
+    def _pending(
+        self, manifest: dict, paths: Iterable[str], report: RefreshReport
+    ) -> tuple[builtins.list[tuple[str, Record | None, str | None, bool]], dict[str, str]]:
         """(index updates, new broken-file map) that bring ``paths`` in step with the files."""
         broken = dict(manifest["broken"])
         updates: list[tuple[str, Record | None, str | None, bool]] = []
@@ -479,7 +486,8 @@ class SearchIndex:
                     report.updated += 1
                 writer.commit()
             except BaseException:
-                writer.cancel()
+                _cancel(writer)
+                shutil.rmtree(fresh, ignore_errors=True)
                 raise
             ix.close()
             manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - STAMP_MARGIN_NS}
@@ -496,19 +504,19 @@ class SearchIndex:
 
     # -- answering
 
-    def list(self, query: RecordQuery) -> list[Hit]:
+    def list(self, query: RecordQuery) -> builtins.list[Hit]:
         return self._run(query, scored=False)
 
-    def search(self, query: RecordQuery) -> list[Hit]:
+    def search(self, query: RecordQuery) -> builtins.list[Hit]:
         return self._run(query, scored=True)
 
-    def run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
+    def run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """``list`` or ``search`` without the rebuild on a damaged index: raises instead."""
         if query.limit == 0:
             return []
         return self._run_once(query, scored)
 
-    def _run(self, query: RecordQuery, scored: bool) -> list[Hit]:
+    def _run(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         if query.limit == 0:
             # Whoosh refuses limit=0, and its error would be taken for a damaged index.
             return []
@@ -522,7 +530,7 @@ class SearchIndex:
             # A freshly built index that still cannot answer: say so, as a store error.
             raise StoreError(f"the search index cannot answer this query: {err}") from None
 
-    def _run_once(self, query: RecordQuery, scored: bool) -> list[Hit]:
+    def _run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         ix = self._open()
         filters = _filter_query(query)
         text_query = _text_query(ix.schema, query.text) if query.text else None
@@ -611,7 +619,7 @@ def _record(doc: str) -> Record:
     return Record(**data)
 
 
-def _filter_query(query: RecordQuery):
+def _filter_query(query: RecordQuery) -> Any:
     parts = []
     if query.status != "all" and query.status != "active":
         parts.append(Q.Term("status", query.status))
@@ -632,13 +640,13 @@ def _filter_query(query: RecordQuery):
     return Q.And(parts) if len(parts) > 1 else parts[0]
 
 
-def _mask_query(query: RecordQuery):
+def _mask_query(query: RecordQuery) -> Any:
     """The records to leave out, as a mask: those that expired, and for the usual "active"
     listing those archived or superseded. Both are few next to the rest, so excluding them is
     far cheaper than intersecting with a term that nearly every record has (the whole posting
     list of status:active was walked on every list). (Whoosh's AndNot misses some of them, so
     it is not used.)"""
-    parts = []
+    parts: list[Any] = []
     if query.status == "active":
         parts.extend(Q.Term("status", other) for other in STATUSES if other != "active")
     if not query.include_expired:
@@ -649,7 +657,7 @@ def _mask_query(query: RecordQuery):
     return Q.Or(parts) if len(parts) > 1 else parts[0]
 
 
-def _mask_docs(searcher, mask) -> set[int] | None:
+def _mask_docs(searcher: Any, mask: Any) -> set[int] | None:
     """The documents ``mask`` matches, as a set. Given the query, Whoosh would find them with
     a union matcher that walks an array the size of the whole index in Python, every time;
     the same documents come straight from the postings of the terms the query covers."""
@@ -661,7 +669,7 @@ def _mask_docs(searcher, mask) -> set[int] | None:
     return docs
 
 
-def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> list[int]:
+def _first_in_order(searcher: Any, query: Any, mask: set[int] | None, end: int | None) -> list[int]:
     """The documents matching ``query`` and not in ``mask``, the first ``end`` of them (all if
     None) in list order: by ``order``, then ``id``, then document number, as Whoosh sorts with
     ``sortedby=MultiFacet([FieldFacet("order"), FieldFacet("id")])``. Whoosh computes that key
@@ -679,10 +687,10 @@ def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> 
             raise ValueError("segment document numbers are not contiguous")
         orders.extend(whoosh_compat.numeric_column(reader, "order"))
         id_columns.append((offset, reader.column_reader("id", translate=False)))
-    docs = _matching(searcher, query)
+    matches = _matching(searcher, query)
     if mask:
-        docs = filterfalse(mask.__contains__, docs)
-    docs = list(docs)  # ascending document numbers, so stable sorts keep Whoosh's last tie-break
+        matches = filterfalse(mask.__contains__, matches)
+    docs = list(matches)  # ascending document numbers, so stable sorts keep Whoosh's last tie-break
     order_of = orders.__getitem__
     if end is not None and end < len(docs):
         # Every document ranked within the first ``end`` has an order value at most the
@@ -698,15 +706,22 @@ def _first_in_order(searcher, query, mask: set[int] | None, end: int | None) -> 
         return column.sort_key(docnum - offset)
 
     ranked: list[int] = []
-    for _, run in groupby(docs, key=order_of):
-        run = list(run)
+    for _, group in groupby(docs, key=order_of):
+        run = list(group)
         if len(run) > 1:
             run.sort(key=id_of)
         ranked.extend(run)
     return ranked[:end]
 
 
-def _best_scored(searcher, text_query, filters, mask, offset: int, end: int | None) -> list[Hit]:
+def _best_scored(
+    searcher: Any,
+    text_query: Any,
+    filters: Any,
+    mask: set[int] | None,
+    offset: int,
+    end: int | None,
+) -> list[Hit]:
     """Hits ``offset:end`` by score, then id. Whoosh scores every match; only the page's
     candidates (and ties at its last score) have their stored record loaded. An ``Every``
     filter would make Whoosh build a set of every document, so it is left out; the mask is
@@ -722,19 +737,19 @@ def _best_scored(searcher, text_query, filters, mask, offset: int, end: int | No
         cutoff = heapq.nlargest(end, (score for score, _ in scored))[-1]
         scored = [item for item in scored if item[0] >= cutoff]
     hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
-    hits.sort(key=lambda h: (-h.score, h.record.id))
+    hits.sort(key=lambda h: (-(h.score or 0.0), h.record.id))
     return hits[offset:end]
 
 
-def _matching(searcher, query) -> Iterable[int]:
+def _matching(searcher: Any, query: Any) -> Iterable[int]:
     """The documents ``query`` matches. For ``Every()`` (a list with no filter), all those not
     deleted, from each segment's set of deleted documents; Whoosh asks ``is_deleted`` of each
     document in a Python generator (35 ms at 100k)."""
     if not (isinstance(query, Q.Every) and query.fieldname is None):
         return searcher.docs_for_query(query)
-    parts = []
+    parts: list[Iterable[int]] = []
     for reader, offset in searcher.reader().leaf_readers():
-        docs = range(offset, offset + reader.doc_count_all())
+        docs: Iterable[int] = range(offset, offset + reader.doc_count_all())
         if reader.has_deletions():
             deleted = {offset + docnum for docnum in whoosh_compat.deleted_docs(reader)}
             docs = filterfalse(deleted.__contains__, docs)
@@ -742,10 +757,19 @@ def _matching(searcher, query) -> Iterable[int]:
     return chain.from_iterable(parts)
 
 
-def _text_query(schema, text: str):
+def _text_query(schema: Any, text: str) -> Any:
     from whoosh.qparser import OrGroup, QueryParser
 
     # Plain OR: a record's score is the sum of its matching words' BM25F scores, so matching
     # more words ranks higher without Whoosh's coordination bonus, which zeroes partial matches.
     parser = QueryParser("content", schema, group=OrGroup)
     return parser.parse(text)
+
+
+def _cancel(writer: Any) -> None:
+    """Cancel a Whoosh writer whose commit failed, without hiding why it failed: after ENOSPC
+    its files may be closed already, and cancel raises ValueError over the OSError."""
+    try:
+        writer.cancel()
+    except Exception:
+        pass
