@@ -185,7 +185,7 @@ def pull_commit(root: str, round_number: int, count: int = 100) -> str:
             else line
             for line in text.split("\n")
         ]
-        changes[path] = repo.repo.create_blob("\n".join(lines).encode())
+        changes[path] = (str(repo.repo.create_blob("\n".join(lines).encode())), 0o100644)
     new_tree = repo.build_tree(tree, changes)
     sig = pygit2.Signature("Peer", "peer@example.com")
     oid = repo.repo.create_commit(None, sig, sig, f"peer edit {round_number}", new_tree, [head])

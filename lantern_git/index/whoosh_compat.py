@@ -34,6 +34,7 @@ import sys
 from array import array
 from io import BytesIO
 from itertools import repeat
+from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import StructFile
@@ -67,12 +68,12 @@ def usable(speedup: str) -> bool:
 # ---------------------------------------------------------------- the index's storage
 
 
-def open_index(folder: str, indexname: str):
+def open_index(folder: str, indexname: str) -> Any:
     """The index in ``folder``, as ``whoosh.index.open_dir`` opens it, on lantern's storage."""
     return LanternStorage(folder).open_index(indexname)
 
 
-def create_index(folder: str, schema, indexname: str):
+def create_index(folder: str, schema: Any, indexname: str) -> Any:
     """A new index in ``folder``, as ``whoosh.index.create_in`` makes it, on lantern's storage."""
     return LanternStorage(folder).create_index(schema, indexname)
 
@@ -90,38 +91,38 @@ class LanternStorage(FileStorage):
         self._path = os.path.abspath(path)
         self._exists: dict[str, bool] = {}
 
-    def open_file(self, name, **kwargs):
+    def open_file(self, name: str, **kwargs: Any) -> Any:
         if not self._parts:
             return super().open_file(name, **kwargs)
         return _SegmentFile(open(os.path.join(self._path, name), "rb"), name=name, **kwargs)
 
-    def file_exists(self, name):
+    def file_exists(self, name: str) -> bool:
         try:
             return self._exists[name]
         except KeyError:
             found = self._exists[name] = super().file_exists(name)
             return found
 
-    def _forget(self, change, *args, **kwargs):
+    def _forget(self, change: Any, *args: Any, **kwargs: Any) -> Any:
         self._exists.clear()
         try:
             return change(*args, **kwargs)
         finally:
             self._exists.clear()
 
-    def create_file(self, *args, **kwargs):
+    def create_file(self, *args: Any, **kwargs: Any) -> Any:
         return self._forget(super().create_file, *args, **kwargs)
 
-    def delete_file(self, *args, **kwargs):
+    def delete_file(self, *args: Any, **kwargs: Any) -> Any:
         return self._forget(super().delete_file, *args, **kwargs)
 
-    def rename_file(self, *args, **kwargs):
+    def rename_file(self, *args: Any, **kwargs: Any) -> Any:
         return self._forget(super().rename_file, *args, **kwargs)
 
-    def clean(self, *args, **kwargs):
+    def clean(self, *args: Any, **kwargs: Any) -> Any:
         return self._forget(super().clean, *args, **kwargs)
 
-    def destroy(self, *args, **kwargs):
+    def destroy(self, *args: Any, **kwargs: Any) -> Any:
         return self._forget(super().destroy, *args, **kwargs)
 
 
@@ -162,7 +163,7 @@ class _PartFile(StructFile):
     """One part of a mapped segment file, read in place: Whoosh's ``StructFile`` over a
     ``_MapFile``, with its positional reads served by slicing the map."""
 
-    def __init__(self, buf: memoryview, name=None, onclose=None):
+    def __init__(self, buf: memoryview, name: str | None = None, onclose: Any = None) -> None:
         super().__init__(_MapFile(buf), name=name, onclose=onclose)
         self._buf = buf
 
@@ -277,7 +278,7 @@ def _check_parts() -> bool:
 # ---------------------------------------------------------------- numeric columns
 
 
-def numeric_column(reader, fieldname: str, typecode: str = "Q") -> array:
+def numeric_column(reader: Any, fieldname: str, typecode: str = "Q") -> array:
     """A segment's numeric column (``NumericColumn(typecode)``) as an array with a value for
     every document, deleted or not. Documents past the stored values have the default
     (Whoosh's writer leaves trailing defaults out); a segment without the column gives the
@@ -295,7 +296,7 @@ def numeric_column(reader, fieldname: str, typecode: str = "Q") -> array:
     return array(typecode, column)
 
 
-def _numeric_in_one_piece(column, count: int) -> array:
+def _numeric_in_one_piece(column: Any, count: int) -> array:
     values = column._dbfile.get_array(column._basepos, column._typecode, column._count)
     values.extend(repeat(column._default, count - len(values)))
     return values
@@ -322,7 +323,7 @@ def _check_numeric() -> bool:
 # ---------------------------------------------------------------- deleted documents
 
 
-def deleted_docs(reader):
+def deleted_docs(reader: Any) -> Any:
     """A segment reader's deleted document numbers (relative to the segment), as a set."""
     from whoosh.reading import SegmentReader
 
@@ -342,7 +343,7 @@ def _check_deleted() -> bool:
 # ---------------------------------------------------------------- the table of contents
 
 
-def doc_count_all(ix) -> int:
+def doc_count_all(ix: Any) -> int:
     """Documents in the index, deleted or not, counted from its table of contents
     (``FileIndex._segments``): opening every segment only to count them costs ~3 ms."""
     if usable("toc"):
