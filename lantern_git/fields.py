@@ -38,6 +38,8 @@ MAX_TIMESTAMP = 9_999_999_999
 
 # The suffix of the temporary file an atomic write renames into place: readers skip these.
 TMP_SUFFIX = ".lantern-tmp"
+# The write journal in .lantern/: there only while a write is under way (or was cut off).
+JOURNAL = "journal.json"
 
 # The patterns a whole value must match (Python's fullmatch; JSON Schema gets them anchored).
 ID_PATTERN = r"[0-9a-f]{16}"

@@ -288,9 +288,11 @@ class Store:
 
     def recover(self) -> None:
         """Complete or roll back a write that was cut off (a crash, a kill), if there is one."""
-        from .transaction import recover
+        from .transaction import interrupted, recover
 
-        if self.exists:
+        # Checked before self.git: opening the repository (and importing pygit2) is for
+        # the rare read that finds a write to repair.
+        if self.exists and interrupted(self.state_dir):
             recover(self.git, self.state_dir, self._lock, self.warn)
 
     @contextlib.contextmanager
@@ -513,7 +515,7 @@ class Store:
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | None | Unset = UNSET,
+        expires_at: int | Unset | None = UNSET,
         add_source_refs: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
@@ -553,7 +555,7 @@ class Store:
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | None | Unset = None,
+        expires_at: int | Unset | None = None,
         source_refs: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import GitError, UncommittedChanges
+from .fields import JOURNAL, TMP_SUFFIX
 from .recordfile import expected_id, load, record_path
 
 if TYPE_CHECKING:
@@ -42,12 +43,20 @@ class IndexNotes(Protocol):
     def rebuild(self) -> object: ...
 
 
+def interrupted(state_dir: str) -> bool:
+    """Whether a write was cut off (its journal, or the journal's temporary file, is there):
+    two stat calls, no git, so every read can afford to ask."""
+    journal = os.path.join(state_dir, JOURNAL)
+    return os.path.exists(journal) or os.path.exists(
+        os.path.join(state_dir, "." + JOURNAL + TMP_SUFFIX)
+    )
+
+
 def recover(git: GitRepo, state_dir: str, lock: WriterLock, warn: Warn) -> None:
-    """Complete or roll back an interrupted write, if its journal is there (cheap when not)."""
-    from .git.repo import JOURNAL
+    """Complete or roll back an interrupted write, if there is one."""
     from .git.repo import recover as recover_write
 
-    if not os.path.exists(os.path.join(state_dir, JOURNAL)):
+    if not interrupted(state_dir):
         return
     with lock:
         message = recover_write(git, state_dir)

@@ -185,3 +185,23 @@ def test_every_public_function_of_the_library_is_annotated():
     ]
     missing = [entry for path in library for entry in _unannotated(path)]
     assert missing == []
+
+
+def test_a_list_in_a_clean_store_never_imports_pygit2(store_path):
+    """Reads go through the index; git is opened only for a write or a repair (CLI start-up)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from lantern_git.store import Store\n"
+        f"store = Store.open({str(store_path)!r})\n"
+        "store.list(); store.get(store.list(status='all')[0].id)\n"
+        "print('pygit2' in sys.modules)\n"
+    )
+    from lantern_git.store import Store
+
+    Store.open(str(store_path)).add("something to list", kind="fact")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -574,3 +574,16 @@ def test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore(tmp_path, poi
         assert git(path, "show", "HEAD:.gitignore") == "*.log\n/.lantern/\n"
         assert (path / ".gitignore").read_text() == "*.log\n*.tmp\n/.lantern/\n"
         assert git(path, "status", "--porcelain") == " M .gitignore\n"
+
+
+def test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command(seeded):
+    path, seed = seeded
+    before = snapshot(path)
+    # A writer killed between creating its journal's temporary file and renaming it.
+    leftover = path / ".lantern" / ".journal.json.lantern-tmp"
+    leftover.write_bytes(b'{"op": "add", "fi')
+    follow = cli(path, "memory", "show", seed, "--json")
+    assert follow.returncode == 0, follow.stderr
+    assert not leftover.exists()
+    assert snapshot(path) == before
+    audit(path)

@@ -1,6 +1,8 @@
 """What a store needs from git's configuration: the record merge driver, and an identity.
 
-Git config is not cloned, so a fresh clone of a store has a ``.gitattributes`` that routes
+Only the standard library is imported at module level: every command that opens a store asks
+:func:`routes_records_to_driver`, and a list must not pay for pygit2. Git config is not cloned,
+so a fresh clone of a store has a ``.gitattributes`` that routes
 record files to a driver its ``.git/config`` does not define yet; any command that opens such a
 store registers it (:func:`ensure_merge_driver`). A store must also stay writable on a fresh
 machine with no git identity: commits then fall back to ``user@host``, with one warning.
@@ -12,8 +14,10 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import pygit2
+if TYPE_CHECKING:
+    import pygit2
 
 DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
 DRIVER_KEY = "merge.lantern.driver"
@@ -38,6 +42,8 @@ def routes_records_to_driver(root: str) -> bool:
 
 
 def driver_registered(repo: pygit2.Repository) -> bool:
+    import pygit2
+
     try:
         return bool(repo.config[DRIVER_KEY])
     except (KeyError, pygit2.GitError):
@@ -50,6 +56,8 @@ def ensure_merge_driver(repo: pygit2.Repository, warn: Warn | None = None) -> bo
     A config that cannot be written (locked by a running git, read-only) only costs plain
     ``git pull`` its record merge, so it is a warning, not a failure.
     """
+    import pygit2
+
     changed = False
     try:
         config = repo.config
@@ -79,6 +87,8 @@ _warned_identity = False
 def fallback_author(repo: pygit2.Repository, warn: Warn) -> str | None:
     """``user <user@host>`` when git has no identity configured (saying so once), else None."""
     global _warned_identity
+    import pygit2
+
     try:
         repo.default_signature  # noqa: B018 - raises when no identity is configured
         return None

@@ -23,9 +23,8 @@ import pygit2
 from pygit2.enums import FileMode, Option, RepositoryState
 
 from ..errors import GitError, InvalidInput, StoreError
-from ..fields import TMP_SUFFIX
+from ..fields import JOURNAL, TMP_SUFFIX
 
-JOURNAL = "journal.json"
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
 # after-search-index; during-recovery: inside recover(), after it put back one file), so tests
@@ -103,7 +102,8 @@ def fault(point: str) -> None:
 
 
 def _enable_fsync() -> None:
-    """Make libgit2 fsync objects, refs and the index, so a write survives a power cut."""
+    """Make libgit2 fsync objects and refs, so a write survives a power cut (libgit2 never
+    fsyncs .git/index; a lost index entry is repaired from HEAD by the next command)."""
     global _fsync_enabled
     if _fsync_enabled:
         return
@@ -621,6 +621,9 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
     again after a crash half-way through it gives the same result.
     """
     journal_path = os.path.join(journal_dir, JOURNAL)
+    # A writer killed while writing its journal leaves only the journal's temporary file:
+    # nothing of that write reached the working tree, so it is simply dropped.
+    _remove_temporaries(journal_dir, [JOURNAL])
     try:
         with open(journal_path, "rb") as handle:
             journal_mtime = os.fstat(handle.fileno()).st_mtime
