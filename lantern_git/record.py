@@ -458,7 +458,7 @@ def split_front_matter(text: str) -> tuple[str, str, int]:
     return front, body, body_line
 
 
-def _check_no_aliases(node, seen: set[int]) -> None:
+def _check_no_aliases(node: yaml.Node, seen: set[int]) -> None:
     # An alias makes the same node appear twice; refusing them rules out "billion laughs".
     stack = [node]
     while stack:

@@ -227,7 +227,7 @@ def memory_supersede(
         reason=reason,
     )
     old = record.supersedes_id
-    _emit_record(store, record, as_json, lambda short: f"superseded {short(old)} by")
+    _emit_record(store, record, as_json, lambda short: f"superseded {short(old or '')} by")
 
 
 @memory.command("update")

@@ -175,9 +175,11 @@ def read_content(content: str) -> str:
 
 def parse_time_option(value: str | None, name: str) -> int | None:
     """``--expires-at T`` for a new record (None when not given), as MCP's expires_at."""
+    from ..fields import Unset
     from ..timespec import parse_expiry
 
-    return parse_expiry(value, name=name)
+    expiry = parse_expiry(value, name=name)
+    return None if isinstance(expiry, Unset) else expiry
 
 
 def add_options(defaults: bool = True) -> Callable:
