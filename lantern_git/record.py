@@ -21,6 +21,10 @@ from yaml.resolver import Resolver
 
 from .errors import ValidationError
 from .fields import (  # noqa: F401 - re-exported for library users
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PRIORITY,
+    DEFAULT_SCOPE,
+    DEFAULT_URGENCY,
     FIELD_ORDER,
     KINDS,
     MAX_CONTENT_BYTES,
@@ -204,11 +208,11 @@ class Record:
     id: str
     kind: str
     content: str
-    scope: str = "global"
+    scope: str = DEFAULT_SCOPE
     status: str = "active"
-    priority: int = 50
-    urgency: int = 0
-    confidence: float = 1.0
+    priority: int = DEFAULT_PRIORITY
+    urgency: int = DEFAULT_URGENCY
+    confidence: float = DEFAULT_CONFIDENCE
     created_at: int = 0
     updated_at: int = 0
     expires_at: int | None = None
@@ -225,10 +229,10 @@ class Record:
         *,
         kind: str,
         content: str,
-        scope: str = "global",
-        priority: int = 50,
-        urgency: int = 0,
-        confidence: float = 1.0,
+        scope: str = DEFAULT_SCOPE,
+        priority: int = DEFAULT_PRIORITY,
+        urgency: int = DEFAULT_URGENCY,
+        confidence: float = DEFAULT_CONFIDENCE,
         expires_at: int | None = None,
         supersedes_id: str | None = None,
         source_refs: tuple[str, ...] | list[str] = (),

@@ -119,11 +119,14 @@ class ShortIds:
         return record_id[: max(self.minimum, lengths.get(record_id, self.minimum))]
 
     def _lengths(self, shard: str) -> dict[str, int]:
+        from .recordfile import MEMORY_DIR, RECORD_SUFFIX
+
         try:
-            names = os.listdir(os.path.join(self.root or "", "memory", shard))
+            names = os.listdir(os.path.join(self.root or "", MEMORY_DIR, shard))
         except OSError:
             return {}
-        ids = sorted(n[:-3] for n in names if n.endswith(".md") and len(n) == 19)
+        stems = (n.removesuffix(RECORD_SUFFIX) for n in names if n.endswith(RECORD_SUFFIX))
+        ids = sorted(stem for stem in stems if len(stem) == 16)
         lengths: dict[str, int] = {}
         for i, current in enumerate(ids):
             need = 1

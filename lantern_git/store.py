@@ -27,7 +27,14 @@ from .errors import (
     UnsupportedFormat,
     ValidationError,
 )
-from .fields import UNSET, Unset
+from .fields import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PRIORITY,
+    DEFAULT_SCOPE,
+    DEFAULT_URGENCY,
+    UNSET,
+    Unset,
+)
 from .lock import WriterLock
 from .record import (
     ID_RE,
@@ -55,7 +62,6 @@ FORMAT_VERSION = 1
 MARKER = "lantern.yaml"
 STATE_DIR = ".lantern"
 GITIGNORE_LINE = "/.lantern/"
-ACTORS = ("cli", "mcp", "api", "sync")
 
 
 def default_store_path() -> str:
@@ -368,18 +374,6 @@ class Store:
         self.recover()
         return self.read(self.resolve_id(ref))[1]
 
-    def short_id(self, record_id: str, minimum: int = 7) -> str:
-        """The shortest unambiguous prefix of ``record_id`` (at least ``minimum``), like git."""
-        try:
-            names = os.listdir(os.path.join(self.root, MEMORY_DIR, record_id[:2]))
-        except OSError:
-            return record_id[:minimum]
-        others = [n[:16] for n in names if n.endswith(RECORD_SUFFIX) and n[:16] != record_id]
-        length = minimum
-        while length < 16 and any(o.startswith(record_id[:length]) for o in others):
-            length += 1
-        return record_id[:length]
-
     # ------------------------------------------------------------------ listing
 
     def refresh(self, meanwhile: Callable[[], object] | None = None) -> RefreshReport:
@@ -458,10 +452,10 @@ class Store:
         content: str,
         *,
         kind: str,
-        scope: str = "global",
-        priority: int = 50,
-        urgency: int = 0,
-        confidence: float = 1.0,
+        scope: str = DEFAULT_SCOPE,
+        priority: int = DEFAULT_PRIORITY,
+        urgency: int = DEFAULT_URGENCY,
+        confidence: float = DEFAULT_CONFIDENCE,
         expires_at: int | None = None,
         source_refs: Iterable[str] = (),
         reason: str | None = None,

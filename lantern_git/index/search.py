@@ -39,7 +39,7 @@ from ..errors import StoreError
 from ..fields import STATUSES
 from ..query import Hit, RecordQuery, order_key
 from ..record import Record
-from ..recordfile import MEMORY_DIR, read_record_file, record_files
+from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import whoosh_compat
 
 SCHEMA_VERSION = 2
@@ -108,7 +108,7 @@ def changed_since(
     each; for a small one (``records``, roughly) starting a process costs more than the sweep.
     ``meanwhile`` is called once while the finds run (before the sweep where there are none).
     """
-    memory = os.path.join(root, "memory")
+    memory = os.path.join(root, MEMORY_DIR)
     if records < SWEEP_IN_PYTHON_BELOW:
         return _sweep(memory, since, meanwhile)
     try:
@@ -116,7 +116,7 @@ def changed_since(
         shards = sorted(os.listdir(memory))
     except OSError:
         return _sweep(memory, since, meanwhile)
-    changed = ["memory"] if max(top.st_ctime_ns, top.st_mtime_ns) > since else []
+    changed = [MEMORY_DIR] if max(top.st_ctime_ns, top.st_mtime_ns) > since else []
     # "./" so that no folder name can read as an option to find
     folders = ["./" + name for name in shards]
     split = len(folders) // 2 if records >= TWO_FINDS_FROM else len(folders)
@@ -148,7 +148,7 @@ def changed_since(
         return _sweep(memory, since)
     for output, _ in outputs:
         names = output.decode("utf-8", "surrogateescape").split("\0")
-        changed.extend("memory/" + name[2:] for name in names if name)
+        changed.extend(f"{MEMORY_DIR}/{name[2:]}" for name in names if name)
     return changed
 
 
@@ -164,9 +164,9 @@ def _sweep(memory: str, since: int, meanwhile: Callable[[], object] | None = Non
         top = os.lstat(memory)
     except FileNotFoundError:
         return []
-    changed = ["memory"] if newer(top) else []
+    changed = [MEMORY_DIR] if newer(top) else []
     for shard in os.scandir(memory):
-        prefix = "memory/" + shard.name
+        prefix = f"{MEMORY_DIR}/{shard.name}"
         if newer(shard.stat(follow_symlinks=False)):
             changed.append(prefix)
         if shard.is_dir(follow_symlinks=False):
@@ -270,7 +270,7 @@ class SearchIndex:
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             return self.rebuild()
-        memory = os.path.join(self.root, "memory")
+        memory = os.path.join(self.root, MEMORY_DIR)
         if os.path.islink(memory) or not os.path.isdir(memory):
             # No record folder: fine while the index is empty too; otherwise start over.
             if os.path.islink(memory) or manifest["broken"] or not self._empty():
@@ -343,13 +343,13 @@ class SearchIndex:
         for path in changed:
             parts = path.split("/")
             if len(parts) == 3:
-                if parts[2].endswith(".md") and not parts[2].startswith("."):
+                if parts[2].endswith(RECORD_SUFFIX) and not parts[2].startswith("."):
                     paths.add(path)
             elif len(parts) == 2:
                 folders.add(parts[1])
             else:  # memory/ itself: shard folders may have come or gone
                 try:
-                    folders.update(os.listdir(os.path.join(self.root, "memory")))
+                    folders.update(os.listdir(os.path.join(self.root, MEMORY_DIR)))
                 except FileNotFoundError:
                     pass
                 folders.update(f"{n:02x}" for n in range(256))
@@ -361,12 +361,14 @@ class SearchIndex:
         with ix.searcher() as searcher:
             reader = searcher.reader()
             for shard in folders:
-                prefix = f"memory/{shard}/"
+                prefix = f"{MEMORY_DIR}/{shard}/"
                 try:
-                    names = os.listdir(os.path.join(self.root, "memory", shard))
+                    names = os.listdir(os.path.join(self.root, MEMORY_DIR, shard))
                 except (FileNotFoundError, NotADirectoryError):
                     names = []
-                on_disk = {prefix + n for n in names if n.endswith(".md") and not n.startswith(".")}
+                on_disk = {
+                    prefix + n for n in names if n.endswith(RECORD_SUFFIX) and not n.startswith(".")
+                }
                 indexed = {
                     t.decode() if isinstance(t, bytes) else t
                     for t in reader.expand_prefix("path", prefix)
