@@ -31,12 +31,14 @@ TOOL_NAMES = {
     "lantern_memory_update",
     "lantern_memory_restore",
     "lantern_memory_history",
+    "lantern_status",
 }
 READ_ONLY = {
     "lantern_memory_show",
     "lantern_memory_list",
     "lantern_memory_search",
     "lantern_memory_history",
+    "lantern_status",
 }
 CLI = (sys.executable, "-m", "lantern_git")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_policy.py"
@@ -723,6 +725,28 @@ def test_mcp_refuses_a_folder_that_is_not_a_store(tmp_path):
     assert result.returncode == 1
     assert "not a lantern store" in result.stderr
     assert result.stdout == ""
+
+
+def test_mcp_names_its_store_and_author_on_stderr(store_path):
+    result = lantern("mcp", "--store", str(store_path), input="", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert f"lantern mcp: serving {store_path} as git identity" in result.stderr.splitlines()
+    result = lantern(
+        "mcp", "--store", str(store_path), "--author", "Ana <ana@example.org>", input="", timeout=30
+    )
+    assert f"lantern mcp: serving {store_path} as Ana <ana@example.org>" in result.stderr
+    assert result.stdout == ""
+
+
+def test_status_tool_answers_what_lantern_status_json_prints(store_path):
+    lantern("memory", "add", "Ana likes tea", "--kind", "preference", "--store", str(store_path))
+    expected = cli_json("status", store_path=store_path)
+
+    async def body(client):
+        return await ok(client, "lantern_status")
+
+    assert run(body)(store_path) == expected
+    assert expected["records"] == 1
 
 
 def test_other_commands_do_not_import_mcp(store_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .support import author_option, store_option
@@ -24,6 +26,9 @@ def mcp_command(ctx: click.Context, store_path: str | None, author: str | None) 
     path, is_default = locate_store(store_path or root_store)
     # A store that cannot be opened is reported now, by exit code, rather than on every call.
     Store(path, create_on_write=is_default, actor="mcp", author=author).close()
+    # One line, so whoever reads the client's server log knows which store this one writes to.
+    who = author or os.environ.get("LANTERN_AUTHOR") or "git identity"
+    click.echo(f"lantern mcp: serving {path} as {who}", err=True)
     serve(StoreTarget(path, create_on_write=is_default, author=author))
 
 

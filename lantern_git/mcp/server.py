@@ -393,6 +393,10 @@ def _history(store: Store, args: dict) -> tuple[dict, str | None]:
     return RecordHistory(record_id, store.history(record_id)).to_dict(), None
 
 
+def _status(store: Store, args: dict) -> tuple[dict, str | None]:
+    return store.status(), None
+
+
 _WRITE_NOTE = (
     " Each change is one git commit with the trailer Lantern-Actor: mcp; nothing is ever "
     "deleted, and `lantern_memory_history` shows every change."
@@ -548,6 +552,21 @@ TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_history,
+    ),
+    ToolSpec(
+        name="lantern_status",
+        title="Status of the memory store",
+        description=(
+            "Return the store this server serves: its path, format, record counts by status and "
+            "kind, broken record files, index state, branch, head and how far it is ahead of or "
+            "behind its upstream. The same object as `lantern status --json`. Read-only."
+        ),
+        input_schema=_object({}),
+        output_schema={"type": "object"},
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_status,
     ),
 )
 
