@@ -786,7 +786,11 @@ def _check_query(query: RecordQuery) -> None:
             try:
                 validate_scope(scope)
             except ValidationError as err:
-                raise InvalidInput(err.message, code="invalid_field") from None
+                message = err.message
+                if scope.isascii() and all(c.isalnum() or c in "_.-" for c in scope):
+                    # A bare namespace ('user') is what someone means by every user's records.
+                    message += f"; did you mean --scope '{scope}:*'?"
+                raise InvalidInput(message, code="invalid_field") from None
     for name in ("min_priority", "min_urgency"):
         value = getattr(query, name)
         if value is not None:

@@ -749,6 +749,17 @@ def test_status_tool_answers_what_lantern_status_json_prints(store_path):
     assert expected["records"] == 1
 
 
+def test_a_bare_scope_word_suggests_its_prefix_pattern(store_path):
+    async def body(client):
+        return await fail(client, "lantern_memory_list", scope=["user"])
+
+    error = run(body)(store_path)
+    assert error["code"] == "invalid_field"
+    assert error["message"].endswith("did you mean --scope 'user:*'?")
+    # The same message the CLI gives.
+    assert cli_error("memory", "list", "--scope", "user", store_path=store_path) == (2, error)
+
+
 def test_other_commands_do_not_import_mcp(store_path):
     code = (
         "import sys\n"
