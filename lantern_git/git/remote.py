@@ -121,6 +121,10 @@ def resolve_target(repo: pygit2.Repository, remote: str | None, branch: str) -> 
             else branch
         )
         return Target(remote, remote_branch, True, upstream_remote is None)
+    if remote.startswith(("/", "./", "../", "~")) and not os.path.exists(
+        os.path.expanduser(remote)
+    ):
+        raise InvalidInput(f"remote: {remote} does not exist", code="unknown_remote")
     if "://" in remote or os.path.exists(os.path.expanduser(remote)) or _scp_like(remote):
         return Target(remote, branch, False, False)
     raise InvalidInput(
