@@ -18,6 +18,8 @@ import json
 import marshal
 import os
 import shutil
+import stat
+import struct
 import subprocess
 import sys
 import time
@@ -45,6 +47,9 @@ from . import whoosh_compat
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
+# Each record file's lstat signature as it was just before the index took in its content; kept
+# apart from the manifest so that a check finding nothing changed never loads it.
+SEEN = f"seen_v{SCHEMA_VERSION}.marshal"
 # Its mtime is the stamp: files whose ctime is newer may differ from the index.
 STAMP = "checked"
 NO_EXPIRY = 2**62
@@ -52,6 +57,10 @@ NO_EXPIRY = 2**62
 # granularity (FAT: 2 s) and the kernel's coarse clock, so no change can fall between two checks;
 # files changed within the margin are merely hashed once more.
 STAMP_MARGIN_NS = 3_000_000_000
+# A file whose timestamps carry sub-millisecond digits lives on a filesystem with fine
+# timestamps, taken from the kernel's coarse clock (one tick, at most 10 ms behind); a later
+# write to it shows a ctime at least this much past one read this long after it was set.
+FINE_MARGIN_NS = 100_000_000
 MERGE_AT_SEGMENTS = 8
 SWEEP_IN_PYTHON_BELOW = 600
 # Two finds over half the shard folders each halve the wall time wherever a second core is
@@ -178,6 +187,31 @@ def _sweep(memory: str, since: int, meanwhile: Callable[[], object] | None = Non
     return changed
 
 
+# ctime, mtime, size and inode, packed: marshal loads 10k byte strings in a fraction of the
+# time it takes for 10k tuples of large ints.
+Signature = bytes
+_SIGNATURE = struct.Struct("<qqQQ")
+
+
+def _signature(st: os.stat_result) -> Signature:
+    return _SIGNATURE.pack(st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _settled(st: os.stat_result, before: int) -> bool:
+    """Whether any write after ``before`` (a moment taken before this ``lstat``) must change
+    the file's signature: its timestamps lie further back than the filesystem's granularity.
+    A write sets ctime to the kernel's clock at that moment, which no program can set back;
+    on a filesystem with fine timestamps that is past ``before - FINE_MARGIN_NS``, elsewhere
+    (whole seconds, FAT's two) past ``before - STAMP_MARGIN_NS``. Then a file showing the same
+    signature later was not written since, and its content is what was read after ``before``.
+    """
+    if os.name != "posix" or not stat.S_ISREG(st.st_mode):
+        return False  # where ctime is a creation time, an edit could keep every field but one
+    ctime, mtime = st.st_ctime_ns, st.st_mtime_ns
+    fine = ctime % 1_000_000 != 0 and mtime % 1_000_000 != 0
+    return max(ctime, mtime) < before - (FINE_MARGIN_NS if fine else STAMP_MARGIN_NS)
+
+
 def _set_stamp(path: str, ns: int) -> None:
     if not os.path.exists(path):
         with open(path, "wb"):
@@ -212,6 +246,11 @@ class SearchIndex:
         self._locker = locker
         self._ix = None
         self._manifest: dict | None = None
+        # path -> the signature its file had when the index's content for it was read
+        self._seen: dict[str, Signature] | None = None
+        self._seen_dirty = False
+        # Signatures of the files the last ``_pending`` read, until the index holds their content
+        self._verified: dict[str, Signature] = {}
 
     # -- storage
 
@@ -243,6 +282,46 @@ class SearchIndex:
         _set_stamp(os.path.join(folder, STAMP), manifest["since"])
         self._manifest = manifest
 
+    def _load_seen(self) -> dict[str, Signature]:
+        """Signatures of files whose indexed content is known to be theirs (empty if unknown).
+
+        Sound however stale: the index's content for a path changes only after its file was
+        read again, which happens only once the file changed, and then its signature did too.
+        """
+        if self._seen is None:
+            seen: dict[str, Signature] = {}
+            try:
+                with open(os.path.join(self.dir, SEEN), "rb") as handle:
+                    loaded = marshal.load(handle)
+                if isinstance(loaded, dict):
+                    seen = loaded
+            except (OSError, ValueError, EOFError, TypeError):
+                pass
+            self._seen = seen
+            self._seen_dirty = False
+        return self._seen
+
+    def _remember(self) -> None:
+        """The files the last ``_pending`` read are now in the index as read."""
+        if self._verified:
+            self._load_seen().update(self._verified)
+            self._verified = {}
+            self._seen_dirty = True
+
+    def _save_seen(self, seen: dict[str, Signature], folder: str | None = None) -> None:
+        path = os.path.join(folder or self.dir, SEEN)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as handle:
+                marshal.dump(seen, handle)
+            os.replace(tmp, path)
+        except OSError:  # a read-only store: the files are re-read, as without it
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self._seen_dirty = False
+
     def _open(self):
         if self._ix is None:
             if not whoosh_index.exists_in(self.dir, indexname=INDEX_NAME):
@@ -265,7 +344,19 @@ class SearchIndex:
 
         ``meanwhile``, if given, is called while the file check runs (a query that is used
         only if ``unchanged`` comes back true), unless the index has to be rebuilt first.
+        With ``LANTERN_DEBUG_INDEX=1``, says on stderr what the check did.
         """
+        report = self._refresh(meanwhile)
+        if os.environ.get("LANTERN_DEBUG_INDEX") == "1":
+            done = (
+                f"rebuilt from {report.scanned} files"
+                if report.rebuilt
+                else f"rebuilt 0 / re-read {report.reread} of {report.scanned} changed files"
+            )
+            print(f"index: {done}", file=sys.stderr)
+        return report
+
+    def _refresh(self, meanwhile: Callable[[], object] | None) -> RefreshReport:
         report = RefreshReport()
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
@@ -294,7 +385,7 @@ class SearchIndex:
             return self.rebuild()
         try:
             paths = self._affected(changed, manifest)
-            updates, broken = self._pending(manifest, paths, RefreshReport())
+            updates, broken = self._pending(manifest, paths, report)
         except Exception:  # whoosh raises many kinds on a damaged index; the files are the truth
             self.close()
             return self.rebuild()
@@ -306,6 +397,9 @@ class SearchIndex:
                 _set_stamp(os.path.join(self.dir, STAMP), started - STAMP_MARGIN_NS)
             except OSError:
                 pass
+            self._remember()
+            if self._seen_dirty and self._seen is not None:
+                self._save_seen(self._seen)
             report.broken = manifest["broken"]
             return report
         with self._locker():
@@ -317,6 +411,8 @@ class SearchIndex:
                 self._apply(manifest, paths, report)
                 manifest["since"] = started - STAMP_MARGIN_NS
                 self._save_manifest(manifest)
+                if self._seen_dirty and self._seen is not None:
+                    self._save_seen(self._seen)
             except Exception:
                 self.close()
                 return self.rebuild()
@@ -381,6 +477,7 @@ class SearchIndex:
         """Re-read ``paths``; index those whose content differs from what the index holds."""
         updates, manifest["broken"] = self._pending(manifest, paths, report)
         if not updates:
+            self._remember()
             return
         writer = self._open().writer(timeout=30.0)
         try:
@@ -400,6 +497,7 @@ class SearchIndex:
         except BaseException:
             _cancel(writer)
             raise
+        self._remember()
         self.close()
 
     def _pending(
@@ -408,11 +506,41 @@ class SearchIndex:
         """(index updates, new broken-file map) that bring ``paths`` in step with the files."""
         broken = dict(manifest["broken"])
         updates: list[tuple[str, Record | None, str | None, bool]] = []
+        seen = self._load_seen()
+        self._verified = {}
+        shards: dict[str, bool] = {}
+
+        def linked_shard(folder: str) -> bool:
+            # A shard folder swapped for a link to itself keeps its files' signatures, but
+            # its files are no longer read (they lie outside the store).
+            if folder not in shards:
+                shards[folder] = os.path.islink(os.path.join(self.root, folder))
+            return shards[folder]
+
         ix = self._open()
         with ix.searcher() as searcher:
             for path in sorted(paths):
+                # Taken before the lstat, which is taken before the read.
+                before = time.time_ns()
+                try:
+                    st: os.stat_result | None = os.lstat(os.path.join(self.root, path))
+                except OSError:
+                    st = None
+                known = seen.pop(path, None)
+                if (
+                    st is not None
+                    and known is not None
+                    and known == _signature(st)
+                    and not linked_shard(path.rpartition("/")[0])
+                ):
+                    # Not written since the index took in this very content (a fresh clone's
+                    # files, all newer than the stamp of the build that read them).
+                    seen[path] = known
+                    continue
+                if known is not None:
+                    self._seen_dirty = True
                 doc = searcher.document(path=path)
-                if not os.path.lexists(os.path.join(self.root, path)):
+                if st is None and not os.path.lexists(os.path.join(self.root, path)):
                     if doc is not None or path in broken:
                         broken.pop(path, None)
                         updates.append((path, None, None, True))
@@ -426,6 +554,9 @@ class SearchIndex:
                         updates.append((path, None, None, True))
                     continue
                 digest = _content_hash(data)
+                if st is not None and _settled(st, before):
+                    # True once the index holds this content: ``_remember`` records it then.
+                    self._verified[path] = _signature(st)
                 if doc is not None and path not in broken and doc.get("digest") == digest:
                     continue
                 broken.pop(path, None)
@@ -471,6 +602,7 @@ class SearchIndex:
                 ) from None
             ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
             broken: dict = {}
+            seen: dict[str, Signature] = {}
             # Two processes halve a large build; forking is kept to Linux and large stores.
             parallel = len(scan) >= PARALLEL_FROM and sys.platform.startswith("linux")
             options = {"procs": 2, "multisegment": True} if parallel else {}
@@ -486,6 +618,9 @@ class SearchIndex:
                         continue
                     writer.add_document(**_document(path, record, _content_hash(data)))
                     report.updated += 1
+                    # The lstat was taken after ``started`` and before the read.
+                    if _settled(scan[path], started):
+                        seen[path] = _signature(scan[path])
                 writer.commit()
             except BaseException:
                 _cancel(writer)
@@ -494,6 +629,7 @@ class SearchIndex:
             ix.close()
             manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - STAMP_MARGIN_NS}
             self._save_manifest(manifest, fresh)
+            self._save_seen(seen, fresh)
             old = self.dir + ".old"
             shutil.rmtree(old, ignore_errors=True)
             if os.path.exists(self.dir):
@@ -501,6 +637,7 @@ class SearchIndex:
             os.replace(fresh, self.dir)
             shutil.rmtree(old, ignore_errors=True)
             self._manifest = manifest
+            self._seen = seen
         report.broken = broken
         return report
 
