@@ -1,6 +1,6 @@
 """The long reliability run: the crash, concurrency and hostile-input scenarios, over and over.
 
-    cd /work/main && python -m tests.soak --minutes 10 [--seed N] [--keep]
+    cd <your checkout> && python -m tests.soak --minutes 10 [--seed N] [--keep]
 
 Each cycle runs concurrent writers (CLI processes, library threads with their own and a shared
 Store, a ``lantern mcp`` server) beside CLI readers; CLI writers killed at random moments;
