@@ -342,7 +342,7 @@ class _Sync:
                 f": {len(records)} record{'s' if len(records) != 1 else ''} changed on both sides"
             )
         prov = self.tx.provenance("merge", (r.trailer() for r in records), actor="sync")
-        commit = self.tx.create_commit(merged.tree, [head, theirs], summary, prov)
+        commit = self.git.create_commit(merged.tree, [head, theirs], summary, prov)
         self._advance(head, commit, head_tree, repo[merged.tree].peel(pygit2.Tree), summary)
         self.report.merge_commits.append(str(commit))
         self.report.merged.extend(records)

@@ -158,19 +158,6 @@ class WriteTransaction:
         )
         return self._finish(oid, list(files), rebuild_index)
 
-    def create_commit(
-        self,
-        tree: pygit2.Oid,
-        parents: list[pygit2.Oid],
-        summary: str,
-        prov: Provenance,
-    ) -> pygit2.Oid:
-        """A commit object not on any branch yet (a merge), for :meth:`advance`."""
-        try:
-            return self.git.create_commit(tree, parents, summary, prov)
-        except OSError as err:
-            raise GitError(f"cannot write to the git repository: {err}; nothing changed") from None
-
     def advance(
         self,
         head: pygit2.Oid | None,
@@ -180,7 +167,8 @@ class WriteTransaction:
         op: str,
     ) -> str:
         """Move the branch from ``head`` to an existing ``commit`` (a fast-forward, or a merge
-        made with :meth:`create_commit`) and the working tree with it, journaled like a commit.
+        made with ``GitRepo.create_commit``) and the working tree with it, journaled like a
+        commit.
 
         ``changes`` are the paths that differ between the two commits' trees. A path the new
         commit adds that is here already but not committed is refused, never overwritten.

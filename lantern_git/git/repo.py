@@ -332,10 +332,16 @@ class GitRepo:
         prov: Provenance,
         extra_trailers: Iterable[str] = (),
     ) -> pygit2.Oid:
-        """An unreferenced commit object with lantern's message and trailers."""
+        """An unreferenced commit object with lantern's message and trailers; nothing moves
+        yet (:meth:`apply` moves the branch to it)."""
         signature = self.signature(prov.author)
         message = format_message(summary, prov, extra_trailers)
-        return self.repo.create_commit(None, signature, signature, message, tree, parents)
+        try:
+            return self.repo.create_commit(None, signature, signature, message, tree, parents)
+        except (pygit2.GitError, OSError) as err:
+            raise GitError(
+                f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
+            ) from None
 
     def commit_files(
         self,
