@@ -96,9 +96,9 @@ _KINDS_OF_FILE = (
 )
 
 
-def _not_regular(path: str, mode: int) -> Problem:
-    what = next((f" but {name}" for test, name in _KINDS_OF_FILE if test(mode)), "")
-    return Problem(path, None, f"is not a regular file{what}; record files must be regular files")
+def _not_regular(path: str, mode: int, what: str) -> Problem:
+    kind = next((f" but {name}" for test, name in _KINDS_OF_FILE if test(mode)), "")
+    return Problem(path, None, f"is not a regular file{kind}; {what} must be regular files")
 
 
 def _linked_parent(root: str, path: str) -> str | None:
@@ -111,7 +111,7 @@ def _linked_parent(root: str, path: str) -> str | None:
 
 
 def read_bytes(
-    root: str, path: str, limit: int = MAX_FILE_BYTES
+    root: str, path: str, limit: int = MAX_FILE_BYTES, what: str = "record files"
 ) -> tuple[bytes | None, Problem | None]:
     """A file's bytes (at most ``limit + 1``), read only if it is a regular file inside the store.
 
@@ -134,16 +134,14 @@ def read_bytes(
         except OSError:
             mode = stat.S_IFREG
         if err.errno == errno.ELOOP or stat.S_ISLNK(mode):
-            return None, Problem(
-                path, None, "is a symbolic link; record files must be regular files"
-            )
+            return None, Problem(path, None, f"is a symbolic link; {what} must be regular files")
         if not stat.S_ISREG(mode):  # a socket cannot even be opened
-            return None, _not_regular(path, mode)
+            return None, _not_regular(path, mode, what)
         return None, Problem(path, None, f"cannot be read: {err.strerror}")
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        return None, _not_regular(path, mode)
+        return None, _not_regular(path, mode, what)
     with open(fd, "rb") as handle:
         try:
             return handle.read(limit + 1), None

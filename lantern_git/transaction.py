@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from .errors import GitError, UncommittedChanges
 from .fields import JOURNAL, TMP_SUFFIX
 from .recordfile import expected_id, load, record_path
+from .source import parse_source_path
 
 if TYPE_CHECKING:
     import pygit2
@@ -86,11 +87,13 @@ class WriteTransaction:
         actor: str,
         author: str | None,
         warn: Warn,
+        chunks: Callable[[], IndexNotes] | None = None,
     ):
         self.root = root
         self.state_dir = state_dir
         self.git = git
         self._index = index
+        self._chunks = chunks
         self.actor = actor
         self.author = author
         self.warn = warn
@@ -118,6 +121,7 @@ class WriteTransaction:
         *,
         reason: str | None = None,
         actor: str | None = None,
+        sources: Iterable[str] = (),
     ) -> Provenance:
         """Who and why, for a commit of this transaction (git's identity, else user@host)."""
         from .git.config import fallback_author
@@ -127,7 +131,12 @@ class WriteTransaction:
         if author is None and not os.environ.get("LANTERN_AUTHOR"):
             author = fallback_author(self.git.repo, self.warn)
         return Provenance(
-            op=op, records=tuple(records), actor=actor or self.actor, reason=reason, author=author
+            op=op,
+            records=tuple(records),
+            actor=actor or self.actor,
+            reason=reason,
+            author=author,
+            sources=tuple(sources),
         )
 
     def commit(
@@ -141,13 +150,14 @@ class WriteTransaction:
         extra_trailers: Iterable[str] = (),
         rebuild_index: bool = False,
         worktree: Mapping[str, bytes] | None = None,
+        sources: Iterable[str] = (),
     ) -> str:
         """Commit ``files`` (path -> bytes, or None to delete) as one write; its commit id.
 
         ``worktree``: for some paths, what to leave in the working tree instead of the
         committed content (a user's uncommitted edits that stay theirs, uncommitted).
         """
-        prov = self.provenance(op, record_ids, reason=reason)
+        prov = self.provenance(op, record_ids, reason=reason, sources=sources)
         oid = self.git.commit_files(
             files,
             summary,
@@ -190,11 +200,14 @@ class WriteTransaction:
         from .git.repo import fault
 
         record_files = [p for p in paths if expected_id(p) is not None]
+        source_files = [p for p in paths if parse_source_path(p) is not None]
         try:
             if record_files and rebuild_index:
                 self._index().rebuild()
             elif record_files:
                 self._index().note_written(record_files)
+            if source_files and self._chunks is not None:
+                self._chunks().note_written(source_files)
         except Exception as err:  # derived state must never fail a write that is committed
             self.warn(f"warning: the search index was not updated ({err}); the next read does it")
         fault("after-search-index")
@@ -215,6 +228,7 @@ def write_transaction(
     author: str | None,
     warn: Warn,
     require_head: bool = True,
+    chunks: Callable[[], IndexNotes] | None = None,
 ) -> Iterator[WriteTransaction]:
     """Hold the writer lock, repair an interrupted write, check the repository, then yield."""
     from .git.repo import recover as recover_write
@@ -229,4 +243,6 @@ def write_transaction(
                 f"branch {git.branch_ref().removeprefix('refs/heads/')} has no commits yet; "
                 f"commit the store files first with: lantern init {root}"
             )
-        yield WriteTransaction(root, state_dir, git, index, actor=actor, author=author, warn=warn)
+        yield WriteTransaction(
+            root, state_dir, git, index, actor=actor, author=author, warn=warn, chunks=chunks
+        )

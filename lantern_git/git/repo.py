@@ -55,6 +55,7 @@ class Provenance:
     actor: str = "api"
     reason: str | None = None
     author: str | None = None
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Undecodable bytes from argv arrive as lone surrogates, which git cannot store.
@@ -76,6 +77,7 @@ def format_message(summary: str, prov: Provenance, extra_trailers: Iterable[str]
     lines = [summary.strip().splitlines()[0] if summary.strip() else prov.op, ""]
     lines.append(f"Lantern-Op: {prov.op}")
     lines.extend(f"Lantern-Record: {record_id}" for record_id in prov.records)
+    lines.extend(f"Lantern-Source: {source_id}" for source_id in prov.sources)
     lines.append(f"Lantern-Actor: {prov.actor}")
     if prov.reason:
         lines.append(f"Lantern-Reason: {' '.join(prov.reason.split())}")
