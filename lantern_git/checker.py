@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .errors import CheckFailed, InvalidInput
+from .fields import MAX_FILE_BYTES
 from .record import Record
 from .recordfile import (
     MEMORY_DIR,
@@ -24,6 +25,9 @@ from .recordfile import (
     record_path,
     walk,
 )
+from .source import SOURCES_DIR
+
+SOURCE_LAYOUT = "sources/<aa>/<id>.<ext> beside sources/<aa>/<id>.yaml"
 
 if TYPE_CHECKING:
     from .git.repo import GitRepo
@@ -73,8 +77,26 @@ def check_files(root: str, paths: Iterable[str] | None = None) -> CheckReport:
                 report.problems.append(
                     Problem(path, 2, f"id: duplicate id {record_id}, also in {others}")
                 )
+    if paths is None:
+        check_sources(root, report)
     report.problems.sort(key=lambda p: (p.path, p.line or 0))
     return report
+
+
+def check_sources(root: str, report: CheckReport, ids: Iterable[str] | None = None) -> None:
+    """Every source (or those of ``ids``): readable, a manifest that parses and describes its
+    body; and nothing under sources/ that is not where a source file lives."""
+    from .sourcefile import source_ids, source_problems, stray_paths
+
+    if ids is None:
+        for path in stray_paths(root):
+            report.checked += 1
+            report.problems.append(
+                Problem(path, None, f"is not a source file; sources live at {SOURCE_LAYOUT}")
+            )
+    for source_id in source_ids(root) if ids is None else ids:
+        report.checked += 1
+        report.problems.extend(source_problems(root, source_id))
 
 
 # ---------------------------------------------------------------------------- lantern commit
@@ -85,25 +107,35 @@ class HandCommit:
     commit: str | None
     records: list[str]
     updated: list[str]
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"commit": self.commit, "records": self.records, "updated_at_set": self.updated}
+        return {
+            "commit": self.commit,
+            "records": self.records,
+            "updated_at_set": self.updated,
+            "sources": self.sources,
+        }
 
 
-def changed_memory_paths(git: GitRepo) -> list[str]:
-    """Paths under memory/ whose working-tree state differs from HEAD (new, changed, deleted)."""
+def changed_memory_paths(git: GitRepo, top: str = MEMORY_DIR) -> list[str]:
+    """Paths under memory/ (or ``top``) whose working-tree state differs from HEAD (new,
+    changed, deleted)."""
     import pygit2
 
+    from .source import MAX_SOURCE_BYTES
+
+    limit = MAX_SOURCE_BYTES if top == SOURCES_DIR else MAX_FILE_BYTES
     statuses = git.repo.status(untracked_files="all", ignored=False)
     head_tree = git.head_tree()
     changed = []
     for path, flags in statuses.items():
-        if not path.startswith(MEMORY_DIR + "/") or flags == pygit2.GIT_STATUS_CURRENT:
+        if not path.startswith(top + "/") or flags == pygit2.GIT_STATUS_CURRENT:
             continue
         if flags & pygit2.GIT_STATUS_IGNORED:
             continue
         full = os.path.join(git.root, path)
-        current = read_bytes(git.root, path)[0] if os.path.lexists(full) else None
+        current = read_bytes(git.root, path, limit)[0] if os.path.lexists(full) else None
         if git.blob_at(head_tree, path) != current or os.path.islink(full):
             changed.append(path)
     return sorted(changed)
@@ -132,13 +164,14 @@ def commit_hand_edits(
                     f"bring the file back with: git checkout HEAD -- {path})",
                 )
             )
+    source_files, source_ids = _source_edits(tx, report)
     if not report.ok:
         report.problems.sort(key=lambda p: (p.path, p.line or 0))
         raise HandEditsInvalid(report)
-    if not paths:
+    if not paths and not source_ids:
         return HandCommit(None, [], []), report
     now = int(time.time())
-    files: dict[str, bytes | None] = {}
+    files: dict[str, bytes | None] = dict(source_files)
     ids: list[str] = []
     updated: list[str] = []
     for path in paths:
@@ -150,11 +183,68 @@ def commit_hand_edits(
             updated.append(record.id)
         files[path] = text.encode("utf-8")
         ids.append(record.id)
-    summary = message.strip() if message and message.strip() else _default_summary(ids)
+    summary = message.strip() if message and message.strip() else _default_summary(ids, source_ids)
     if "\n" in summary or "\r" in summary:
         raise InvalidInput("message: must be a single line", code="invalid_message")
-    commit = tx.commit(files, summary, "edit", ids, reason=reason)
-    return HandCommit(commit, ids, updated), report
+    commit = tx.commit(files, summary, "edit", ids, reason=reason, sources=source_ids)
+    return HandCommit(commit, ids, updated, source_ids), report
+
+
+def _source_edits(
+    tx: WriteTransaction, report: CheckReport
+) -> tuple[dict[str, bytes | None], list[str]]:
+    """Sources edited by hand: their files to commit, with each manifest's derived fields
+    (lines, bytes, sha256, updated_at) brought in step with its body. Problems go to
+    ``report``."""
+    from .source import parse_source_path
+    from .sourcefile import describe, read_source_file
+
+    changed = changed_memory_paths(tx.git, SOURCES_DIR)
+    ids: set[str] = set()
+    for path in changed:
+        parsed = parse_source_path(path)
+        if parsed is None:
+            report.checked += 1
+            if _exists(tx.root, path):
+                report.problems.append(
+                    Problem(path, None, f"is not a source file; sources live at {SOURCE_LAYOUT}")
+                )
+            continue
+        ids.add(parsed[0])
+    files: dict[str, bytes | None] = {}
+    for source_id in sorted(ids):
+        report.checked += 1
+        found, problem = read_source_file(tx.root, source_id)
+        if problem is not None:
+            report.problems.append(problem)
+            continue
+        if found is None:
+            report.problems.append(
+                Problem(
+                    f"{SOURCES_DIR}/{source_id[:2]}/{source_id}.yaml",
+                    None,
+                    "was deleted by hand; remove a source with: lantern source remove "
+                    f"{source_id} (or bring it back with: git checkout HEAD -- "
+                    f"{SOURCES_DIR}/{source_id[:2]}/)",
+                )
+            )
+            continue
+        manifest = found.manifest
+        facts = describe(found.body)
+        if any(getattr(manifest, k) != v for k, v in facts.items()):
+            manifest = manifest.evolve(
+                updated_at=max(int(time.time()), manifest.updated_at), **facts
+            )
+        files[found.body_path] = found.body
+        path = f"{SOURCES_DIR}/{source_id[:2]}/{source_id}.yaml"
+        files[path] = found.manifest_bytes if manifest == found.manifest else manifest.to_yaml()
+        for other in changed:
+            if (
+                other.startswith(f"{SOURCES_DIR}/{source_id[:2]}/{source_id}.")
+                and other not in files
+            ):
+                files[other] = None  # a body renamed by hand: the old name goes
+    return files, sorted(ids)
 
 
 class HandEditsInvalid(CheckFailed):
@@ -183,7 +273,11 @@ def _differs(old: Record, new: Record) -> bool:
     return replace(old, updated_at=new.updated_at) != new
 
 
-def _default_summary(ids: list[str]) -> str:
-    if len(ids) == 1:
+def _default_summary(ids: list[str], source_ids: list[str]) -> str:
+    if len(ids) == 1 and not source_ids:
         return f"edit {ids[0]} by hand"
-    return f"edit {len(ids)} records by hand"
+    if len(source_ids) == 1 and not ids:
+        return f"edit source {source_ids[0]} by hand"
+    if not source_ids:
+        return f"edit {len(ids)} records by hand"
+    return f"edit {len(ids)} records and {len(source_ids)} sources by hand"

@@ -44,6 +44,7 @@ class LogEntry:
     reason: str | None
     summary: str
     records: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -55,6 +56,7 @@ class LogEntry:
             "records": self.records,
             "reason": self.reason,
             "summary": self.summary,
+            "sources": self.sources,
         }
 
 
@@ -67,6 +69,7 @@ class HistoryEntry(LogEntry):
 
     def to_dict(self) -> dict:
         data = super().to_dict()
+        del data["sources"]  # a record's history: the sources a commit touched are the log's
         data["changes"] = [c.to_dict() for c in self.changes]
         data["problem"] = self.problem
         return data
@@ -105,6 +108,7 @@ def _entry(commit: pygit2.Commit, cls: type[LogEntry] = LogEntry, **extra: Any) 
         reason=_first(trailers, "Lantern-Reason"),
         summary=commit.message.split("\n", 1)[0],
         records=trailers.get("Lantern-Record", []),
+        sources=trailers.get("Lantern-Source", []),
         **extra,
     )
 

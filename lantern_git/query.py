@@ -48,6 +48,7 @@ class RecordQuery:
     limit: int | None = None
     offset: int = 0
     now: int | None = None
+    cites: str | None = None  # a source id: only records with a source: reference to it
 
     @classmethod
     def from_options(
@@ -62,6 +63,7 @@ class RecordQuery:
         include_expired: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        cites: str | None = None,
     ) -> RecordQuery:
         """The query a front end's options describe, under the names both use: the CLI's
         ``--scope``/``--kind`` (repeatable), ``--status``, ``--min-priority``, ``--query``, ...
@@ -80,6 +82,14 @@ class RecordQuery:
             include_expired=bool(include_expired),
             limit=limit,
             offset=offset,
+            cites=cites or None,
+        )
+
+    def matches_cites(self, record: Record) -> bool:
+        prefix = f"source:{self.cites}"
+        return any(
+            ref == prefix or ref.startswith((prefix + "@", prefix + "#"))
+            for ref in record.source_refs
         )
 
     def matches(self, record: Record) -> bool:
@@ -93,6 +103,8 @@ class RecordQuery:
         if self.min_priority is not None and record.priority < self.min_priority:
             return False
         if self.min_urgency is not None and record.urgency < self.min_urgency:
+            return False
+        if self.cites is not None and not self.matches_cites(record):
             return False
         return self.include_expired or not record.is_expired(self.now)
 

@@ -20,10 +20,13 @@ from .errors import LanternError
 
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
+    from .evidence import IngestResult, SourceView, VerifyReport
     from .history import OperationLog, RecordHistory
+    from .index.chunks import ChunkHit
     from .index.search import RefreshReport
     from .query import Hit
     from .record import Record
+    from .source import SourceManifest
     from .store import InitResult
     from .transfer import ImportResult
 
@@ -357,12 +360,16 @@ def check_failure(report: CheckReport) -> str:
 def commit_lines(result: HandCommit) -> list[str]:
     """``lantern commit``: the commit made for hand edits, or that there was nothing to do."""
     if result.commit is None:
-        return ["nothing to commit: no record file differs from HEAD"]
-    count = len(result.records)
-    return [
-        f"committed {count} record{'s' if count != 1 else ''} "
-        f"as {result.commit[:10]}: " + ", ".join(r[:10] for r in result.records)
-    ]
+        return ["nothing to commit: no record or source file differs from HEAD"]
+    parts = []
+    for noun, ids in (("record", result.records), ("source", result.sources)):
+        if ids:
+            parts.append(
+                f"{len(ids)} {noun}{'s' if len(ids) != 1 else ''} ("
+                + ", ".join(i[:10] for i in ids)
+                + ")"
+            )
+    return [f"committed {' and '.join(parts)} as {result.commit[:10]}"]
 
 
 def import_lines(result: ImportResult) -> list[str]:
@@ -414,3 +421,78 @@ def sync_lines(value: dict[str, Any]) -> list[str]:
 
 def _commits(count: int) -> str:
     return f"{count} commit" + ("" if count == 1 else "s")
+
+
+# ---------------------------------------------------------------------------- evidence
+
+
+def source_write_lines(results: list[IngestResult]) -> list[str]:
+    """``source add`` / ``append``: one line per source, what happened to it."""
+    return [
+        f"{r.status} {r.manifest.id}  {r.manifest.kind}  {r.manifest.lines} lines  "
+        f"{truncate(r.manifest.title or r.manifest.uri or '', terminal_width() - 50)}"
+        for r in results
+    ]
+
+
+def source_table(manifests: list[SourceManifest]) -> list[str]:
+    """``source list``: id, kind, lines, updated, and the title or uri in the room left."""
+    if not manifests:
+        return []
+    out = [f"{'ID':<16}  {'KIND':<11}  {'LINES':>7}  {'UPDATED':<10}  TITLE/URI"]
+    room = max(20, terminal_width() - 54)
+    for m in manifests:
+        name = m.title or m.uri or ""
+        out.append(
+            f"{m.id:<16}  {m.kind:<11}  {m.lines:>7}  {when(m.updated_at)[:10]:<10}  "
+            f"{truncate(name, room)}"
+        )
+    return out
+
+
+def source_view_lines(view: SourceView) -> list[str]:
+    """``source show``: the lines a reference names, or the manifest's fields."""
+    if view.text is not None:
+        return view.text.splitlines()
+    lines = []
+    for key, value in view.manifest.to_dict().items():
+        if value is None or value == {}:
+            continue
+        if key in ("captured_at", "updated_at"):
+            value = f"{value} ({when(value)} UTC)"
+        elif key == "meta":
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        lines.append(f"{key + ':':<13}{value}")
+    return lines
+
+
+def chunk_hit_lines(hits: list[ChunkHit]) -> list[str]:
+    """``source search``: each hit's reference and score, then its first lines."""
+    out: list[str] = []
+    width = terminal_width()
+    for hit in hits:
+        name = hit.title or hit.uri or hit.kind
+        out.append(f"{hit.ref}  {hit.score:.2f}  {truncate(name, max(10, width - 60))}")
+        for line in hit.text.splitlines()[:3]:
+            out.append("    " + truncate(line, width - 4))
+    return out
+
+
+def verify_lines(report: VerifyReport) -> list[str]:
+    """``lantern verify``: each reference that does not hold, then a count."""
+    out = [f"{p.record_id[:12]}  {p.problem:<15} {p.ref}  {p.detail}" for p in report.problems]
+    held = report.checked - len(report.problems)
+    out.append(f"{held} of {report.checked} source references hold")
+    return out
+
+
+def evidence_lines(record: Record, evidence: list[dict[str, Any]]) -> list[str]:
+    """``memory show --evidence``: the record, then each reference with its lines."""
+    out = record_lines(record)
+    for item in evidence:
+        out.append("")
+        status = item["problem"] or ("ok" if item["lines"] else "opaque")
+        out.append(f"── {item['ref']}  ({status})")
+        if item["text"] is not None:
+            out.extend("   " + line for line in item["text"].splitlines())
+    return out

@@ -41,6 +41,7 @@ class SourceFile:
     manifest: SourceManifest
     body_path: str
     body: bytes
+    manifest_bytes: bytes
 
     @property
     def ext(self) -> str:
@@ -114,13 +115,17 @@ def stray_paths(root: str) -> list[str]:
     return stray
 
 
-def read_manifest(root: str, source_id: str) -> tuple[SourceManifest | None, Problem | None]:
-    """The manifest of ``source_id`` in the working tree; (None, None) when there is none."""
+def read_manifest(
+    root: str, source_id: str
+) -> tuple[SourceManifest | None, bytes | None, Problem | None]:
+    """The manifest of ``source_id`` in the working tree and its bytes; (None, None, None)
+    when there is none."""
     path = manifest_path(source_id)
     data, problem = read_bytes(root, path, MAX_MANIFEST_BYTES, WHAT)
     if data is None:
-        return None, problem
-    return parse_manifest(path, data, source_id)
+        return None, None, problem
+    manifest, problem = parse_manifest(path, data, source_id)
+    return manifest, data, problem
 
 
 def parse_manifest(
@@ -139,11 +144,11 @@ def read_source_file(root: str, source_id: str) -> tuple[SourceFile | None, Prob
     """The source as the working tree has it, or the first problem with its files; (None,
     None) when it has no files at all."""
     check_source_id(source_id)
-    manifest, problem = read_manifest(root, source_id)
+    manifest, manifest_bytes, problem = read_manifest(root, source_id)
     bodies = body_paths(root, source_id)
     if problem is not None:
         return None, problem
-    if manifest is None:
+    if manifest is None or manifest_bytes is None:
         if bodies:
             return None, Problem(bodies[0], None, f"has no manifest ({manifest_path(source_id)})")
         return None, None
@@ -160,7 +165,7 @@ def read_source_file(root: str, source_id: str) -> tuple[SourceFile | None, Prob
         check_body(data, bodies[0])
     except ValidationError as err:
         return None, Problem(bodies[0], None, err.reason.removeprefix(bodies[0] + ": "))
-    return SourceFile(manifest, bodies[0], data), None
+    return SourceFile(manifest, bodies[0], data, manifest_bytes), None
 
 
 def load_source(root: str, source_id: str) -> SourceFile:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -50,8 +51,10 @@ from .recordfile import MEMORY_DIR, RECORD_SUFFIX, load, record_path
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
     from .editing import EditSession
+    from .evidence import Sources
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry
+    from .index.chunks import ChunkIndex
     from .index.search import Hit, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .sync import SyncReport
@@ -129,6 +132,8 @@ class Store:
         self.registered_merge_driver = False
         self._git: GitRepo | None = None
         self._index: SearchIndex | None = None
+        self._chunks: ChunkIndex | None = None
+        self._sources: Sources | None = None
         self._lock = WriterLock(os.path.join(self.state_dir, "lock"))
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise NoStore(
@@ -227,9 +232,30 @@ class Store:
             self._index = SearchIndex(self.root, self.state_dir, self.locked)
         return self._index
 
+    @property
+    def chunks(self) -> ChunkIndex:
+        """The index of source chunks (opened on first use, like :attr:`index`)."""
+        if self._chunks is None:
+            from .index.chunks import ChunkIndex
+
+            self._chunks = ChunkIndex(self.root, self.state_dir, self.locked)
+        return self._chunks
+
+    @property
+    def sources(self) -> Sources:
+        """The store's evidence: ingest, append, show, search, remove sources; pin and verify
+        the references records make to them (:class:`~lantern_git.evidence.Sources`)."""
+        if self._sources is None:
+            from .evidence import Sources
+
+            self._sources = Sources(self)
+        return self._sources
+
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
+        if self._chunks is not None:
+            self._chunks.close()
 
     # ------------------------------------------------------------------ init
 
@@ -322,6 +348,7 @@ class Store:
             author=self.author,
             warn=self.warn,
             require_head=require_head,
+            chunks=lambda: self.chunks,
         ) as tx:
             try:
                 yield tx
@@ -397,6 +424,14 @@ class Store:
         _check_query(query)
         if not self.exists:
             return []
+        if query.cites is not None and len(query.cites) < 16:
+            query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
+        if query.cites is not None:
+            # Citations are not indexed: the filter runs on the whole list, then the page.
+            whole = dataclasses.replace(query, cites=None, limit=None, offset=0)
+            cited = [r for r in self.list(whole, at=at) if query.matches_cites(r)]
+            end = query.offset + query.limit if query.limit else None
+            return cited[query.offset : end]
         if at is not None:
             from .timetravel import list_at
 
@@ -472,6 +507,8 @@ class Store:
             source_refs=_ref_list(source_refs),
         )
         with self.transaction() as tx:
+            if record.source_refs:
+                record = record.evolve(source_refs=self.sources.pin(record.source_refs))
             path = record_path(record.id)
             if os.path.lexists(os.path.join(self.root, path)):
                 return tx.read(record.id)[1]
@@ -534,7 +571,8 @@ class Store:
             )
 
         def change(record: Record) -> Record:
-            refs = record.source_refs + tuple(r for r in new_refs if r not in record.source_refs)
+            pinned = self.sources.pin(new_refs)
+            refs = record.source_refs + tuple(r for r in pinned if r not in record.source_refs)
             return record.evolve(**changes, source_refs=refs)
 
         return self._mutate(ref, "update", change, reason)
@@ -583,7 +621,7 @@ class Store:
                 confidence=old.confidence if confidence is None else confidence,
                 expires_at=expires_at,
                 supersedes_id=old_id,
-                source_refs=_ref_list(source_refs),
+                source_refs=self.sources.pin(_ref_list(source_refs)),
             )
             new_path = record_path(new.id)
             if os.path.lexists(os.path.join(self.root, new_path)):
@@ -804,6 +842,11 @@ def _check_query(query: RecordQuery) -> None:
         raise InvalidInput("limit: must be 0 or more", code="invalid_field")
     if query.offset < 0:
         raise InvalidInput("offset: must be 0 or more", code="invalid_field")
+    if query.cites is not None:
+        from .source import check_source_id
+
+        if len(query.cites) == 16:
+            check_source_id(query.cites, "cites")
 
 
 def _ref_list(refs: Iterable[str], name: str = "source_refs") -> tuple[str, ...]:

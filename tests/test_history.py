@@ -159,6 +159,7 @@ def test_cli_log(store_path):
         "records",
         "reason",
         "summary",
+        "sources",
     ]
     assert entries[0]["op"] == "add" and entries[0]["reason"] == "why not"
     assert entries[0]["actor"] == "cli"

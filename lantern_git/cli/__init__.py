@@ -130,6 +130,7 @@ def memory_add(
 @click.option(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
+@click.option("--cites", default=None, metavar="SOURCE_ID", help="Only records citing it.")
 @common
 def memory_list(as_json: bool, store_path: str | None, at: str | None, **filters: Any) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
@@ -155,11 +156,18 @@ def memory_search(query: str, as_json: bool, store_path: str | None, **filters: 
 
 @memory.command("show")
 @click.argument("record_id", metavar="ID")
+@click.option("--evidence", is_flag=True, help="With the lines each source reference names.")
 @common
-def memory_show(record_id: str, as_json: bool, store_path: str | None) -> None:
+def memory_show(record_id: str, evidence: bool, as_json: bool, store_path: str | None) -> None:
     """One record, with every field."""
     store = support.open_store(store_path)
-    _emit_record(store, store.get(record_id), as_json, None)
+    record = store.get(record_id)
+    if evidence:
+        cited = store.sources.evidence(record)
+        document = record.to_dict() | {"evidence": cited}
+        render.emit(document, as_json, lambda _: render.evidence_lines(record, cited))
+        return
+    _emit_record(store, record, as_json, None)
 
 
 @memory.command("archive")
@@ -293,6 +301,10 @@ mcp.register(cli, memory)
 from . import sync  # noqa: E402
 
 sync.register(cli, memory)
+
+from . import source  # noqa: E402
+
+source.register(cli, memory)
 
 
 def main() -> None:

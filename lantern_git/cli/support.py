@@ -270,3 +270,14 @@ def filter_options(func: Callable) -> Callable:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def meta_pairs(items: tuple[str, ...]) -> dict[str, str]:
+    """``--meta KEY=VALUE`` options as a mapping; the first item without ``=`` is refused."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--meta {item!r}: expected KEY=VALUE", code="invalid_field")
+        pairs[key] = value
+    return pairs

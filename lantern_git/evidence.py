@@ -1,0 +1,785 @@
+"""Evidence: ingest, append, remove, show and verify sources, and pin what records cite.
+
+Everything here writes through the store's one write transaction (``store.transaction()``), so a
+source is committed, journaled and recovered exactly as a record is. What a reference says is
+checked against git's objects, not the working tree alone: a pinned reference names a blob, and
+that blob stays readable after later versions and after the source is removed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInput, NotFound, StoreError, UncommittedChanges, ValidationError
+from .source import (
+    MAX_INGEST_BYTES,
+    PIN_DIGITS,
+    SourceManifest,
+    SourceRef,
+    body_path,
+    check_body,
+    check_kind,
+    check_meta,
+    check_source_id,
+    check_text_field,
+    compute_source_id,
+    extension_for,
+    is_source_ref,
+    line_spans,
+    manifest_path,
+    media_type_for,
+    source_dir,
+)
+from .sourcefile import SourceFile, describe, iter_sources, load_source, parse_manifest
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .git.repo import GitRepo
+    from .index.chunks import ChunkHit
+    from .record import Record
+    from .store import Store
+    from .transaction import WriteTransaction
+
+# The statuses of ``lantern verify`` (CONTRACT §10), in the order a report lists them.
+VERIFY_STATUSES = (
+    "ok",
+    "unknown_source",
+    "unknown_version",
+    "out_of_range",
+    "drifted",
+    "removed",
+)
+
+
+@dataclass(frozen=True)
+class SourceInput:
+    """One document to ingest: its bytes and what the caller says about it."""
+
+    data: bytes
+    name: str | None = None  # the file name it came from (its extension); None for stdin
+    kind: str | None = None
+    uri: str | None = None
+    title: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one ingest or append did to one source: ``added``, ``updated`` (a new version),
+    ``appended`` (a new version that keeps every earlier line) or ``unchanged``."""
+
+    manifest: SourceManifest
+    status: str
+    blob: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.manifest.to_dict()
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """``source show``: a manifest, and for a reference with lines, the lines it names."""
+
+    manifest: SourceManifest
+    ref: str | None = None
+    lines: tuple[int, int] | None = None
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.manifest.to_dict()
+        if self.lines is not None:
+            data["ref"] = self.ref
+            data["lines"] = list(self.lines)
+            data["text"] = self.text
+        return data
+
+
+@dataclass(frozen=True)
+class RefCheck:
+    """What verify found for one reference of one record."""
+
+    record_id: str
+    ref: str
+    problem: str
+    detail: str
+    moved_to: tuple[int, int] | None = None
+    lines: tuple[int, int] | None = None
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record_id": self.record_id,
+            "ref": self.ref,
+            "problem": self.problem,
+            "detail": self.detail,
+            "moved_to": list(self.moved_to) if self.moved_to else None,
+        }
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "problem": None if self.problem == "ok" else self.problem,
+            "lines": list(self.lines) if self.lines else None,
+            "text": self.text,
+        }
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    problems: list[RefCheck] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+def blob_id(data: bytes) -> str:
+    """Git's id for a blob of ``data`` (what the body's file is in a commit)."""
+    import pygit2
+
+    return str(pygit2.hash(data))
+
+
+class Sources:
+    """The evidence of one store: ``store.sources``."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._versions: dict[str, dict[str, str]] = {}
+        self._head: str | None = None
+
+    @property
+    def root(self) -> str:
+        return self.store.root
+
+    # ------------------------------------------------------------------ writing
+
+    def add(
+        self,
+        inputs: Sequence[SourceInput],
+        *,
+        reason: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[IngestResult]:
+        """Ingest documents in one commit: new sources, new versions of known ones (same
+        uri), or nothing for a document already stored as it is."""
+        if not inputs:
+            raise InvalidInput("nothing to ingest: give one or more paths, or - for stdin")
+        total = 0
+        checked: list[tuple[SourceInput, str]] = []
+        for item in inputs:
+            label = item.name or "stdin"
+            check_body(item.data, label)
+            total += len(item.data)
+            if total > MAX_INGEST_BYTES:
+                raise ValidationError(
+                    f"one ingest may write at most {MAX_INGEST_BYTES} bytes; split it",
+                    field="body",
+                    code="too_large",
+                )
+            uri = check_text_field("uri", item.uri, 4096)
+            check_text_field("title", item.title)
+            check_meta(item.meta)
+            if item.kind is not None:
+                check_kind(item.kind)
+            checked.append((item, compute_source_id(uri, item.data)))
+        seen: dict[str, str] = {}
+        for item, source_id in checked:
+            label = item.name or "stdin"
+            if source_id in seen:
+                raise InvalidInput(
+                    f"{label} and {seen[source_id]} are the same source ({source_id}): one "
+                    "ingest takes each uri (or, without one, each text) once"
+                )
+            seen[source_id] = label
+        with self.store.transaction() as tx:
+            now = int(time.time())
+            files: dict[str, bytes | None] = {}
+            results: list[IngestResult] = []
+            for done, (item, source_id) in enumerate(checked, 1):
+                result, written = self._version(tx, item, source_id, now)
+                files.update(written)
+                results.append(result)
+                if progress is not None:
+                    progress(done)
+            changed = [r for r in results if r.status != "unchanged"]
+            if changed:
+                tx.commit(
+                    files,
+                    _ingest_summary("ingest", changed),
+                    "ingest",
+                    (),
+                    reason=reason,
+                    sources=[r.manifest.id for r in changed],
+                )
+        return results
+
+    def _version(
+        self, tx: WriteTransaction, item: SourceInput, source_id: str, now: int
+    ) -> tuple[IngestResult, dict[str, bytes | None]]:
+        current = self._committed(tx, source_id)
+        facts = describe(item.data)
+        blob = blob_id(item.data)
+        if current is None:
+            ext = extension_for(item.name)
+            manifest = SourceManifest(
+                id=source_id,
+                kind=item.kind or ("file" if item.name else "other"),
+                uri=item.uri,
+                title=item.title,
+                media_type=media_type_for(ext),
+                captured_at=now,
+                updated_at=now,
+                meta=dict(item.meta),
+                **facts,  # type: ignore[arg-type]
+            )
+            return IngestResult(manifest, "added", blob), {
+                body_path(source_id, ext): item.data,
+                manifest_path(source_id): manifest.to_yaml(),
+            }
+        old = current.manifest
+        changes: dict[str, Any] = {}
+        if item.kind is not None and item.kind != old.kind:
+            changes["kind"] = item.kind
+        if item.title is not None and item.title != old.title:
+            changes["title"] = item.title
+        if item.meta and item.meta != old.meta:
+            changes["meta"] = dict(item.meta)
+        if current.body == item.data and not changes:
+            return IngestResult(old, "unchanged", blob), {}
+        status = "updated"
+        if current.body != item.data:
+            changes.update(facts)
+            status = "appended" if item.data.startswith(current.body) else "updated"
+        manifest = old.evolve(updated_at=max(now, old.updated_at), **changes)
+        files: dict[str, bytes | None] = {manifest_path(source_id): manifest.to_yaml()}
+        if current.body != item.data:
+            files[current.body_path] = item.data
+        return IngestResult(manifest, status, blob), files
+
+    def append(self, ref: str, text: str, *, reason: str | None = None) -> IngestResult:
+        """Add ``text`` at the end of a source, on a new line: every earlier line keeps its
+        number, so every reference to them still holds."""
+        if not isinstance(text, str) or not text:
+            raise InvalidInput("nothing to append: the text is empty", code="invalid_input")
+        try:
+            added = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("text: is not valid Unicode text", field="body") from None
+        check_body(added, "text")
+        with self.store.transaction() as tx:
+            source_id = self.resolve(ref)
+            current = self._committed(tx, source_id)
+            if current is None:
+                raise NotFound(f"no source with id {source_id}")
+            body = current.body
+            if body and not body.endswith(b"\n"):
+                body += b"\n"
+            body += added
+            check_body(body, current.body_path)
+            manifest = current.manifest.evolve(
+                updated_at=max(int(time.time()), current.manifest.updated_at), **describe(body)
+            )
+            tx.commit(
+                {current.body_path: body, manifest_path(source_id): manifest.to_yaml()},
+                f"append {source_id}: {len(added)} bytes to {_name(manifest)}",
+                "append",
+                (),
+                reason=reason,
+                sources=[source_id],
+            )
+        return IngestResult(manifest, "appended", blob_id(body))
+
+    def remove(self, ref: str, *, reason: str | None = None) -> SourceManifest:
+        """Delete a source's two files in one commit; history keeps them, and references
+        pinned to its versions still resolve."""
+        with self.store.transaction() as tx:
+            source_id = self.resolve(ref)
+            current = self._committed(tx, source_id)
+            if current is None:
+                raise NotFound(f"no source with id {source_id}")
+            tx.commit(
+                {current.body_path: None, manifest_path(source_id): None},
+                f"remove {source_id}: {_name(current.manifest)}",
+                "remove",
+                (),
+                reason=reason,
+                sources=[source_id],
+            )
+        return current.manifest
+
+    def _committed(self, tx: WriteTransaction, source_id: str) -> SourceFile | None:
+        """The source in the working tree, refused when its files differ from HEAD's (a hand
+        edit is committed by ``lantern commit`` first, never swept into another write)."""
+        found = self._current(source_id)
+        if found is None:
+            return None
+        head = tx.git.head_tree()
+        for path, data in (
+            (found.body_path, found.body),
+            (manifest_path(source_id), found.manifest_bytes),
+        ):
+            if tx.git.blob_at(head, path) != data:
+                raise UncommittedChanges(
+                    f"{path} has uncommitted changes; commit them first with: lantern commit"
+                )
+        return found
+
+    def _current(self, source_id: str) -> SourceFile | None:
+        try:
+            return load_source(self.root, source_id)
+        except NotFound:
+            return None
+
+    # ------------------------------------------------------------------ reading
+
+    def resolve(self, ref: str) -> str:
+        """The source id in ``ref``: an id, a unique id prefix (4+ hex digits), or a
+        ``source:`` reference."""
+        if not isinstance(ref, str) or not ref:
+            raise InvalidInput("source id: must be text", code="invalid_id")
+        if is_source_ref(ref):
+            return SourceRef.parse(ref).source_id
+        lowered = ref.lower()
+        if len(lowered) == 16:
+            return check_source_id(lowered)
+        if not (4 <= len(lowered) < 16) or any(c not in "0123456789abcdef" for c in lowered):
+            raise InvalidInput(
+                f"invalid source id {ref!r}: expected 16 hex digits or a prefix of 4 or more",
+                code="invalid_id",
+            )
+        from .sourcefile import source_ids
+
+        matches = [i for i in source_ids(self.root) if i.startswith(lowered)]
+        if not matches:
+            raise NotFound(f"no source with id prefix {ref}")
+        if len(matches) > 1:
+            from .errors import AmbiguousId
+
+            raise AmbiguousId(ref, matches)
+        return matches[0]
+
+    def get(self, ref: str) -> SourceManifest:
+        self.store.recover()
+        return load_source(self.root, self.resolve(ref)).manifest
+
+    def list(
+        self,
+        *,
+        kinds: Iterable[str] = (),
+        uri_prefix: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins_list[SourceManifest]:
+        """Manifests, newest version first (``updated_at``, then id)."""
+        kinds = tuple(kinds)
+        for kind in kinds:
+            check_kind(kind)
+        _check_page(limit, offset)
+        if not self.store.exists:
+            return []
+        self.store.recover()
+        found = []
+        for _, source, problem in iter_sources(self.root):
+            if problem is not None:
+                self.store.warn(f"warning: skipped {problem}")
+                continue
+            if source is None:
+                continue
+            manifest = source.manifest
+            if kinds and manifest.kind not in kinds:
+                continue
+            if uri_prefix and not (manifest.uri or "").startswith(uri_prefix):
+                continue
+            found.append(manifest)
+        found.sort(key=lambda m: (-m.updated_at, m.id))
+        end = None if not limit else offset + limit
+        return found[offset:end]
+
+    def show(self, ref: str, *, at: str | None = None) -> SourceView:
+        """A source's manifest, or the exact lines a reference names, read from git's objects
+        for a pinned or ``at`` reference (so they are found after later versions and after a
+        removal)."""
+        self.store.recover()
+        parsed = SourceRef.parse(ref) if is_source_ref(ref) else None
+        source_id = parsed.source_id if parsed else self.resolve(ref)
+        if at is not None:
+            manifest, body, blob = self._at(source_id, at)
+        elif parsed is not None and parsed.blob:
+            manifest, body, blob = self._pinned(source_id, parsed.blob)
+        else:
+            current = load_source(self.root, source_id)
+            manifest, body, blob = current.manifest, current.body, blob_id(current.body)
+        if parsed is None or parsed.start is None:
+            return SourceView(manifest)
+        start, end = parsed.start, parsed.last or parsed.start
+        spans = line_spans(body)
+        if end > len(spans) - 1:
+            raise InvalidInput(
+                f"{ref}: lines {start}-{end} are out of range: that version has "
+                f"{len(spans) - 1} lines",
+                code="out_of_range",
+            )
+        text = body[spans[start - 1] : spans[end]].decode("utf-8")
+        pinned = SourceRef(source_id, blob[:PIN_DIGITS], start, end)
+        return SourceView(manifest, str(pinned), (start, end), text)
+
+    def _at(self, source_id: str, at: str) -> tuple[SourceManifest, bytes, str]:
+        from .timetravel import resolve_point
+
+        git = self.store.git
+        commit, _ = resolve_point(git, at)
+        if commit is None:
+            raise NotFound(f"no source with id {source_id} at {at} (the store had no commit)")
+        return self._from_tree(git, commit.tree, source_id, f"at {at}")
+
+    def _from_tree(
+        self, git: GitRepo, tree: pygit2.Tree, source_id: str, where: str
+    ) -> tuple[SourceManifest, bytes, str]:
+        path = manifest_path(source_id)
+        data = git.blob_at(tree, path)
+        if data is None:
+            raise NotFound(f"no source with id {source_id} {where}")
+        manifest, problem = parse_manifest(path, data, source_id)
+        if manifest is None:
+            raise StoreError(f"{problem} ({where})", code="invalid_source")
+        entry = _body_entry(tree, source_id)
+        if entry is None:
+            raise NotFound(f"source {source_id} has no body {where}")
+        return manifest, git.blob_data(entry), entry
+
+    def _pinned(self, source_id: str, pin: str) -> tuple[SourceManifest, bytes, str]:
+        """The version ``pin`` names: its bytes, and the manifest that came with it."""
+        git = self.store.git
+        versions = self.versions(source_id)
+        blob = next((b for b in versions if b.startswith(pin)), None)
+        if blob is None:
+            if _object_exists(git, pin):
+                raise InvalidInput(
+                    f"source:{source_id}@{pin}: {pin} is not a version of source {source_id}",
+                    code="unknown_version",
+                )
+            raise NotFound(f"source:{source_id}@{pin}: no such version in this repository")
+        commit = git.repo[versions[blob]]
+        manifest, _, _ = self._from_tree(git, commit.tree, source_id, "")
+        return manifest, git.blob_data(blob), blob
+
+    def versions(self, source_id: str) -> dict[str, str]:
+        """Every version of a source in the branch's history: body blob id -> the newest
+        commit that has it. Read once per HEAD and kept."""
+        git = self.store.git
+        head = git.head_oid()
+        if str(head) != self._head:
+            self._versions.clear()
+            self._head = str(head)
+        if source_id in self._versions:
+            return self._versions[source_id]
+        found: dict[str, str] = {}
+        if head is not None:
+            import pygit2
+
+            folder = source_dir(source_id)
+            last: str | None = None
+            for commit in git.repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL):
+                try:
+                    shard = commit.tree[folder]
+                except KeyError:
+                    continue
+                if str(shard.id) == last:
+                    continue  # the shard did not change: nor did this source
+                last = str(shard.id)
+                entry = _body_entry(commit.tree, source_id)
+                if entry is not None:
+                    found.setdefault(entry, str(commit.id))
+        self._versions[source_id] = found
+        return found
+
+    def search(
+        self,
+        text: str,
+        *,
+        kinds: Iterable[str] = (),
+        sources: Iterable[str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins_list[ChunkHit]:
+        """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("query: must not be empty", code="invalid_query")
+        kinds = tuple(kinds)
+        for kind in kinds:
+            check_kind(kind)
+        source_ids = tuple(self.resolve(s) for s in sources)
+        _check_page(limit, offset)
+        if not self.store.exists:
+            return []
+        self.store.recover()
+        index = self.store.chunks
+        report = index.refresh()
+        for problem in report.broken.values():
+            self.store.warn(f"warning: skipped {problem}")
+        return index.search(text, kinds=kinds, sources=source_ids, limit=limit, offset=offset)
+
+    # ------------------------------------------------------------------ references
+
+    def pin(self, refs: Iterable[str]) -> tuple[str, ...]:
+        """``refs`` with every ``source:`` reference checked and pinned to the version current
+        now; other references as given. A reference that fails is refused, naming it."""
+        out = []
+        for ref in refs:
+            if not is_source_ref(ref):
+                out.append(ref)
+                continue
+            out.append(str(self._pin_one(ref)))
+        return tuple(out)
+
+    def _pin_one(self, text: str) -> SourceRef:
+        def refuse(reason: str) -> ValidationError:
+            return ValidationError(f"source_refs: {text}: {reason}", field="source_refs")
+
+        ref = SourceRef.parse(text)
+        try:
+            current = load_source(self.root, ref.source_id)
+        except NotFound:
+            raise refuse("no such source in this store") from None
+        except StoreError as err:
+            raise refuse(f"the source cannot be read ({err.message})") from None
+        git = self.store.git
+        head = git.head_tree()
+        if git.blob_at(head, current.body_path) != current.body:
+            raise UncommittedChanges(
+                f"{current.body_path} has uncommitted changes; commit them first with: "
+                "lantern commit"
+            )
+        current_blob = blob_id(current.body)
+        body = current.body
+        if ref.blob is None or current_blob.startswith(ref.blob):
+            blob = current_blob
+        else:
+            versions = self.versions(ref.source_id)
+            matches = [b for b in versions if b.startswith(ref.blob)]
+            if not matches:
+                raise refuse(f"{ref.blob} is not a version of source {ref.source_id}")
+            if len(matches) > 1:
+                raise refuse(f"{ref.blob} names more than one version; give more digits")
+            blob = matches[0]
+            body = git.blob_data(blob)
+        if ref.start is not None:
+            lines = len(line_spans(body)) - 1
+            if (ref.last or ref.start) > lines:
+                raise refuse(
+                    f"lines {ref.start}-{ref.last} are out of range: the source has {lines} lines"
+                )
+        return ref.pinned(blob)
+
+    def verify(self) -> VerifyReport:
+        """Check every record's ``source:`` references against the store and its history."""
+        report = VerifyReport()
+        checker = _Checker(self)
+        for record in self._all_records():
+            for ref in record.source_refs:
+                if not is_source_ref(ref):
+                    continue
+                report.checked += 1
+                result = checker.check(record.id, ref)
+                if result.problem != "ok":
+                    report.problems.append(result)
+        return report
+
+    def evidence(self, record: Record) -> builtins_list[dict[str, Any]]:
+        """Each reference of ``record`` with the lines it names (``memory show --evidence``)."""
+        checker = _Checker(self)
+        out = []
+        for ref in record.source_refs:
+            if is_source_ref(ref):
+                out.append(checker.check(record.id, ref).evidence())
+            else:
+                out.append({"ref": ref, "problem": None, "lines": None, "text": None})
+        return out
+
+    def _all_records(self) -> Iterator[Record]:
+        from .query import RecordQuery
+
+        yield from self.store.list(RecordQuery(status="all", include_expired=True))
+
+
+builtins_list = list
+
+
+class _Checker:
+    """Verify's memory: each source read once, each body split into lines once."""
+
+    def __init__(self, sources: Sources):
+        self.sources = sources
+        self.git = sources.store.git
+        self.current: dict[str, SourceFile | None] = {}
+        self.spans: dict[str, list[int]] = {}
+        self.blobs: dict[str, bytes] = {}
+
+    def _source(self, source_id: str) -> SourceFile | None:
+        if source_id not in self.current:
+            try:
+                self.current[source_id] = load_source(self.sources.root, source_id)
+            except (NotFound, StoreError):
+                self.current[source_id] = None
+        return self.current[source_id]
+
+    def _lines(self, key: str, data: bytes) -> list[int]:
+        if key not in self.spans:
+            self.spans[key] = line_spans(data)
+        return self.spans[key]
+
+    def _blob(self, pin: str) -> tuple[str, bytes] | None:
+        """A blob of the repository by (short) id."""
+        for blob, data in self.blobs.items():
+            if blob.startswith(pin):
+                return blob, data
+        try:
+            obj = self.git.repo.revparse_single(pin)
+        except (KeyError, ValueError):
+            return None
+        import pygit2
+
+        if not isinstance(obj, pygit2.Blob):
+            return None
+        self.blobs[str(obj.id)] = obj.data
+        return str(obj.id), obj.data
+
+    def check(self, record_id: str, text: str) -> RefCheck:
+        def result(problem: str, detail: str, **more: Any) -> RefCheck:
+            return RefCheck(record_id, text, problem, detail, **more)
+
+        try:
+            ref = SourceRef.parse(text)
+        except ValidationError as err:
+            return result("unknown_source", err.reason)
+        current = self._source(ref.source_id)
+        pinned: tuple[str, bytes] | None = None
+        if ref.blob:
+            pinned = self._blob(ref.blob)
+        if current is None:
+            if pinned is not None:
+                lines, snippet = _lines_of(pinned[1], ref, self._lines(pinned[0], pinned[1]))
+                return result(
+                    "removed",
+                    f"source {ref.source_id} was removed; the pinned text is still readable",
+                    lines=lines,
+                    text=snippet,
+                )
+            return result("unknown_source", f"no source {ref.source_id} in this store")
+        current_blob = blob_id(current.body)
+        current_spans = self._lines(current_blob, current.body)
+        if ref.blob is None:
+            pinned = (current_blob, current.body)
+        elif pinned is None:
+            return result("unknown_version", f"no version {ref.blob} in this repository")
+        elif pinned[0] != current_blob and pinned[0] not in self.sources.versions(ref.source_id):
+            return result(
+                "unknown_version", f"{ref.blob} is not a version of source {ref.source_id}"
+            )
+        pin_spans = self._lines(pinned[0], pinned[1])
+        start, end = ref.start or 1, ref.last or len(pin_spans) - 1
+        if end > len(pin_spans) - 1 or (ref.start is None and end < 1):
+            return result(
+                "out_of_range",
+                f"lines {start}-{end}: the pinned version has {len(pin_spans) - 1} lines",
+            )
+        want = pinned[1][pin_spans[start - 1] : pin_spans[end]]
+        snippet = want.decode("utf-8")
+        if end <= len(current_spans) - 1 and _same(
+            current.body[current_spans[start - 1] : current_spans[end]], want
+        ):
+            return result("ok", "", lines=(start, end), text=snippet)
+        moved = _find_lines(current.body, current_spans, want)
+        where = f"; the text is now at lines {moved[0]}-{moved[1]}" if moved else ""
+        return result(
+            "drifted",
+            f"lines {start}-{end} no longer hold the pinned text{where}",
+            moved_to=moved,
+            lines=(start, end),
+            text=snippet,
+        )
+
+
+def _same(a: bytes, b: bytes) -> bool:
+    return a.removesuffix(b"\n") == b.removesuffix(b"\n")
+
+
+def _find_lines(body: bytes, spans: list[int], want: bytes) -> tuple[int, int] | None:
+    """Where ``want`` (whole lines) is in ``body``, starting at a line start, as a range."""
+    needle = want.removesuffix(b"\n")
+    if not needle:
+        return None
+    at = body.find(needle)
+    while at != -1:
+        end = at + len(needle)
+        line = bisect.bisect_right(spans, at)  # 1-based line of ``at``
+        if spans[line - 1] == at and (end == len(body) or body[end : end + 1] == b"\n"):
+            return line, line + needle.count(b"\n")
+        at = body.find(needle, at + 1)
+    return None
+
+
+def _lines_of(
+    data: bytes, ref: SourceRef, spans: list[int]
+) -> tuple[tuple[int, int] | None, str | None]:
+    start, end = ref.start or 1, ref.last or len(spans) - 1
+    if end > len(spans) - 1:
+        return None, None
+    return (start, end), data[spans[start - 1] : spans[end]].decode("utf-8")
+
+
+def _body_entry(tree: pygit2.Tree, source_id: str) -> str | None:
+    """The blob id of the source's body in ``tree``, if it has one."""
+    import pygit2
+
+    try:
+        shard = tree[source_dir(source_id)]
+    except KeyError:
+        return None
+    if not isinstance(shard, pygit2.Tree):
+        return None
+    prefix = source_id + "."
+    for entry in shard:
+        name = entry.name or ""
+        if name.startswith(prefix) and not name.endswith(".yaml"):
+            return str(entry.id)
+    return None
+
+
+def _object_exists(git: GitRepo, pin: str) -> bool:
+    try:
+        git.repo.revparse_single(pin)
+        return True
+    except (KeyError, ValueError):
+        return False
+
+
+def _check_page(limit: int | None, offset: int) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidInput("limit: must be a whole number, 0 or more", code="invalid_limit")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("offset: must be a whole number, 0 or more", code="invalid_offset")
+
+
+def _name(manifest: SourceManifest) -> str:
+    return manifest.title or manifest.uri or manifest.id
+
+
+def _ingest_summary(op: str, results: Sequence[IngestResult]) -> str:
+    if len(results) == 1:
+        return f"{op} {results[0].manifest.id}: {_name(results[0].manifest)}"[:120]
+    return f"{op} {len(results)} sources"
