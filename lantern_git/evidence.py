@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .errors import InvalidInput, NotFound, StoreError, UncommittedChanges, ValidationError
 from .source import (
@@ -234,7 +235,8 @@ class Sources:
         facts = describe(item.data)
         blob = blob_id(item.data)
         if current is None:
-            ext = extension_for(item.name)
+            # Without a file name, the uri's (file:///notes/a.md is markdown).
+            ext = extension_for(item.name or urlsplit(item.uri or "").path)
             manifest = SourceManifest(
                 id=source_id,
                 kind=item.kind or ("file" if item.name else "other"),

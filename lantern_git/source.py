@@ -54,6 +54,46 @@ MANIFEST_FIELDS = (
     "meta",
 )
 
+# Each manifest field's JSON Schema and meaning, written once: the MCP tools' input and
+# output schemas are built from this table.
+MANIFEST_SCHEMA: dict[str, dict[str, Any]] = {
+    "id": {
+        "type": "string",
+        "pattern": "^[0-9a-f]{16}$",
+        "description": "The source's id: from its uri when it has one, else from its text.",
+    },
+    "kind": {
+        "type": "string",
+        "enum": list(SOURCE_KINDS),
+        "description": "What the source is.",
+    },
+    "uri": {
+        "type": ["string", "null"],
+        "maxLength": 4096,
+        "description": "Where it came from (file:///..., https://..., session:2026-12-03). "
+        "Ingesting the same uri again makes a new version of the same source.",
+    },
+    "title": {
+        "type": ["string", "null"],
+        "maxLength": MAX_TEXT_FIELD,
+        "description": "A title for people.",
+    },
+    "media_type": {
+        "type": "string",
+        "description": "text/markdown, text/plain, application/jsonl, ... (from the extension).",
+    },
+    "captured_at": {"type": "integer", "description": "Unix seconds of the first ingest."},
+    "updated_at": {"type": "integer", "description": "Unix seconds of the latest version."},
+    "lines": {"type": "integer", "description": "Lines in the current version."},
+    "bytes": {"type": "integer", "description": "Bytes in the current version."},
+    "sha256": {"type": "string", "description": "SHA-256 of the current version."},
+    "meta": {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": f"The caller's own key/values (at most {MAX_META_ENTRIES}).",
+    },
+}
+
 _MEDIA_TYPES = {
     "md": "text/markdown",
     "markdown": "text/markdown",

@@ -32,6 +32,12 @@ TOOL_NAMES = {
     "lantern_memory_restore",
     "lantern_memory_history",
     "lantern_status",
+    "lantern_source_add",
+    "lantern_source_append",
+    "lantern_source_list",
+    "lantern_source_show",
+    "lantern_source_search",
+    "lantern_verify",
 }
 READ_ONLY = {
     "lantern_memory_show",
@@ -39,6 +45,10 @@ READ_ONLY = {
     "lantern_memory_search",
     "lantern_memory_history",
     "lantern_status",
+    "lantern_source_list",
+    "lantern_source_show",
+    "lantern_source_search",
+    "lantern_verify",
 }
 CLI = (sys.executable, "-m", "lantern_git")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_policy.py"

@@ -27,6 +27,8 @@ from ..errors import InvalidInput, LanternError
 from ..fields import DEFAULT_LIMIT, DEFAULT_STATUS, FIELDS, RECORD_KEYS, UNSET
 from ..query import RecordQuery
 from ..timespec import parse_expiry
+from .evidence_tools import EVIDENCE_TOOLS
+from .spec import ToolSpec, object_schema
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -219,13 +221,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
     return properties
 
 
-def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
+_object = object_schema
 
 
 def _add_properties(defaults: bool) -> dict[str, dict]:
@@ -269,19 +265,6 @@ def _update_properties() -> dict[str, dict]:
 
 
 # ---------------------------------------------------------------------------- tools
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    title: str
-    description: str
-    input_schema: dict
-    output_schema: dict
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    call: Callable[[Store, dict], tuple[dict, str | None]]
 
 
 def _record_result(store: Store, record: Record) -> tuple[dict, str | None]:
@@ -570,7 +553,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+ALL_TOOLS: tuple[ToolSpec, ...] = TOOLS + EVIDENCE_TOOLS
+TOOLS_BY_NAME = {tool.name: tool for tool in ALL_TOOLS}
 
 # ---------------------------------------------------------------------------- arguments
 
@@ -779,7 +763,7 @@ def build_server(target: StoreTarget) -> Server:
                 open_world_hint=False,
             ),
         )
-        for spec in TOOLS
+        for spec in ALL_TOOLS
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -1,0 +1,373 @@
+"""The evidence tools of the MCP server (CONTRACT §10): thin calls into ``store.sources``.
+
+A source reaches the server as text in the call, never as a path: no tool can make the server
+read a file of its host. Lists and searches page as the record tools do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput, ValidationError
+from ..fields import DEFAULT_LIMIT
+from ..source import MANIFEST_FIELDS, MANIFEST_SCHEMA, SOURCE_KINDS
+from .spec import ToolSpec, object_schema
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+MAX_LIMIT = 500
+
+_REASON = {
+    "type": "string",
+    "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
+}
+_SOURCE_ID = {
+    "type": "string",
+    "pattern": "^[0-9a-fA-F]{4,16}$",
+    "description": "A source id (16 hex digits) or a unique prefix of at least 4.",
+}
+_REF = {
+    "type": "string",
+    "minLength": 1,
+    "description": (
+        "A source id, or a reference source:<id>[@<blob>][#L<a>[-L<b>]] as a search hit's "
+        "`ref` or a record's source_refs give it."
+    ),
+}
+_TEXT = {
+    "type": "string",
+    "minLength": 1,
+    "description": "The document's text, verbatim (UTF-8; no NUL characters).",
+}
+
+SOURCE_SCHEMA = {
+    "type": "object",
+    "properties": MANIFEST_SCHEMA,
+    "required": list(MANIFEST_FIELDS),
+}
+_VIEW_SCHEMA = {
+    "type": "object",
+    "properties": {
+        **MANIFEST_SCHEMA,
+        "ref": {"type": "string", "description": "The reference, pinned to the version read."},
+        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        "text": {"type": "string", "description": "The lines, newlines kept."},
+    },
+    "required": list(MANIFEST_FIELDS),
+}
+_HIT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ref": {"type": "string", "description": "Pass it to source_refs to cite this chunk."},
+        "source_id": MANIFEST_SCHEMA["id"],
+        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        "score": {"type": "number"},
+        "text": {"type": "string"},
+        "kind": MANIFEST_SCHEMA["kind"],
+        "uri": MANIFEST_SCHEMA["uri"],
+        "title": MANIFEST_SCHEMA["title"],
+    },
+}
+_VERIFY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "checked": {"type": "integer"},
+        "problems": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "record_id": {"type": "string"},
+                    "ref": {"type": "string"},
+                    "problem": {
+                        "type": "string",
+                        "enum": [
+                            "unknown_source",
+                            "unknown_version",
+                            "out_of_range",
+                            "drifted",
+                            "removed",
+                        ],
+                    },
+                    "detail": {"type": "string"},
+                    "moved_to": {
+                        "type": ["array", "null"],
+                        "items": {"type": "integer"},
+                    },
+                },
+            },
+        },
+    },
+    "required": ["ok", "checked", "problems"],
+}
+
+
+def _paging(what: str) -> dict[str, dict]:
+    return {
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": DEFAULT_LIMIT,
+            "description": f"At most this many {what} (1-{MAX_LIMIT}).",
+        },
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": f"Skip this many {what} first; use next_offset from a page.",
+        },
+    }
+
+
+def _page_schema(key: str, item: dict) -> dict:
+    return object_schema(
+        {
+            key: {"type": "array", "items": item},
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1},
+            "next_offset": {
+                "type": ["integer", "null"],
+                "description": "The offset of the next page, or null when this is the last.",
+            },
+        },
+        (key, "offset", "limit", "next_offset"),
+    )
+
+
+def _kinds() -> dict:
+    return {
+        "type": "array",
+        "items": {"type": "string", "enum": list(SOURCE_KINDS)},
+        "description": "Only sources of one of these kinds. Default: every kind.",
+    }
+
+
+def _body(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValidationError(
+            f"text: is not valid Unicode text (character {err.start})", field="body"
+        ) from None
+
+
+def _limit(args: dict) -> int:
+    limit = args.get("limit", DEFAULT_LIMIT)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(
+            f"limit: must be between 1 and {MAX_LIMIT}, got {limit}", code="invalid_field"
+        )
+    return limit
+
+
+def _page(key: str, items: list[dict[str, Any]], offset: int, limit: int) -> dict:
+    return {
+        key: items[:limit],
+        "offset": offset,
+        "limit": limit,
+        "next_offset": offset + limit if len(items) > limit else None,
+    }
+
+
+def _add(store: Store, args: dict) -> tuple[dict, str | None]:
+    from ..evidence import SourceInput
+
+    item = SourceInput(
+        _body(args["text"]),
+        kind=args.get("kind"),
+        uri=args.get("uri"),
+        title=args.get("title"),
+        meta=args.get("meta") or {},
+    )
+    [result] = store.sources.add([item], reason=args.get("reason"))
+    return result.to_dict(), store.last_commit
+
+
+def _append(store: Store, args: dict) -> tuple[dict, str | None]:
+    result = store.sources.append(args["id"], args["text"], reason=args.get("reason"))
+    return result.to_dict(), store.last_commit
+
+
+def _list(store: Store, args: dict) -> tuple[dict, str | None]:
+    limit, offset = _limit(args), args.get("offset", 0)
+    manifests = store.sources.list(
+        kinds=args.get("kind", ()),
+        uri_prefix=args.get("uri_prefix"),
+        limit=limit + 1,
+        offset=offset,
+    )
+    return _page("sources", [m.to_dict() for m in manifests], offset, limit), None
+
+
+def _show(store: Store, args: dict) -> tuple[dict, str | None]:
+    return store.sources.show(args["ref"], at=args.get("at")).to_dict(), None
+
+
+def _search(store: Store, args: dict) -> tuple[dict, str | None]:
+    limit, offset = _limit(args), args.get("offset", 0)
+    hits = store.sources.search(
+        args["query"],
+        kinds=args.get("kind", ()),
+        sources=args.get("source", ()),
+        limit=limit + 1,
+        offset=offset,
+    )
+    return _page("hits", [h.to_dict() for h in hits], offset, limit), None
+
+
+def _verify(store: Store, args: dict) -> tuple[dict, str | None]:
+    return store.sources.verify().to_dict(), None
+
+
+_NOTE = (
+    " One git commit (Lantern-Op: {op}, Lantern-Actor: mcp, a Lantern-Source trailer); history "
+    "keeps every version, and references pinned to a version keep resolving."
+)
+
+EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="lantern_source_add",
+        title="Store a source (evidence)",
+        description=(
+            "Store a document the agent observed (a transcript, a note, a tool output, a log) "
+            "verbatim as a source, and return its manifest. With a `uri`, ingesting the same "
+            "uri again makes a new version of the same source (an append when the old text is "
+            "a prefix of the new); without one, the id comes from the text, so the same text "
+            "twice is one source. The same text again commits nothing (safe to retry). Text "
+            "only: the server never reads a file for you." + _NOTE.format(op="ingest")
+        ),
+        input_schema=object_schema(
+            {
+                "text": _TEXT,
+                "uri": {**MANIFEST_SCHEMA["uri"], "type": "string"},
+                "kind": {**MANIFEST_SCHEMA["kind"], "description": "Default: other."},
+                "title": {**MANIFEST_SCHEMA["title"], "type": "string"},
+                "meta": MANIFEST_SCHEMA["meta"],
+                "reason": _REASON,
+            },
+            ("text",),
+        ),
+        output_schema=SOURCE_SCHEMA,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        call=_add,
+    ),
+    ToolSpec(
+        name="lantern_source_append",
+        title="Append to a source",
+        description=(
+            "Add text at the end of a source, on a new line, and return its manifest. Every "
+            "earlier line keeps its number, so references to them still hold. Not idempotent: "
+            "each call appends." + _NOTE.format(op="append")
+        ),
+        input_schema=object_schema(
+            {"id": _SOURCE_ID, "text": _TEXT, "reason": _REASON}, ("id", "text")
+        ),
+        output_schema=SOURCE_SCHEMA,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        call=_append,
+    ),
+    ToolSpec(
+        name="lantern_source_list",
+        title="List sources",
+        description=(
+            "Return one page of source manifests (id, kind, uri, title, lines, versions' "
+            "times), the most recently updated first; page with `offset` and `next_offset`. "
+            "Read-only."
+        ),
+        input_schema=object_schema(
+            {
+                "kind": _kinds(),
+                "uri_prefix": {
+                    "type": "string",
+                    "description": "Only sources whose uri starts with this.",
+                },
+                **_paging("sources"),
+            }
+        ),
+        output_schema=_page_schema("sources", SOURCE_SCHEMA),
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_list,
+    ),
+    ToolSpec(
+        name="lantern_source_show",
+        title="Show a source or the lines a reference names",
+        description=(
+            "Return a source's manifest; for a reference with lines (source:<id>@<blob>#L3-L7) "
+            "also `ref`, `lines` and the exact `text`, read from git's objects, so a pinned "
+            "reference resolves after later versions and after the source was removed. `at` "
+            "reads the source as it was at a git revision or a time. Read-only."
+        ),
+        input_schema=object_schema(
+            {
+                "ref": _REF,
+                "at": {
+                    "type": "string",
+                    "description": "A git revision (HEAD~3, a hash) or a time (2026-12-01).",
+                },
+            },
+            ("ref",),
+        ),
+        output_schema=_VIEW_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_show,
+    ),
+    ToolSpec(
+        name="lantern_source_search",
+        title="Search sources by keyword",
+        description=(
+            "Return one page of source chunks (line ranges) matching the keywords, most "
+            "relevant first (BM25), each with the text and a `ref` to cite in a record's "
+            "source_refs unchanged. Read-only."
+        ),
+        input_schema=object_schema(
+            {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Keywords to look for (stemmed; any word may match).",
+                },
+                "kind": _kinds(),
+                "source": {
+                    "type": "array",
+                    "items": _SOURCE_ID,
+                    "description": "Only chunks of these sources.",
+                },
+                **_paging("hits"),
+            },
+            ("query",),
+        ),
+        output_schema=_page_schema("hits", _HIT_SCHEMA),
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_search,
+    ),
+    ToolSpec(
+        name="lantern_verify",
+        title="Verify records' source references",
+        description=(
+            "Check every record's source: references against the sources and their history: "
+            "`ok` is true when every reference still holds; each problem names the record, the "
+            "reference and what is wrong (unknown_source, unknown_version, out_of_range, "
+            "drifted with `moved_to` when the text is found elsewhere, removed). Lantern "
+            "reports; deciding what to do about a drifted memory is yours. Read-only."
+        ),
+        input_schema=object_schema({}),
+        output_schema=_VERIFY_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_verify,
+    ),
+)
