@@ -334,7 +334,9 @@ class Sources:
             (found.body_path, found.body),
             (manifest_path(source_id), found.manifest_bytes),
         ):
-            if tx.git.blob_at(head, path) != data:
+            # Blob ids compared, not bytes: a 10 MB body is not read back out of git.
+            committed = tx.git.entry_at(head, path)
+            if committed is None or committed[0] != blob_id(data):
                 raise UncommittedChanges(
                     f"{path} has uncommitted changes; commit them first with: lantern commit"
                 )
@@ -560,13 +562,13 @@ class Sources:
         except StoreError as err:
             raise refuse(f"the source cannot be read ({err.message})") from None
         git = self.store.git
-        head = git.head_tree()
-        if git.blob_at(head, current.body_path) != current.body:
+        current_blob = blob_id(current.body)
+        committed = git.entry_at(git.head_tree(), current.body_path)
+        if committed is None or committed[0] != current_blob:
             raise UncommittedChanges(
                 f"{current.body_path} has uncommitted changes; commit them first with: "
                 "lantern commit"
             )
-        current_blob = blob_id(current.body)
         body = current.body
         if ref.blob is None or current_blob.startswith(ref.blob):
             blob = current_blob

@@ -392,7 +392,16 @@ class GitRepo:
         if bulk:
             os.sync()
         fault("after-objects")
-        self.apply(prov.op, head, commit, changes, summary, journal_dir=journal_dir, kept=kept)
+        self.apply(
+            prov.op,
+            head,
+            commit,
+            changes,
+            summary,
+            journal_dir=journal_dir,
+            kept=kept,
+            contents={p: d for p, d in files.items() if d is not None and p not in kept},
+        )
         return commit
 
     def apply(
@@ -405,6 +414,7 @@ class GitRepo:
         *,
         journal_dir: str,
         kept: Mapping[str, str] | None = None,
+        contents: Mapping[str, bytes] | None = None,
     ) -> None:
         """Move the branch from ``head`` to ``commit`` and the working tree and ``.git/index``
         with it, for the paths in ``changes`` (their entries in ``commit``'s tree).
@@ -414,8 +424,11 @@ class GitRepo:
         moves puts the working files back before raising; a crash anywhere is repaired by
         :func:`recover` on the next command. ``kept``: paths whose working file keeps the given
         blob instead of the committed one (the index still stages the committed one).
+        ``contents``: the bytes of some new blobs, when the caller has them, so a large file
+        is not read back out of the object database to be written.
         """
         kept = kept or {}
+        contents = contents or {}
         ref_name = self.branch_ref()
         base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
         bulk = len(changes) >= BULK_FILES
@@ -460,7 +473,13 @@ class GitRepo:
             for number, (path, change) in enumerate(files.items()):
                 blob = change.get("after", change["new"])
                 mode = BLOB_MODE if "after" in change else change["mode"]
-                self.write_worktree(path, blob, mode, sync=not bulk)  # type: ignore[arg-type]
+                self.write_worktree(
+                    path,
+                    blob,  # type: ignore[arg-type]
+                    mode,  # type: ignore[arg-type]
+                    sync=not bulk,
+                    data=contents.get(path) if "after" not in change else None,
+                )
                 if number == 0:
                     fault("after-first-file")
             if bulk:
@@ -533,8 +552,15 @@ class GitRepo:
             pass
 
     def write_worktree(
-        self, path: str, blob: str | None, mode: int | None = BLOB_MODE, sync: bool = True
+        self,
+        path: str,
+        blob: str | None,
+        mode: int | None = BLOB_MODE,
+        sync: bool = True,
+        data: bytes | None = None,
     ) -> None:
+        """Make the working file at ``path`` hold ``blob`` (whose bytes are ``data`` when the
+        caller has them), or remove it for None."""
         full = os.path.join(self.root, path)
         if blob is None:
             try:
@@ -556,7 +582,9 @@ class GitRepo:
                 f"{path} is a folder here but a file in the commit; move it away",
                 code="uncommitted_changes",
             )
-        atomic_write(full, self.blob_data(blob), sync, 0o755 if mode == EXECUTABLE_MODE else 0o644)
+        if data is None:
+            data = self.blob_data(blob)
+        atomic_write(full, data, sync, 0o755 if mode == EXECUTABLE_MODE else 0o644)
 
     def _move_ref(
         self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str
