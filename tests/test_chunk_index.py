@@ -11,7 +11,7 @@ import pygit2
 import pytest
 
 from lantern_git.errors import InvalidInput
-from lantern_git.index.chunks import FINE_MARGIN_NS, ChunkIndex
+from lantern_git.index.chunks import FINE_MARGIN_NS, INDEX_NAME, ChunkIndex
 from lantern_git.lock import WriterLock
 from lantern_git.source import (
     SourceManifest,
@@ -404,3 +404,52 @@ def test_bad_filters_and_paging_are_invalid_input(root, index):
         index.search("x", limit=-1)
     with pytest.raises(InvalidInput):
         index.search("x", offset=-1)
+
+
+def test_scores_are_whooshs_own_bm25f(root, index, tmp_path):
+    """Plain word queries are scored from the postings in bulk: the same scores as Whoosh's."""
+    from whoosh.index import open_dir
+    from whoosh.qparser import OrGroup, QueryParser
+
+    for n in range(30):
+        write_source(root, transcript(3 + n % 7, word=f"lantern w{n % 4}"), uri=f"s:{n}")
+    index.refresh()
+    # A second segment and deleted documents: an append and an edit.
+    write_source(root, transcript(3, word="lantern w0") + transcript(9, start=3), uri="s:0")
+    write_source(root, b"Assistant: lantern w1 rewritten\n", uri="s:1")
+    index.refresh()
+
+    ix = open_dir(str(tmp_path / "state" / "chunks"), indexname=INDEX_NAME)
+    try:
+        with ix.searcher() as searcher:
+            for text in ["lantern", "w1 closing", "number4 w2 second"]:
+                query = QueryParser("content", ix.schema, group=OrGroup).parse(text)
+                theirs = sorted(round(s, 6) for s, _ in searcher.search(query, limit=None).top_n)
+                ours = sorted(hit.score for hit in index.search(text))
+                assert ours == theirs
+                assert len(ours) > 3
+    finally:
+        ix.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "speedup"),
+    [("W3_MATCHER_HAS", "postings"), ("SEGMENT_READER_PERDOC", "lengths")],
+)
+def test_without_the_whoosh_internals_the_public_api_gives_the_same_hits(
+    root, index, monkeypatch, table, speedup
+):
+    from lantern_git.index import whoosh_compat
+
+    for n in range(12):
+        write_source(root, transcript(2 + n % 5, word=f"lantern w{n % 3}"), uri=f"s:{n}")
+    index.refresh()
+    monkeypatch.setattr(whoosh_compat, "_usable", {})
+    assert whoosh_compat.usable(speedup)
+    fast = [hit.to_dict() for hit in index.search("lantern w1 closing", limit=7)]
+
+    monkeypatch.setattr(whoosh_compat, table, (*getattr(whoosh_compat, table), "_gone"))
+    monkeypatch.setattr(whoosh_compat, "_usable", {})
+    assert not whoosh_compat.usable(speedup)
+    assert [hit.to_dict() for hit in index.search("lantern w1 closing", limit=7)] == fast
+    assert len(fast) == 7
