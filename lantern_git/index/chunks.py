@@ -1,0 +1,855 @@
+"""The chunk index: a Whoosh index over the line ranges of every source, derived state only.
+
+Sources are searched by chunk (CONTRACT §10): each hit names a line range of a source's current
+version by a reference that ``--source-ref`` takes unchanged. Everything here lives in
+``<state_dir>/chunks/``, is never committed, and is rebuilt from ``sources/`` when missing or
+damaged. It is kept apart from the record index because its unit (a chunk, many per file) and
+its change pattern (transcripts that grow by appends) differ from a record's.
+
+Keeping in step with the working tree: one ``scandir`` pass lstats every source file; a source
+whose files show the signature they had when last indexed (and had it long enough before that
+check that a later write must change it) is not read. Any other source is read through
+:func:`lantern_git.sourcefile.read_source_file` (never through a link, never blocking on a
+FIFO). A body whose sha256 is the indexed one is not re-indexed; a body that starts with the
+indexed one (an append) has only its tail re-chunked, from the *resume line* kept for it: the
+chunk rule's decisions look only at lines already read, so the chunks before that line are the
+same in the longer body.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import heapq
+import marshal
+import os
+import shutil
+import stat
+import struct
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from whoosh import index as whoosh_index
+from whoosh import query as Q
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.scoring import BM25F
+
+from ..errors import InvalidInput, StoreError
+from ..record import has_undecodable
+from ..recordfile import Problem
+from ..source import (
+    SOURCES_DIR,
+    SourceRef,
+    check_kind,
+    check_source_id,
+    chunk_ranges,
+    parse_source_path,
+)
+from ..sourcefile import SourceFile, read_source_file
+from . import whoosh_compat
+
+SCHEMA_VERSION = 1
+INDEX_NAME = f"chunks_v{SCHEMA_VERSION}"
+STATE = f"state_v{SCHEMA_VERSION}.marshal"
+# A file's timestamps must lie this far before a check for its signature to be trusted at the
+# next one: a later write then sets a ctime no program can set back, so the signature changes.
+# Whole-second (and FAT's two-second) filesystems need the wide margin, fine-grained ones only
+# the kernel's coarse-clock tick. (The same reasoning as the record index's.)
+COARSE_MARGIN_NS = 3_000_000_000
+FINE_MARGIN_NS = 100_000_000
+# Small segments are merged only once there are this many: a transcript appended message by
+# message adds one segment per commit, and merging on every commit costs more than the write.
+MERGE_AT_SEGMENTS = 8
+# A rebuild over this many body bytes runs Whoosh's writer in two processes (Linux only).
+PARALLEL_FROM_BYTES = 16 * 1024 * 1024
+DEBUG_ENV = "LANTERN_DEBUG_INDEX"
+
+_FILE_SIG = struct.Struct("<qqQQI")
+
+
+def _schema() -> Schema:
+    return Schema(
+        source=ID(stored=True),
+        kind=ID,
+        # Only ever compared in a range (deleting an appended source's tail): coarse steps.
+        a=NUMERIC(int, bits=32, stored=True, shift_step=8),
+        b=STORED,
+        text=STORED,
+        # The record index's analyzer: searches read the same way in both.
+        content=TEXT(analyzer=StemmingAnalyzer()),
+    )
+
+
+class _Indexed(NamedTuple):
+    """What the index holds for one source; marshalled as a plain tuple."""
+
+    signature: bytes | None  # None: re-read at the next check
+    nbytes: int
+    sha256: str
+    resume_line: int  # chunks from this line on are re-made after an append
+    resume_byte: int
+    blob: str
+    kind: str
+    uri: str | None
+    title: str | None
+
+
+@dataclass
+class ChunkHit:
+    """One chunk that matched a search."""
+
+    ref: str
+    source_id: str
+    lines: tuple[int, int]
+    score: float
+    text: str
+    kind: str
+    uri: str | None
+    title: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "source_id": self.source_id,
+            "lines": [self.lines[0], self.lines[1]],
+            "score": self.score,
+            "text": self.text,
+            "kind": self.kind,
+            "uri": self.uri,
+            "title": self.title,
+        }
+
+
+@dataclass
+class ChunkRefresh:
+    """What a refresh or a rebuild did."""
+
+    indexed: int = 0  # sources (re)chunked, wholly or from their resume line
+    removed: int = 0  # sources whose chunks were dropped
+    unchanged: bool = False  # no source file changed since the last check
+    broken: dict[str, Problem] = field(default_factory=dict)
+    rebuilt: bool = False
+    chunks_written: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "indexed": self.indexed,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "rebuilt": self.rebuilt,
+            "chunks_written": self.chunks_written,
+            "broken": {sid: problem.to_dict() for sid, problem in sorted(self.broken.items())},
+        }
+
+
+class _NeedsRebuild(Exception):
+    pass
+
+
+class ChunkIndex:
+    """The Whoosh index of one store's source chunks, kept in ``<state_dir>/chunks/``."""
+
+    def __init__(
+        self,
+        root: str,
+        state_dir: str,
+        locked: Callable[[], AbstractContextManager[Any]],
+    ):
+        self.root = root
+        self.dir = os.path.join(state_dir, "chunks")
+        self._locked = locked
+        self._ix: Any = None
+        self._searcher: Any = None
+        self._state: dict[str, Any] | None = None
+        self._state_id: tuple[int, int, int] | None = None
+
+    # -- storage
+
+    def _state_path(self, folder: str | None = None) -> str:
+        return os.path.join(folder or self.dir, STATE)
+
+    def _load_state(self) -> dict[str, Any] | None:
+        """The state as saved, reloaded only when the file changed (another process wrote)."""
+        try:
+            st = os.stat(self._state_path())
+        except OSError:
+            self._forget()
+            return None
+        ident = (st.st_mtime_ns, st.st_ino, st.st_size)
+        if self._state is not None and ident == self._state_id:
+            return self._state
+        self._forget()
+        try:
+            with open(self._state_path(), "rb") as handle:
+                state = marshal.load(handle)
+            state = _well_formed(state)
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        self._state, self._state_id = state, ident
+        return state
+
+    def _save_state(self, state: dict[str, Any], folder: str | None = None) -> None:
+        path = self._state_path(folder)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        document = {
+            "v": SCHEMA_VERSION,
+            "sources": {sid: tuple(entry) for sid, entry in state["sources"].items()},
+            "broken": state["broken"],
+        }
+        with open(tmp, "wb") as handle:
+            marshal.dump(document, handle)
+        os.replace(tmp, path)
+        st = os.stat(path)
+        self._state, self._state_id = state, (st.st_mtime_ns, st.st_ino, st.st_size)
+
+    def _forget(self) -> None:
+        """Drop everything read from the folder: it changed, or is about to."""
+        self.close()
+        self._state = None
+        self._state_id = None
+
+    def _open(self) -> Any:
+        if self._ix is None:
+            try:
+                # exists_in opens the table of contents, and raises when it is damaged
+                exists = whoosh_index.exists_in(self.dir, indexname=INDEX_NAME)
+            except Exception as err:
+                raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
+            if not exists:
+                raise _NeedsRebuild("missing")
+            try:
+                self._ix = whoosh_compat.open_index(self.dir, INDEX_NAME)
+            except Exception as err:  # whoosh raises many kinds on a damaged index
+                raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
+        return self._ix
+
+    def _kept_searcher(self) -> Any:
+        """One searcher across searches (opening one reads every segment's table); renewed
+        when a commit, here or in another process, made it stale."""
+        if self._searcher is None:
+            self._searcher = self._open().searcher()
+        elif not self._searcher.up_to_date():
+            self._searcher = self._searcher.refresh()
+        return self._searcher
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        if self._ix is not None:
+            self._ix.close()
+            self._ix = None
+
+    # -- keeping in step with the files
+
+    def refresh(self) -> ChunkRefresh:
+        """Bring the index up to date with ``sources/`` in the working tree."""
+        report = self._refresh()
+        if os.environ.get(DEBUG_ENV) == "1":
+            print(
+                f"chunks: {'rebuilt' if report.rebuilt else 'refreshed'}: {report.indexed} "
+                f"sources indexed ({report.chunks_written} chunks), {report.removed} removed",
+                file=sys.stderr,
+            )
+        return report
+
+    def _refresh(self) -> ChunkRefresh:
+        state = self._load_state()
+        if state is None or not self._usable():
+            return self.rebuild()
+        before = time.time_ns()
+        files = _scan(self.root)
+        if not _changed(state, files):
+            return ChunkRefresh(unchanged=True, broken=_problems(state))
+        with self._locked():
+            state = self._load_state()  # another process may have indexed meanwhile
+            if state is None:
+                return self.rebuild()
+            try:
+                return self._update(state, files, before, set(files) | set(state["sources"]))
+            except Exception:  # a damaged index: the files are the truth
+                self._forget()
+                return self.rebuild()
+
+    def note_written(self, paths: Iterable[str]) -> None:
+        """After a commit wrote or removed ``paths`` (holding the writer lock): index exactly
+        the sources they belong to."""
+        ids = {parsed[0] for parsed in map(parse_source_path, paths) if parsed is not None}
+        if not ids:
+            return
+        with self._locked():
+            state = self._load_state()
+            if state is None or not self._usable():
+                self.rebuild()
+                return
+            before = time.time_ns()
+            files = _scan(self.root, ids)
+            try:
+                self._update(state, files, before, ids, force=True)
+            except Exception:
+                self._forget()
+                self.rebuild()
+
+    def _usable(self) -> bool:
+        try:
+            self._open()
+            return True
+        except _NeedsRebuild:
+            return False
+
+    def _update(
+        self,
+        state: dict[str, Any],
+        files: dict[str, list[tuple[str, os.stat_result]]],
+        before: int,
+        ids: Iterable[str],
+        force: bool = False,
+    ) -> ChunkRefresh:
+        """Re-read the sources among ``ids`` whose files changed (all of them with ``force``)
+        and write what differs in one Whoosh commit. Holds the writer lock."""
+        report = ChunkRefresh()
+        sources: dict[str, _Indexed] = dict(state["sources"])
+        broken: dict[str, tuple[Any, ...]] = dict(state["broken"])
+        writer = None
+        try:
+            for sid in sorted(ids):
+                listed = files.get(sid)
+                old = sources.get(sid)
+                signature = _signature(listed, before) if listed else None
+                if not listed:
+                    broken.pop(sid, None)
+                    if old is not None:
+                        writer = writer or self._writer()
+                        writer.delete_by_term("source", sid)
+                        del sources[sid]
+                        report.removed += 1
+                    continue
+                known = old.signature if old is not None else broken.get(sid, (None,))[0]
+                if not force and signature is not None and signature == known:
+                    continue
+                found, problem = read_source_file(self.root, sid)
+                if found is None:
+                    if old is not None:
+                        writer = writer or self._writer()
+                        writer.delete_by_term("source", sid)
+                        del sources[sid]
+                        report.removed += 1
+                    if problem is None:
+                        broken.pop(sid, None)
+                    else:
+                        broken[sid] = (signature, problem.path, problem.line, problem.message)
+                    continue
+                broken.pop(sid, None)
+                plan = _plan(found, old)
+                if plan is None:
+                    assert old is not None
+                    sources[sid] = old._replace(signature=signature, uri=found.manifest.uri)
+                    continue
+                writer = writer or self._writer()
+                entry, written = _write_chunks(writer, sid, found, plan, signature)
+                sources[sid] = entry
+                report.indexed += 1
+                report.chunks_written += written
+            if writer is not None:
+                writer.commit(mergetype=_merge_when_many)
+                writer = None
+        except BaseException:
+            if writer is not None:
+                _cancel(writer)
+            raise
+        new_state = {"sources": sources, "broken": broken}
+        if new_state != {"sources": state["sources"], "broken": state["broken"]}:
+            self._save_state(new_state)
+        report.broken = _problems(new_state)
+        return report
+
+    def _writer(self) -> Any:
+        return self._open().writer(timeout=30.0)
+
+    def rebuild(self) -> ChunkRefresh:
+        """Build the index from scratch in a new folder, then swap it in."""
+        report = ChunkRefresh(rebuilt=True)
+        with self._locked():
+            self._forget()
+            before = time.time_ns()
+            files = _scan(self.root)
+            fresh = self.dir + ".new"
+            shutil.rmtree(fresh, ignore_errors=True)
+            try:
+                os.makedirs(fresh)
+            except OSError as err:
+                raise StoreError(
+                    f"cannot write the chunk index in {os.path.dirname(self.dir)}: {err.strerror}"
+                ) from None
+            ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
+            total = sum(st.st_size for listed in files.values() for _, st in listed)
+            parallel = total >= PARALLEL_FROM_BYTES and sys.platform.startswith("linux")
+            options: dict[str, Any] = {"procs": 2, "multisegment": True} if parallel else {}
+            writer = ix.writer(limitmb=128 if parallel else 256, **options)
+            sources: dict[str, _Indexed] = {}
+            broken: dict[str, tuple[Any, ...]] = {}
+            try:
+                for sid in sorted(files):
+                    signature = _signature(files[sid], before)
+                    found, problem = read_source_file(self.root, sid)
+                    if found is None:
+                        if problem is not None:
+                            broken[sid] = (signature, problem.path, problem.line, problem.message)
+                        continue
+                    entry, written = _write_chunks(
+                        writer, sid, found, (1, 0), signature, replace=False
+                    )
+                    sources[sid] = entry
+                    report.indexed += 1
+                    report.chunks_written += written
+                writer.commit()
+            except BaseException:
+                _cancel(writer)
+                shutil.rmtree(fresh, ignore_errors=True)
+                raise
+            ix.close()
+            state = {"sources": sources, "broken": broken}
+            self._save_state(state, fresh)
+            old = self.dir + ".old"
+            shutil.rmtree(old, ignore_errors=True)
+            if os.path.exists(self.dir):
+                os.replace(self.dir, old)
+            os.replace(fresh, self.dir)
+            shutil.rmtree(old, ignore_errors=True)
+            self._state = None  # its identity is the file's in the new folder
+            self._load_state()
+        report.broken = _problems(state)
+        return report
+
+    # -- answering
+
+    def search(
+        self,
+        text: str,
+        *,
+        kinds: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[ChunkHit]:
+        """Chunks matching ``text`` by BM25 relevance, best first; ties by source id, then line.
+
+        Answers from the index as it is: call :meth:`refresh` first for the working tree's
+        state. A missing or damaged index is rebuilt.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("query: must not be empty", code="invalid_query")
+        if has_undecodable(text):
+            raise InvalidInput(
+                "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
+            )
+        kinds = tuple(check_kind(kind) for kind in kinds)
+        sources = tuple(check_source_id(sid, "source") for sid in sources)
+        if limit is not None and (isinstance(limit, bool) or limit < 0):
+            raise InvalidInput("limit: must be 0 or more", code="invalid_field")
+        if offset < 0:
+            raise InvalidInput("offset: must be 0 or more", code="invalid_field")
+        query = _text_query(text)
+        if limit == 0:
+            return []
+        try:
+            return self._search_once(query, kinds, sources, limit, offset)
+        except _NeedsRebuild:
+            self.rebuild()
+        try:
+            return self._search_once(query, kinds, sources, limit, offset)
+        except _NeedsRebuild as err:
+            raise StoreError(f"the chunk index cannot answer this query: {err}") from None
+
+    def _search_once(
+        self,
+        query: Any,
+        kinds: tuple[str, ...],
+        sources: tuple[str, ...],
+        limit: int | None,
+        offset: int,
+    ) -> list[ChunkHit]:
+        state = self._load_state()
+        if state is None:
+            raise _NeedsRebuild("no state")
+        try:
+            searcher = self._kept_searcher()
+            return _ranked(searcher, state, query, _filter(kinds, sources), limit, offset)
+        except _NeedsRebuild:
+            raise
+        except Exception as err:  # a damaged segment fails in many ways
+            self._forget()
+            raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
+
+    def counts(self) -> tuple[int, int]:
+        """(sources indexed, chunks indexed)."""
+        for _ in range(2):
+            state = self._load_state()
+            try:
+                if state is None:
+                    raise _NeedsRebuild("no state")
+                return len(state["sources"]), self._kept_searcher().doc_count()
+            except Exception:
+                self._forget()
+                self.rebuild()
+        raise StoreError("the chunk index cannot be read after a rebuild")
+
+
+# ---------------------------------------------------------------- files
+
+
+def _scan(root: str, only: set[str] | None = None) -> dict[str, list[tuple[str, os.stat_result]]]:
+    """Source id -> (file name, lstat) of each of its files, from one pass over ``sources/``.
+
+    A ``sources/`` or shard folder that is a link is not entered: nothing is read through it.
+    """
+    top = os.path.join(root, SOURCES_DIR)
+    try:
+        if not stat.S_ISDIR(os.lstat(top).st_mode):
+            return {}
+        shards = list(os.scandir(top))
+    except OSError:
+        return {}
+    wanted = None if only is None else {sid[:2] for sid in only}
+    files: dict[str, list[tuple[str, os.stat_result]]] = {}
+    for shard in shards:
+        if wanted is not None and shard.name not in wanted:
+            continue
+        if not shard.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = list(os.scandir(shard.path))
+        except OSError:
+            continue
+        for entry in entries:
+            parsed = parse_source_path(f"{SOURCES_DIR}/{shard.name}/{entry.name}")
+            if parsed is None or (only is not None and parsed[0] not in only):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            files.setdefault(parsed[0], []).append((entry.name, st))
+    return files
+
+
+def _signature(listed: list[tuple[str, os.stat_result]] | None, before: int) -> bytes | None:
+    """The source's files' names and lstat fields, or None when one of them was written too
+    recently (after ``before`` less the margin) for its signature to prove it unchanged later."""
+    if not listed or os.name != "posix":
+        return None
+    for _, st in listed:
+        ctime, mtime = st.st_ctime_ns, st.st_mtime_ns
+        fine = ctime % 1_000_000 != 0 and mtime % 1_000_000 != 0
+        if max(ctime, mtime) >= before - (FINE_MARGIN_NS if fine else COARSE_MARGIN_NS):
+            return None
+    return _raw_signature(listed)
+
+
+def _changed(state: dict[str, Any], files: dict[str, list[tuple[str, os.stat_result]]]) -> bool:
+    """Whether any source may differ from what the index holds. Signatures are compared raw:
+    one not yet trusted (None) always counts as changed."""
+    known: dict[str, _Indexed] = state["sources"]
+    broken: dict[str, tuple[Any, ...]] = state["broken"]
+    if set(files) != set(known) | set(broken):
+        return True
+    for sid, listed in files.items():
+        entry = known.get(sid)
+        signature = entry.signature if entry is not None else broken[sid][0]
+        if signature is None or signature != _raw_signature(listed):
+            return True
+    return False
+
+
+def _raw_signature(listed: list[tuple[str, os.stat_result]]) -> bytes:
+    parts = []
+    for name, st in sorted(listed, key=lambda item: item[0]):
+        parts.append(name.encode())
+        parts.append(
+            _FILE_SIG.pack(st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+        )
+    return b"\0".join(parts)
+
+
+# ---------------------------------------------------------------- chunks
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as the rest of lantern numbers them (``count_lines``, ``lines_of``): split at
+    ``\\n`` only. ``str.splitlines`` also splits at ``\\r``, ``\\x0c``, U+2028 and others, which
+    would number lines differently from the references that cite them."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _plan(found: SourceFile, old: _Indexed | None) -> tuple[int, int] | None:
+    """Where to start chunking ``found`` again: (line, byte offset); None if the index holds
+    it already. An append resumes at the old body's resume line, anything else at the top."""
+    body, manifest = found.body, found.manifest
+    same_fields = old is not None and (old.kind, old.title) == (manifest.kind, manifest.title)
+    if old is None or not same_fields:
+        return (1, 0)
+    if len(body) == old.nbytes and hashlib.sha256(body).hexdigest() == old.sha256:
+        return None
+    if len(body) > old.nbytes and hashlib.sha256(body[: old.nbytes]).hexdigest() == old.sha256:
+        return (old.resume_line, old.resume_byte)
+    return (1, 0)
+
+
+def _write_chunks(
+    writer: Any,
+    sid: str,
+    found: SourceFile,
+    start: tuple[int, int],
+    signature: bytes | None,
+    replace: bool = True,
+) -> tuple[_Indexed, int]:
+    """Replace the chunks of ``sid`` from line ``start[0]`` on; the source's new entry and the
+    number of chunks written."""
+    import pygit2  # only a source being indexed needs it
+
+    body, manifest = found.body, found.manifest
+    first, offset = start
+    if first > 1:
+        writer.delete_by_query(Q.And([Q.Term("source", sid), Q.NumericRange("a", first, None)]))
+    elif replace:
+        # Also when the state lists no chunks of ``sid``: a crash between the index's commit
+        # and the state's save may have left some.
+        writer.delete_by_term("source", sid)
+    lines = _lines(body[offset:].decode("utf-8"))
+    ranges = chunk_ranges(lines, first)
+    title = manifest.title or ""
+    for a, b in ranges:
+        text = "".join(lines[a - first : b - first + 1])
+        writer.add_document(
+            source=sid,
+            kind=manifest.kind,
+            a=a,
+            b=b,
+            text=text,
+            content=f"{text}\n{title}" if title else text,
+        )
+    # The resume line: the first chunk whose making looked at a line an append can change.
+    # A complete last line never changes, so only the last chunk is redone; a last line
+    # without its newline may grow, and every chunk whose end was decided at it is redone.
+    total = first - 1 + len(lines)
+    settled_to = total if body.endswith(b"\n") else total - 1
+    resume = next((a for a, b in ranges if b >= settled_to), None)
+    if resume is None:  # an empty body, or nothing after the resume line
+        resume = first
+    resume_byte = offset + len("".join(lines[: resume - first]).encode("utf-8"))
+    entry = _Indexed(
+        signature=signature,
+        nbytes=len(body),
+        sha256=hashlib.sha256(body).hexdigest(),
+        resume_line=resume,
+        resume_byte=resume_byte,
+        blob=str(pygit2.hash(body))[:12],
+        kind=manifest.kind,
+        uri=manifest.uri,
+        title=manifest.title,
+    )
+    return entry, len(ranges)
+
+
+# ---------------------------------------------------------------- searching
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    from whoosh.qparser import OrGroup, QueryParser
+
+    # Plain OR, as the record index: a chunk's score is the sum of its matching words' BM25F
+    # scores, so matching more words ranks higher and a partial match still counts.
+    return QueryParser("content", _schema(), group=OrGroup)
+
+
+def _text_query(text: str) -> Any:
+    try:
+        return _parser().parse(text)
+    except Exception as err:  # whoosh's parser raises several kinds on what it cannot read
+        raise InvalidInput(
+            f"query: cannot be read as a search ({err})", code="invalid_query"
+        ) from None
+
+
+def _filter(kinds: tuple[str, ...], sources: tuple[str, ...]) -> Any:
+    parts = []
+    if kinds:
+        parts.append(Q.Or([Q.Term("kind", kind) for kind in kinds]))
+    if sources:
+        parts.append(Q.Or([Q.Term("source", sid) for sid in sources]))
+    if not parts:
+        return None
+    return Q.And(parts) if len(parts) > 1 else parts[0]
+
+
+def _ranked(
+    searcher: Any,
+    state: dict[str, Any],
+    query: Any,
+    restrict: Any,
+    limit: int | None,
+    offset: int,
+) -> list[ChunkHit]:
+    """Hits ``offset:offset+limit`` by score, then source id and first line."""
+    end = None if limit is None else offset + limit
+    words = _plain_words(query)
+    if words is not None and isinstance(searcher.weighting, BM25F):
+        scored = _scored_words(searcher, words, restrict, end)
+    else:
+        scored = _scored_by_whoosh(searcher, query, restrict, end)
+    known: dict[str, _Indexed] = state["sources"]
+    ranked = []
+    for score, docnum in scored:
+        fields = searcher.stored_fields(docnum)
+        ranked.append((-score, fields["source"], fields["a"], fields))
+    ranked.sort(key=lambda item: item[:3])
+    hits = []
+    for negated, sid, a, fields in ranked[offset:end]:
+        entry = known.get(sid)
+        if entry is None:  # the state and the index disagree: rebuild rather than guess
+            raise _NeedsRebuild("a chunk of a source the index does not list")
+        b = fields["b"]
+        hits.append(
+            ChunkHit(
+                ref=str(SourceRef(sid, entry.blob, a, b)),
+                source_id=sid,
+                lines=(a, b),
+                score=-negated,
+                text=fields["text"],
+                kind=entry.kind,
+                uri=entry.uri,
+                title=entry.title,
+            )
+        )
+    return hits
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _plain_words(query: Any) -> list[str] | None:
+    """The words of a query that is one word or words joined by OR, unweighted; None for
+    anything else (phrases, prefixes, fields, boosts, NOT), which Whoosh answers itself."""
+    parts = query.subqueries if type(query) is Q.Or else [query]
+    if type(query) is Q.Or and (query.boost != 1.0 or getattr(query, "scale", None)):
+        return None
+    words = []
+    for part in parts:
+        if type(part) is not Q.Term or part.fieldname != "content" or part.boost != 1.0:
+            return None
+        words.append(part.text)
+    return words
+
+
+def _scored_words(
+    searcher: Any, words: list[str], restrict: Any, end: int | None
+) -> list[tuple[float, int]]:
+    """(score, document) of every chunk holding one of ``words`` (and matching ``restrict``),
+    cut to the best ``end`` and their ties: the BM25F score Whoosh gives, computed from the
+    postings and field lengths read in bulk (Whoosh's matcher costs ~6 us a chunk)."""
+    weighting = searcher.weighting
+    k1, b = weighting.K1, weighting.B
+    k1_plus = k1 + 1
+    avgfl = searcher.avg_field_length("content") or 1
+    allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
+    totals: dict[int, float] = {}
+    for reader, base in searcher.reader().leaf_readers():
+        if not reader.doc_count_all():
+            continue
+        codes, table = whoosh_compat.field_length_codes(reader, "content")
+        norms = [k1 * ((1 - b) + b * length / avgfl) for length in table]
+        deleted = whoosh_compat.deleted_docs(reader) if reader.has_deletions() else ()
+        for word in words:
+            if ("content", word) not in reader:
+                continue
+            idf = searcher.idf("content", word)
+            ids, weights = whoosh_compat.term_postings(reader, "content", word)
+            get = totals.get
+            for docnum, tf in zip(ids, weights):
+                if docnum in deleted:
+                    continue
+                doc = base + docnum
+                # bm25() of whoosh.scoring, term for term, so the sums round alike
+                totals[doc] = get(doc, 0.0) + idf * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
+    if allowed is not None:
+        totals = {doc: score for doc, score in totals.items() if doc in allowed}
+    if end is not None and len(totals) > end:
+        cutoff = round(heapq.nlargest(end, totals.values())[-1], 6)
+        floor = cutoff - 1e-6
+        return [
+            (rounded, doc)
+            for doc, score in totals.items()
+            if score >= floor and (rounded := round(score, 6)) >= cutoff
+        ]
+    return [(round(score, 6), doc) for doc, score in totals.items()]
+
+
+def _scored_by_whoosh(
+    searcher: Any, query: Any, restrict: Any, end: int | None
+) -> list[tuple[float, int]]:
+    """(score, document) of the best ``end`` matches and their ties, by Whoosh. It keeps the
+    page's best plus one; only when that one ties with the last are all matches scored, so
+    that equal scores are ordered by the tie-break, never by document number."""
+    results = searcher.search(query, filter=restrict, limit=None if end is None else end + 1)
+    scored = [(round(float(score), 6), docnum) for score, docnum in results.top_n]
+    if end is not None and len(scored) > end:
+        scored.sort(key=lambda item: -item[0])
+        cutoff = scored[end - 1][0]
+        if scored[end][0] == cutoff:
+            results = searcher.search(query, filter=restrict, limit=None)
+            scored = [(round(float(score), 6), docnum) for score, docnum in results.top_n]
+        scored = [item for item in scored if item[0] >= cutoff]
+    return scored
+
+
+def _problems(state: dict[str, Any]) -> dict[str, Problem]:
+    return {
+        sid: Problem(path, line, message)
+        for sid, (_, path, line, message) in sorted(state["broken"].items())
+    }
+
+
+def _well_formed(state: Any) -> dict[str, Any]:
+    """The saved state, checked: one damaged into another valid shape must cause a rebuild."""
+    if not isinstance(state, dict) or state.get("v") != SCHEMA_VERSION:
+        raise ValueError("old or damaged state")
+    sources, broken = state.get("sources"), state.get("broken")
+    if not isinstance(sources, dict) or not isinstance(broken, dict):
+        raise ValueError("damaged state")
+    entries = {}
+    for sid, entry in sources.items():
+        if not isinstance(sid, str) or not isinstance(entry, tuple):
+            raise ValueError("damaged state")
+        if len(entry) != len(_Indexed._fields):
+            raise ValueError("damaged state")
+        entries[sid] = _Indexed(*entry)
+    for sid, entry in broken.items():
+        if not isinstance(sid, str) or not isinstance(entry, tuple) or len(entry) != 4:
+            raise ValueError("damaged state")
+    return {"sources": entries, "broken": broken}
+
+
+def _merge_when_many(writer: Any, segments: list[Any]) -> list[Any]:
+    from whoosh.writing import MERGE_SMALL
+
+    if len(segments) < MERGE_AT_SEGMENTS:
+        return segments
+    return MERGE_SMALL(writer, segments)
+
+
+def _cancel(writer: Any) -> None:
+    """Cancel a writer whose work failed, without hiding why it failed."""
+    try:
+        writer.cancel()
+    except Exception:
+        pass
