@@ -708,14 +708,19 @@ class _Checker:
         ):
             return result("ok", "", lines=(start, end), text=snippet)
         moved = _find_lines(current.body, current_spans, want)
-        where = f"; the text is now at lines {moved[0]}-{moved[1]}" if moved else ""
+        where = f"; the text is now at {_lines_label(*moved)}" if moved else ""
+        held = "holds" if start == end else "hold"
         return result(
             "drifted",
-            f"lines {start}-{end} no longer hold the pinned text{where}",
+            f"{_lines_label(start, end)} no longer {held} the pinned text{where}",
             moved_to=moved,
             lines=(start, end),
             text=snippet,
         )
+
+
+def _lines_label(start: int, end: int) -> str:
+    return f"line {start}" if start == end else f"lines {start}-{end}"
 
 
 def _same(a: bytes, b: bytes) -> bool:

@@ -283,6 +283,8 @@ def status_lines(info: dict[str, Any]) -> list[str]:
         lines.append("  " + ", ".join(f"{k} {n}" for k, n in info["by_kind"].items()))
     if info["broken_files"]:
         lines.append(f"broken:   {info['broken_files']} file(s); run lantern check")
+    if info.get("sources"):
+        lines.append(f"sources:  {info['sources']} ({info['chunks']} chunks indexed)")
     lines.append(f"index:    {info['index']}")
     branch = info["branch"] or "(detached HEAD)"
     if info["upstream"]:
@@ -466,15 +468,22 @@ def source_view_lines(view: SourceView) -> list[str]:
     return lines
 
 
-def chunk_hit_lines(hits: list[ChunkHit]) -> list[str]:
-    """``source search``: each hit's reference and score, then its first lines."""
+def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:
+    """``source search``: each hit's reference and score, then (numbered) the lines of the
+    chunk that hold a word of the query, or its first lines."""
+    import re
+
+    words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 2]
     out: list[str] = []
     width = terminal_width()
     for hit in hits:
         name = hit.title or hit.uri or hit.kind
         out.append(f"{hit.ref}  {hit.score:.2f}  {truncate(name, max(10, width - 60))}")
-        for line in hit.text.splitlines()[:3]:
-            out.append("    " + truncate(line, width - 4))
+        numbered = list(enumerate(hit.text.splitlines(), hit.lines[0]))
+        shown = [(n, t) for n, t in numbered if any(w[:5] in t.lower() for w in words)]
+        for number, line in (shown or [(n, t) for n, t in numbered if t.strip()])[:3]:
+            prefix = f"  L{number}  "
+            out.append(prefix + truncate(line, max(10, width - len(prefix))))
     return out
 
 

@@ -779,6 +779,8 @@ class Store:
             "by_status": {},
             "by_kind": {},
             "broken_files": 0,
+            "sources": 0,
+            "chunks": 0,
             "index": None,
             "branch": None,
             "head": None,
@@ -793,7 +795,9 @@ class Store:
         info["by_status"] = dict(sorted(counts["status"].items()))
         info["by_kind"] = dict(sorted(counts["kind"].items()))
         info["records"] = sum(counts["status"].values())
-        info["broken_files"] = len(report.broken)
+        chunks = self.chunks.refresh()
+        info["sources"], info["chunks"] = self.chunks.counts()
+        info["broken_files"] = len(report.broken) + len(chunks.broken)
         info["index"] = (
             "rebuilt"
             if report.rebuilt

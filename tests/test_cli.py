@@ -26,6 +26,8 @@ STATUS_KEYS = [
     "by_status",
     "by_kind",
     "broken_files",
+    "sources",
+    "chunks",
     "index",
     "branch",
     "head",

@@ -177,7 +177,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
         hits = store.sources.search(query, kinds=kinds, sources=sources, limit=limit)
-        render.emit(hits, as_json, render.chunk_hit_lines)
+        render.emit(hits, as_json, lambda found: render.chunk_hit_lines(found, query))
 
     @source.command("remove")
     @click.argument("source_id", metavar="ID")
