@@ -473,10 +473,12 @@ class Store:
         return self._fresh(query, scored=True)
 
     def rebuild_index(self) -> RefreshReport:
-        """Build the search index from scratch from the record files."""
+        """Build the search index from scratch from the record files, and the chunk index
+        from the sources."""
         self.recover()
         report = self.index.rebuild()
-        for problem in report.broken.values():
+        chunks = self.chunks.rebuild()
+        for problem in [*report.broken.values(), *chunks.broken.values()]:
             self.warn(f"warning: skipped {problem}")
         return report
 

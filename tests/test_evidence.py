@@ -458,3 +458,14 @@ def test_manifest_round_trips_and_keeps_unknown_keys():
     )
     again = SourceManifest.from_yaml(manifest.to_yaml())
     assert again == manifest
+
+
+def test_index_rebuild_rebuilds_the_chunk_index_too(store, store_path):
+    ingest(store)
+    import shutil
+
+    shutil.rmtree(store_path / ".lantern" / "chunks")
+    out = lantern("--store", str(store_path), "index", "rebuild")
+    assert out.returncode == 0, out.stderr
+    assert (store_path / ".lantern" / "chunks").is_dir()
+    assert store.chunks.counts() == (1, 1)
