@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .query import Hit
     from .record import Record
-    from .store import InitResult
+    from .store import CloneResult, InitResult
     from .transfer import ImportResult
 
 
@@ -263,6 +263,17 @@ def init_lines(value: dict[str, Any]) -> list[str]:
             return [f"{value['path']} is a lantern store; registered its record merge driver"]
         return [f"{value['path']} is already a lantern store"]
     return [f"Initialized lantern store in {value['path']}"]
+
+
+def clone_lines(result: CloneResult) -> list[str]:
+    """``lantern clone``: where the store went and what its git config got."""
+    records = f"{result.records} record" + ("" if result.records == 1 else "s")
+    lines = [f"Cloned {result.url} into {result.path} ({records}, branch {result.branch})"]
+    if result.registered_merge_driver:
+        lines.append("registered the record merge driver: git pull merges records field by field")
+    if result.set_pull_rebase:
+        lines.append("set pull.rebase=false: a git pull of diverged hosts merges")
+    return lines
 
 
 def status_lines(info: dict[str, Any]) -> list[str]:

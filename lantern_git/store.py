@@ -106,6 +106,30 @@ class InitResult:
     registered_merge_driver: bool = False
 
 
+@dataclass
+class CloneResult:
+    """``lantern clone``: where the clone is, and what was set up in its ``.git/config``."""
+
+    url: str
+    path: str
+    branch: str | None
+    head: str | None
+    records: int
+    registered_merge_driver: bool
+    set_pull_rebase: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "path": self.path,
+            "branch": self.branch,
+            "head": self.head,
+            "records": self.records,
+            "registered_merge_driver": self.registered_merge_driver,
+            "set_pull_rebase": self.set_pull_rebase,
+        }
+
+
 class Store:
     """A lantern store. Open one with :meth:`open`, :meth:`discover` or :meth:`init`."""
 
@@ -127,6 +151,8 @@ class Store:
         self.last_commit: str | None = None
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
+        # Set by :meth:`clone`: what the clone set up.
+        self.cloned: CloneResult | None = None
         self._git: GitRepo | None = None
         self._index: SearchIndex | None = None
         self._lock = WriterLock(os.path.join(self.state_dir, "lock"))
@@ -159,6 +185,65 @@ class Store:
     def init(cls, root: str, **kwargs: Any) -> Store:
         store = cls(root, create_on_write=True, **kwargs)
         store.initialize()
+        return store
+
+    @classmethod
+    def clone(cls, url: str, path: str | None = None, **kwargs: Any) -> Store:
+        """``git clone URL PATH``, then the record merge driver and a pull strategy registered
+        in the clone's ``.git/config`` (git config is not cloned); ``store.cloned`` says what
+        was done. PATH defaults to the URL's last part without ``.git``, as git's does.
+
+        A PATH that exists and is not an empty folder is refused (``destination_exists``); a
+        repository that is not a lantern store is removed again and refused (``no_store``).
+        """
+        import shutil
+
+        from .git.config import ensure_merge_driver, ensure_pull_strategy
+        from .git.remote import clone, clone_name
+
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidInput("url: must not be empty", code="invalid_url")
+        target = os.path.abspath(os.path.expanduser(path or clone_name(url.strip())))
+        existed = os.path.lexists(target)
+        if existed and (not os.path.isdir(target) or os.listdir(target)):
+            raise InvalidInput(
+                f"path: {target} already exists and is not an empty folder; "
+                "give another PATH (lantern clone URL PATH)",
+                code="destination_exists",
+            )
+        clone(url.strip(), target)
+        if not os.path.isfile(os.path.join(target, MARKER)):
+            # What we cloned is not a store: leave the folder as it was before.
+            if existed:
+                for name in os.listdir(target):
+                    full = os.path.join(target, name)
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        shutil.rmtree(full)
+                    else:
+                        os.unlink(full)
+            else:
+                shutil.rmtree(target)
+            raise NoStore(
+                f"{url} is not a lantern store (no {MARKER} on its default branch"
+                " — an empty repository?); nothing was kept. Push a store to it first "
+                "(lantern sync on the host that has one), or clone it with git and run lantern init"
+            )
+        from .git.repo import GitRepo
+
+        git = GitRepo(target)
+        registered = ensure_merge_driver(git.repo, kwargs.get("warn"))
+        pull = ensure_pull_strategy(git.repo, kwargs.get("warn"))
+        store = cls(target, **kwargs)
+        info = store.git.branch_info()
+        store.cloned = CloneResult(
+            url=url.strip(),
+            path=target,
+            branch=info["branch"],
+            head=info["head"],
+            records=store.git.count_records(),
+            registered_merge_driver=registered,
+            set_pull_rebase=pull,
+        )
         return store
 
     @property
@@ -198,11 +283,12 @@ class Store:
                     return
         except OSError:
             pass  # .git is a file (a linked worktree): ask git itself
-        from .git.config import driver_registered, ensure_merge_driver
+        from .git.config import driver_registered, ensure_merge_driver, ensure_pull_strategy
 
         if driver_registered(self.git.repo):
             return
         if ensure_merge_driver(self.git.repo, self.warn):
+            ensure_pull_strategy(self.git.repo, self.warn)
             self.registered_merge_driver = True
             self.warn(
                 "lantern: registered the record merge driver in .git/config "
@@ -244,11 +330,13 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver
+        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver, ensure_pull_strategy
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
-        # that .gitattributes names is registered here.
+        # that .gitattributes names is registered here, and that a bare git pull of diverged
+        # branches merges rather than asks (unless the user chose a pull strategy).
         registered = ensure_merge_driver(git.repo, self.warn) or self.registered_merge_driver
+        ensure_pull_strategy(git.repo, self.warn)
         # The transaction repairs an interrupted write first: this commit would overwrite its
         # journal.
         with self.transaction(require_head=False) as tx:
