@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .query import Hit
     from .record import Record
-    from .store import CloneResult, InitResult
+    from .store import CloneResult, Deletion, InitResult
     from .transfer import ImportResult
 
 
@@ -189,6 +189,12 @@ def emit_record(
         emit(record, as_json, lambda r: write_line(verb, r, short))
 
 
+def emit_deletion(deletion: Deletion, as_json: bool, root: str | None) -> None:
+    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``."""
+    short = ShortIds(root)
+    emit(deletion, as_json, lambda d: write_line("deleted", d.record, short))
+
+
 def emit_records(records: list[Record], as_json: bool, root: str | None) -> None:
     """``memory list``: an array of record objects, or a :func:`table`."""
     short = ShortIds(root)
@@ -326,6 +332,8 @@ def history_lines(history: RecordHistory) -> list[str]:
             lines.append(f"    ({entry.problem})")
         if entry.changes and all(c.old is None for c in entry.changes):
             lines.append("    (created)")
+        elif entry.changes and all(c.new is None for c in entry.changes):
+            pass  # deleted: the problem line says so
         else:
             lines.extend(
                 f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in entry.changes

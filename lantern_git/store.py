@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
     from .editing import EditSession
     from .git.repo import GitRepo
-    from .history import HistoryEntry, LogEntry
+    from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.search import Hit, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .sync import SyncReport
@@ -128,6 +128,17 @@ class CloneResult:
             "registered_merge_driver": self.registered_merge_driver,
             "set_pull_rebase": self.set_pull_rebase,
         }
+
+
+@dataclass
+class Deletion:
+    """``memory delete``: the record as it was, and the commit that removed its file."""
+
+    record: Record
+    commit: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.record.id, "commit": self.commit, "record": self.record.to_dict()}
 
 
 class Store:
@@ -695,6 +706,27 @@ class Store:
             )
         return new
 
+    def delete(self, ref: str, *, reason: str | None = None) -> Deletion:
+        """Remove a record's file in one commit (``Lantern-Op: delete``): the one way lantern
+        removes a record, for data that must not stay (stored by mistake). Git history keeps
+        the text until it is purged with git's own tools (README, "Deleting a record").
+
+        The commit's summary names only the id, never the content: a purge of the file from
+        history must not leave a copy in a commit message.
+        """
+        with self.transaction() as tx:
+            record_id = self.resolve_id(ref)
+            text, record = tx.read(record_id)
+            tx.ensure_committed(record_id, text)
+            commit = tx.commit(
+                {record_path(record_id): None},
+                f"delete {record_id}",
+                "delete",
+                (record_id,),
+                reason=reason,
+            )
+        return Deletion(record, commit)
+
     def _mutate(
         self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None
     ) -> Record:
@@ -725,10 +757,24 @@ class Store:
 
     def history(self, ref: str) -> builtins.list[HistoryEntry]:
         """The commits that changed a record, newest first, with the fields they changed."""
-        from .history import record_history
+        return self.record_history(ref).entries
+
+    def record_history(self, ref: str) -> RecordHistory:
+        """``memory history``'s answer: the record's full id and :meth:`history`.
+
+        A deleted record has no file to resolve a prefix against; its full id still finds
+        its history.
+        """
+        from .history import RecordHistory, record_history
 
         self.recover()
-        return record_history(self.git, self.resolve_id(ref))
+        try:
+            record_id = self.resolve_id(ref)
+        except NotFound:
+            if not (isinstance(ref, str) and ID_RE.fullmatch(ref.strip().lower())):
+                raise
+            record_id = ref.strip().lower()
+        return RecordHistory(record_id, record_history(self.git, record_id))
 
     def log(self, limit: int | None = 20) -> builtins.list[LogEntry]:
         """The store's recent operations, newest first, read from the commit trailers."""

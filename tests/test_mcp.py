@@ -31,6 +31,7 @@ TOOL_NAMES = {
     "lantern_memory_update",
     "lantern_memory_restore",
     "lantern_memory_history",
+    "lantern_memory_delete",
     "lantern_status",
 }
 READ_ONLY = {
@@ -169,6 +170,9 @@ def test_tools_are_listed_with_typed_schemas_and_hints(store_path):
     assert (archive.destructive_hint, archive.idempotent_hint) == (True, True)
     supersede = tools["lantern_memory_supersede"].annotations
     assert (supersede.destructive_hint, supersede.idempotent_hint) == (True, False)
+    delete = tools["lantern_memory_delete"].annotations
+    assert (delete.destructive_hint, delete.idempotent_hint) == (True, False)
+    assert "must not be kept" in tools["lantern_memory_delete"].description
 
     # A client can refuse a bad call before sending it.
     good = {"content": "Ana likes tea", "kind": "preference", "scope": "user:ana"}
@@ -468,6 +472,18 @@ ERROR_CASES = [
         "invalid_field",
     ),
     ("lantern_memory_search", {"query": "  "}, ["memory", "search", "  "], "invalid_query"),
+    (
+        "lantern_memory_delete",
+        {"id": "{ambiguous}"},
+        ["memory", "delete", "{ambiguous}"],
+        "ambiguous_id",
+    ),
+    (
+        "lantern_memory_delete",
+        {"id": "0123456789abcdef"},
+        ["memory", "delete", "0123456789abcdef"],
+        "not_found",
+    ),
 ]
 
 
@@ -541,7 +557,7 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
             "score": await fail(client, "lantern_memory_list", fields=["score"]),
         }
         with pytest.raises(MCPError) as raised:
-            await client.call_tool("lantern_memory_delete", {"id": names["{active}"]})
+            await client.call_tool("lantern_memory_purge", {"id": names["{active}"]})
         out["tool"] = raised.value.message
         # A lone string where a list is expected means a list of one.
         out["lenient"] = await ok(client, "lantern_memory_list", kind="fact", fields=["kind"])
@@ -561,7 +577,7 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
     assert out["offset"] == {"code": "invalid_field", "message": "offset: must be 0 or more"}
     assert "'colour' is not a field" in out["fields"]["message"]
     assert "'score' is not a field" in out["score"]["message"]
-    assert "lantern_memory_delete" in out["tool"]
+    assert "lantern_memory_purge" in out["tool"]
     assert {r["kind"] for r in out["lenient"]["records"]} == {"fact"}
     assert out["integral"]["limit"] == 3
 
@@ -892,3 +908,42 @@ def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_
     call("lantern_memory_restore", id=new["id"])
     history = call("lantern_memory_history", id=old["id"][:6])
     assert history["id"] == old["id"] and history["history"][0]["op"] == "supersede"
+    deleted = call("lantern_memory_delete", id=old["id"][:6], reason="stored by mistake")
+    assert deleted["record"]["id"] == old["id"]
+
+
+def test_delete_removes_the_file_in_one_commit_and_history_keeps_it(store_path):
+    keep = cli_json("memory", "add", "Keep this.", "--kind", "fact", store_path=store_path)
+    secret = cli_json(
+        "memory", "add", "The door code is 4711.", "--kind", "fact", store_path=store_path
+    )
+    head_before = git(store_path, "rev-parse", "HEAD").strip()
+
+    async def body(client):
+        deleted = await client.call_tool(
+            "lantern_memory_delete", {"id": secret["id"][:6], "reason": "stored by mistake"}
+        )
+        again = await fail(client, "lantern_memory_delete", id=secret["id"])
+        listed = await ok(client, "lantern_memory_list", fields=["id"])
+        history = await ok(client, "lantern_memory_history", id=secret["id"])
+        return deleted, again, listed, history
+
+    deleted, again, listed, history = run(body)(store_path)
+    assert not deleted.is_error
+    assert deleted.structured_content == {
+        "id": secret["id"],
+        "commit": git(store_path, "rev-parse", "HEAD").strip(),
+        "record": secret,
+    }
+    assert deleted.meta["lantern/commit"] == deleted.structured_content["commit"]
+    assert again == {"code": "not_found", "message": f"no record with id {secret['id']}"}
+    assert listed["records"] == [{"id": keep["id"]}]
+    assert [e["op"] for e in history["history"]] == ["delete", "add"]
+    assert not (store_path / "memory" / secret["id"][:2] / f"{secret['id']}.md").exists()
+    [message] = commit_messages(store_path, 1)
+    assert message.splitlines()[0] == f"delete {secret['id']}"
+    assert "4711" not in message
+    assert f"Lantern-Record: {secret['id']}" in message
+    assert "Lantern-Op: delete" in message and "Lantern-Actor: mcp" in message
+    assert int(git(store_path, "rev-list", "--count", f"{head_before}..HEAD")) == 1
+    assert git(store_path, "status", "--porcelain") == ""

@@ -269,6 +269,23 @@ def memory_update(
     _emit_record(store, record, as_json, "updated" if store.last_commit else "unchanged")
 
 
+@memory.command("delete")
+@click.argument("record_id", metavar="ID")
+@reason_option
+@writer
+def memory_delete(
+    record_id: str, reason: str | None, as_json: bool, store_path: str | None, author: str | None
+) -> None:
+    """Remove a record's file in one commit, for data stored by mistake.
+
+    Git history keeps the text: see the README ("Deleting a record") to purge it. To retire a
+    record that is merely outdated, archive it instead.
+    """
+    store = support.open_store(store_path, author)
+    deletion = store.delete(record_id, reason=reason)
+    render.emit_deletion(deletion, as_json, store.root)
+
+
 @cli.group("index")
 def index_group() -> None:
     """The search index (derived from the files; safe to delete)."""

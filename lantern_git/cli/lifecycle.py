@@ -52,11 +52,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     def memory_history(record_id: str, as_json: bool, store_path: str | None) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
-        from ..history import RecordHistory
-
-        store = support.open_store(store_path)
-        full_id = store.resolve_id(record_id)
-        history = RecordHistory(full_id, store.history(full_id))
+        history = support.open_store(store_path).record_history(record_id)
         render.emit(history, as_json, render.history_lines)
 
     @cli.command("log")

@@ -387,10 +387,12 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _history(store: Store, args: dict) -> tuple[dict, str | None]:
-    from ..history import RecordHistory
+    return store.record_history(args["id"]).to_dict(), None
 
-    record_id = store.resolve_id(args["id"])
-    return RecordHistory(record_id, store.history(record_id)).to_dict(), None
+
+def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
+    deletion = store.delete(args["id"], reason=args.get("reason"))
+    return deletion.to_dict(), deletion.commit
 
 
 def _status(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -398,9 +400,20 @@ def _status(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 _WRITE_NOTE = (
-    " Each change is one git commit with the trailer Lantern-Actor: mcp; nothing is ever "
-    "deleted, and `lantern_memory_history` shows every change."
+    " Each change is one git commit with the trailer Lantern-Actor: mcp, and "
+    "`lantern_memory_history` shows every change."
 )
+
+DELETION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "commit": {"type": ["string", "null"]},
+        "record": RECORD_SCHEMA,
+    },
+    "required": ["id", "commit", "record"],
+    "additionalProperties": False,
+}
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -537,6 +550,24 @@ TOOLS: tuple[ToolSpec, ...] = (
         destructive=True,
         idempotent=True,
         call=_update,
+    ),
+    ToolSpec(
+        name="lantern_memory_delete",
+        title="Delete a memory record",
+        description=(
+            "Remove a record's file, in one commit with Lantern-Op: delete, for data that must "
+            "not be kept (stored by mistake: a secret, something private). For a record that is "
+            "merely outdated or wrong, use lantern_memory_archive or lantern_memory_supersede "
+            "instead: they keep it. Git history still holds the text until a person purges it "
+            "with git's own tools. Returns {id, commit, record}, the record as it was. Not "
+            "idempotent: calling again fails with not_found." + _WRITE_NOTE
+        ),
+        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        output_schema=DELETION_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        call=_delete,
     ),
     ToolSpec(
         name="lantern_memory_history",
