@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .query import Hit
     from .record import Record
+    from .revert import RevertResult
     from .store import CloneResult, Deletion, InitResult
+    from .timetravel import RecordDiff
     from .transfer import ImportResult
 
 
@@ -340,6 +342,37 @@ def history_lines(history: RecordHistory) -> list[str]:
             )
         lines.append("")
     return lines[:-1]
+
+
+def emit_diff(diff: RecordDiff, as_json: bool, root: str | None) -> None:
+    """``lantern diff``: its object, or one line per record and one per changed field."""
+    short = ShortIds(root)
+    emit(diff, as_json, lambda d: diff_lines(d, short))
+
+
+def diff_lines(diff: RecordDiff, short: ShortIds) -> list[str]:
+    """Added, then removed, then changed records (each in id order), then unreadable files."""
+    width = terminal_width() - 20
+    lines = [f"added    {short(r.id)}  {truncate(r.content, width)}" for r in diff.added]
+    lines += [f"removed  {short(r.id)}  {truncate(r.content, width)}" for r in diff.removed]
+    for change in diff.changed:
+        lines.append(f"changed  {short(change.id)}  {truncate(change.content, width)}")
+        lines.extend(
+            f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in change.changes
+        )
+    lines.extend(f"problem  {problem}" for problem in diff.problems)
+    return lines
+
+
+def revert_lines(result: RevertResult) -> list[str]:
+    """``lantern revert``: the commit made, or that nothing was left to undo."""
+    if result.commit is None:
+        return [f"nothing to revert: the changes of {result.reverted[:10]} are already undone"]
+    count = len(result.records)
+    return [
+        f"reverted {result.reverted[:10]} ({result.summary}) as {result.commit[:10]}: "
+        f"{count} record{'s' if count != 1 else ''} " + ", ".join(r[:10] for r in result.records)
+    ]
 
 
 def log_lines(log: OperationLog) -> list[str]:

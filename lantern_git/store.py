@@ -39,6 +39,7 @@ from .lock import WriterLock
 from .record import (
     ID_RE,
     Record,
+    check_id_prefix,
     compute_id,
     validate_confidence,
     validate_priority,
@@ -54,7 +55,9 @@ if TYPE_CHECKING:
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.search import Hit, RefreshReport, SearchIndex
     from .query import RecordQuery
+    from .revert import RevertResult
     from .sync import SyncReport
+    from .timetravel import RecordDiff
     from .transaction import WriteTransaction
     from .transfer import ImportResult, RecordExport
 
@@ -431,20 +434,7 @@ class Store:
 
     def resolve_id(self, ref: str) -> str:
         """The full id for an id or a unique prefix of 4 or more hex digits."""
-        if not isinstance(ref, str):
-            raise InvalidInput(
-                f"id: expected a string, got {type(ref).__name__}", code="invalid_id"
-            )
-        prefix = ref.strip().lower()
-        if not prefix or any(c not in "0123456789abcdef" for c in prefix) or len(prefix) > 16:
-            raise InvalidInput(
-                f"id: {ref!r} is not a record id (16 hex digits, or a prefix of 4 or more)",
-                code="invalid_id",
-            )
-        if len(prefix) < 4:
-            raise InvalidInput(
-                f"id: prefix {ref!r} is too short; give at least 4 hex digits", code="invalid_id"
-            )
+        prefix = check_id_prefix(ref)
         if not self.exists:
             raise NotFound(f"no record with id {prefix}")
         if len(prefix) == 16:
@@ -468,9 +458,20 @@ class Store:
         """A record file's text and record, as the working tree has it."""
         return load(self.root, record_id)
 
-    def get(self, ref: str) -> Record:
-        """One record, by id or unique id prefix."""
+    def get(self, ref: str, *, at: str | int | None = None) -> Record:
+        """One record, by id or unique id prefix.
+
+        ``at`` (a git revision or a time, as ``list``'s) reads it from git's tree at that point
+        instead, where the prefix is resolved too: a record deleted since is found.
+        """
         self.recover()
+        if at is not None:
+            from .timetravel import record_at
+
+            prefix = check_id_prefix(ref)
+            if not self.exists:
+                raise NotFound(f"no record with id {prefix}")
+            return record_at(self.git, prefix, at)
         return self.read(self.resolve_id(ref))[1]
 
     # ------------------------------------------------------------------ listing
@@ -726,6 +727,25 @@ class Store:
                 reason=reason,
             )
         return Deletion(record, commit)
+
+    def revert(self, commit: str, *, reason: str | None = None) -> RevertResult:
+        """Undo one lantern commit in a new commit (``Lantern-Op: revert``), record-aware: a
+        later change to another field of the same record is kept. Refuses (CannotRevert) a
+        merge commit, a commit lantern did not make and a later change to the same field."""
+        from .revert import revert
+
+        with self.transaction() as tx:
+            return revert(tx, commit, reason=reason)
+
+    def diff(self, old: str | int | None = None, new: str | int | None = None) -> RecordDiff:
+        """Records added, removed and changed from ``old`` (default HEAD) to ``new`` (default:
+        the working tree, hand edits included)."""
+        from .timetravel import record_diff
+
+        self.recover()
+        if not self.exists:
+            raise NoStore(f"{self.root} is not a lantern store")
+        return record_diff(self.git, old, new)
 
     def _mutate(
         self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None

@@ -32,6 +32,8 @@ TOOL_NAMES = {
     "lantern_memory_restore",
     "lantern_memory_history",
     "lantern_memory_delete",
+    "lantern_diff",
+    "lantern_revert",
     "lantern_status",
 }
 READ_ONLY = {
@@ -39,6 +41,7 @@ READ_ONLY = {
     "lantern_memory_list",
     "lantern_memory_search",
     "lantern_memory_history",
+    "lantern_diff",
     "lantern_status",
 }
 CLI = (sys.executable, "-m", "lantern_git")
@@ -479,6 +482,14 @@ ERROR_CASES = [
         "ambiguous_id",
     ),
     (
+        "lantern_memory_show",
+        {"id": "{active}", "at": "no-such-rev"},
+        ["memory", "show", "{active}", "--at", "no-such-rev"],
+        "invalid_at",
+    ),
+    ("lantern_diff", {"from": "no-such-rev"}, ["diff", "no-such-rev"], "invalid_at"),
+    ("lantern_revert", {"commit": "no-such-rev"}, ["revert", "no-such-rev"], "invalid_revision"),
+    (
         "lantern_memory_delete",
         {"id": "0123456789abcdef"},
         ["memory", "delete", "0123456789abcdef"],
@@ -908,8 +919,13 @@ def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_
     call("lantern_memory_restore", id=new["id"])
     history = call("lantern_memory_history", id=old["id"][:6])
     assert history["id"] == old["id"] and history["history"][0]["op"] == "supersede"
+    assert call("lantern_memory_show", id=new["id"], at="HEAD~1")["id"] == new["id"]
+    assert call("lantern_diff", **{"from": "HEAD~2"})["worktree"] is True
+    reverted = call("lantern_revert", commit="HEAD")
+    assert reverted["commit"] is not None
     deleted = call("lantern_memory_delete", id=old["id"][:6], reason="stored by mistake")
     assert deleted["record"]["id"] == old["id"]
+    assert call("lantern_diff", **{"from": "HEAD~1", "to": "HEAD"})["removed"][0]["id"] == old["id"]
 
 
 def test_delete_removes_the_file_in_one_commit_and_history_keeps_it(store_path):
@@ -947,3 +963,44 @@ def test_delete_removes_the_file_in_one_commit_and_history_keeps_it(store_path):
     assert "Lantern-Op: delete" in message and "Lantern-Actor: mcp" in message
     assert int(git(store_path, "rev-list", "--count", f"{head_before}..HEAD")) == 1
     assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_show_at_diff_and_revert_answer_what_the_cli_answers(store_path):
+    record = cli_json("memory", "add", "Ship Friday.", "--kind", "goal", store_path=store_path)
+    cli_json("memory", "update", record["id"], "--priority", "80", store_path=store_path)
+    raised = git(store_path, "rev-parse", "HEAD").strip()
+    cli_json("memory", "update", record["id"], "--urgency", "40", store_path=store_path)
+    cli_json("memory", "update", record["id"], "--urgency", "45", store_path=store_path)
+    urgent = git(store_path, "rev-parse", "HEAD~1").strip()
+
+    async def body(client):
+        seen = {}
+        seen["then"] = await ok(client, "lantern_memory_show", id=record["id"][:6], at="HEAD~3")
+        seen["diff"] = await ok(client, "lantern_diff", **{"from": "HEAD~3", "to": "HEAD"})
+        seen["conflict"] = await fail(client, "lantern_revert", commit=urgent)
+        reverted = await client.call_tool(
+            "lantern_revert", {"commit": raised, "reason": "too high"}
+        )
+        seen["reverted"] = reverted
+        seen["again"] = await ok(client, "lantern_revert", commit=raised)
+        seen["now"] = await ok(client, "lantern_memory_show", id=record["id"])
+        seen["worktree"] = await ok(client, "lantern_diff")
+        return seen
+
+    seen = run(body)(store_path)
+    assert seen["then"] == record
+    assert seen["diff"] == cli_json("diff", "HEAD~4", "HEAD~1", store_path=store_path)
+    fields = {c["field"] for c in seen["diff"]["changed"][0]["changes"]}
+    assert {"priority", "urgency"} <= fields
+    assert seen["conflict"]["code"] == "revert_conflict"
+    assert "urgency changed again" in seen["conflict"]["message"]
+    reverted = seen["reverted"]
+    assert not reverted.is_error
+    assert reverted.structured_content["reverted"] == raised
+    assert reverted.meta["lantern/commit"] == git(store_path, "rev-parse", "HEAD").strip()
+    assert seen["again"]["commit"] is None
+    assert (seen["now"]["priority"], seen["now"]["urgency"]) == (50, 45)
+    assert seen["worktree"]["worktree"] is True and seen["worktree"]["changed"] == []
+    [message] = commit_messages(store_path, 1)
+    assert "Lantern-Op: revert" in message and "Lantern-Actor: mcp" in message
+    assert f"Lantern-Reverts: {raised}" in message

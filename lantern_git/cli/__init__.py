@@ -155,11 +155,14 @@ def memory_search(query: str, as_json: bool, store_path: str | None, **filters: 
 
 @memory.command("show")
 @click.argument("record_id", metavar="ID")
+@click.option(
+    "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
+)
 @common
-def memory_show(record_id: str, as_json: bool, store_path: str | None) -> None:
-    """One record, with every field."""
+def memory_show(record_id: str, at: str | None, as_json: bool, store_path: str | None) -> None:
+    """One record, with every field (--at: as it was then, even if deleted since)."""
     store = support.open_store(store_path)
-    _emit_record(store, store.get(record_id), as_json, None)
+    _emit_record(store, store.get(record_id, at=at), as_json, None)
 
 
 @memory.command("archive")

@@ -297,7 +297,7 @@ def _add(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _show(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.get(args["id"]).to_dict(), None
+    return store.get(args["id"], at=args.get("at")).to_dict(), None
 
 
 def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -395,6 +395,17 @@ def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
     return deletion.to_dict(), deletion.commit
 
 
+def _diff(store: Store, args: dict) -> tuple[dict, str | None]:
+    if "to" in args and "from" not in args:
+        raise InvalidInput("from: is required when to is given", code="usage_error")
+    return store.diff(args.get("from"), args.get("to")).to_dict(), None
+
+
+def _revert(store: Store, args: dict) -> tuple[dict, str | None]:
+    result = store.revert(args["commit"], reason=args.get("reason"))
+    return result.to_dict(), result.commit
+
+
 def _status(store: Store, args: dict) -> tuple[dict, str | None]:
     return store.status(), None
 
@@ -403,6 +414,63 @@ _WRITE_NOTE = (
     " Each change is one git commit with the trailer Lantern-Actor: mcp, and "
     "`lantern_memory_history` shows every change."
 )
+
+_POINT = (
+    "a git revision (a commit hash, HEAD~3, a tag) or a time (unix seconds, 2026-12-31, "
+    "2026-12-31T08:00:00Z, -7d: the newest commit at or before it)."
+)
+
+
+def _at(what: str) -> dict:
+    return {"type": "string", "minLength": 1, "description": f"{what}: {_POINT}"}
+
+
+_CHANGES = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"field": {"type": "string"}, "old": {}, "new": {}},
+        "required": ["field", "old", "new"],
+    },
+}
+
+DIFF_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "from": {"type": ["string", "null"]},
+        "to": {"type": ["string", "null"]},
+        "worktree": {"type": "boolean"},
+        "added": {"type": "array", "items": RECORD_SCHEMA},
+        "removed": {"type": "array", "items": RECORD_SCHEMA},
+        "changed": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "content": {"type": "string"},
+                    "changes": _CHANGES,
+                },
+                "required": ["id", "content", "changes"],
+            },
+        },
+        "problems": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["from", "to", "worktree", "added", "removed", "changed", "problems"],
+    "additionalProperties": False,
+}
+
+REVERT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reverted": {"type": "string"},
+        "commit": {"type": ["string", "null"]},
+        "records": {"type": "array", "items": {"type": "string"}},
+        "summary": {"type": "string"},
+    },
+    "required": ["reverted", "commit", "records", "summary"],
+    "additionalProperties": False,
+}
 
 DELETION_SCHEMA = {
     "type": "object",
@@ -440,9 +508,17 @@ TOOLS: tuple[ToolSpec, ...] = (
         title="Show one memory record",
         description=(
             "Return one record, every field, by id or unique id prefix (4+ hex digits). "
-            "Read-only. Archived and superseded records are returned too; check `status`."
+            "Read-only. Archived and superseded records are returned too; check `status`. "
+            "With `at`, the record as it was at that commit or time (read from git), even if "
+            "it was deleted since."
         ),
-        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        input_schema=_object(
+            {
+                "id": _ID_PREFIX,
+                "at": _at("Read the record as it was at"),
+            },
+            ("id",),
+        ),
         output_schema=RECORD_SCHEMA,
         read_only=True,
         destructive=False,
@@ -583,6 +659,55 @@ TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_history,
+    ),
+    ToolSpec(
+        name="lantern_diff",
+        title="What changed in memory between two points",
+        description=(
+            "Return the records added, removed and changed, field by field (old and new "
+            "values), from `from` (default: the last commit) to `to` (default: the working "
+            "files, so uncommitted hand edits show). The same object as `lantern diff --json`. "
+            "Read from git; read-only."
+        ),
+        input_schema=_object(
+            {
+                "from": _at("The earlier point (default HEAD)"),
+                "to": _at("The later point (default: the working files)"),
+            }
+        ),
+        output_schema=DIFF_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_diff,
+    ),
+    ToolSpec(
+        name="lantern_revert",
+        title="Undo one lantern commit",
+        description=(
+            "Undo one commit lantern made (its hash from lantern_memory_history), as a new "
+            "commit with Lantern-Op: revert. Record by record: what that commit changed goes "
+            "back; later changes to other fields of the same records stay. Refused, changing "
+            "nothing, for a merge commit (merge_commit), a commit lantern did not make "
+            "(not_lantern_commit), or when a field it changed was changed again since "
+            "(revert_conflict). Reverting an already undone commit changes nothing." + _WRITE_NOTE
+        ),
+        input_schema=_object(
+            {
+                "commit": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The commit to undo: a hash (7+ hex digits), HEAD~2, a tag.",
+                },
+                "reason": _REASON,
+            },
+            ("commit",),
+        ),
+        output_schema=REVERT_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        call=_revert,
     ),
     ToolSpec(
         name="lantern_status",
