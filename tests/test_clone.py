@@ -192,3 +192,20 @@ def test_clone_leaves_the_source_store_untouched(store_path, remote, tmp_path):
     before = snapshot(store_path)
     _clone(store_path, tmp_path / "direct")
     assert snapshot(store_path) == before
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("https://example.org/ana/memory.git", "memory"),
+        ("https://example.org/ana/memory/", "memory"),
+        ("git@example.org:ana/memory.git", "memory"),
+        ("example.org:memory.git", "memory"),
+        ("/srv/git/memory.git", "memory"),
+        ("../memory/.git", "memory"),
+    ],
+)
+def test_the_default_folder_is_the_urls_last_part_without_dot_git(url, name):
+    from lantern_git.git.remote import clone_name
+
+    assert clone_name(url) == name
