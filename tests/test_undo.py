@@ -314,3 +314,16 @@ def test_revert_refuses_commits_that_are_not_one_lantern_change(run, store_path,
     git(store_path, "checkout", "-q", "main")
     code, error = refused(run, "revert", off_branch)
     assert (code, error["code"]) == (2, "not_in_history")
+
+
+def test_hand_edits_to_other_records_stay_uncommitted_through_a_revert(run, store_path):
+    target_record = ok(run, "memory", "add", "Reverted.", "--kind", "fact")
+    other = ok(run, "memory", "add", "Edited by hand meanwhile.", "--kind", "fact")
+    ok(run, "memory", "update", target_record["id"], "--priority", "70")
+    _hand_edit(store_path, other["id"], "urgency: 0", "urgency: 8")
+    ok(run, "revert", "HEAD")
+    assert git(store_path, "show", "--format=", "--name-only", "HEAD") == (
+        record_path(target_record["id"]) + "\n"
+    )
+    assert git(store_path, "status", "--porcelain") == f" M {record_path(other['id'])}\n"
+    assert "urgency: 8" in (store_path / record_path(other["id"])).read_text()
