@@ -74,7 +74,7 @@ def run(store: Store) -> None:
     assert new.supersedes_id == deploy.id
     assert store.get(deploy.id).status == "superseded"
 
-    # Archive is a status edit; nothing is ever deleted.
+    # Archive is a status edit: the record stays (only store.delete removes one).
     store.archive(pref.id, reason="moved to a monorepo")
     show("Everything, archived and superseded included:", store.list(status="all"))
 

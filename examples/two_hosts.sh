@@ -23,10 +23,10 @@ $LANTERN init laptop
 git -C laptop remote add origin "$WORK/remote.git"
 $LANTERN --store laptop sync
 
-say "the second host clones it; init registers the merge driver (git config is not cloned)"
-git clone -q remote.git desktop
-$LANTERN init desktop
+say "the second host clones it; lantern clone registers the merge driver (git config is not cloned)"
+$LANTERN clone remote.git desktop
 git -C desktop config merge.lantern.driver
+git -C desktop config pull.rebase
 
 say "a record written on the laptop reaches the desktop"
 ID=$($LANTERN --store laptop memory add "Deploys happen on Fridays." --kind fact \

@@ -160,8 +160,9 @@ def commit_hand_edits(
                 Problem(
                     path,
                     None,
-                    "was deleted; lantern never deletes records (archive it instead; "
-                    f"bring the file back with: git checkout HEAD -- {path})",
+                    "was deleted by hand; lantern commit never deletes records (bring the "
+                    f"file back with: git checkout HEAD -- {path}; then archive the record, or "
+                    f"remove it with: lantern memory delete {expected_id(path) or 'ID'})",
                 )
             )
     source_files, source_ids = _source_edits(tx, report)

@@ -87,6 +87,13 @@ class ValidationError(InvalidInput):
         return ValidationError(self.reason, field=self.field, path=path, line=line, code=self.code)
 
 
+class CannotRevert(InvalidInput):
+    """``lantern revert`` cannot undo this commit as asked (a merge commit, a commit lantern did
+    not make, a later change to a field it changed); nothing was written. Exit 2."""
+
+    code = "cannot_revert"
+
+
 class NotFound(LanternError):
     code = "not_found"
     exit_code = 3

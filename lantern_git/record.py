@@ -19,7 +19,7 @@ import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from .errors import ValidationError
+from .errors import InvalidInput, ValidationError
 from .fields import (  # noqa: F401 - re-exported for library users
     DEFAULT_CONFIDENCE,
     DEFAULT_PRIORITY,
@@ -49,6 +49,24 @@ _PLAIN_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/@+\-]*")
 _RESOLVER = Resolver()
 
 FENCE = "---"
+
+
+def check_id_prefix(ref: Any) -> str:
+    """An id or id prefix as typed, normalized (lowercase, trimmed), or InvalidInput naming
+    what is wrong: 4 to 16 hex digits."""
+    if not isinstance(ref, str):
+        raise InvalidInput(f"id: expected a string, got {type(ref).__name__}", code="invalid_id")
+    prefix = ref.strip().lower()
+    if not prefix or any(c not in "0123456789abcdef" for c in prefix) or len(prefix) > 16:
+        raise InvalidInput(
+            f"id: {ref!r} is not a record id (16 hex digits, or a prefix of 4 or more)",
+            code="invalid_id",
+        )
+    if len(prefix) < 4:
+        raise InvalidInput(
+            f"id: prefix {ref!r} is too short; give at least 4 hex digits", code="invalid_id"
+        )
+    return prefix
 
 
 def normalize_content(content: str) -> str:

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .query import Hit
     from .record import Record
+    from .revert import RevertResult
     from .source import SourceManifest
-    from .store import InitResult
+    from .store import CloneResult, Deletion, InitResult
+    from .timetravel import RecordDiff
     from .transfer import ImportResult
 
 
@@ -192,6 +194,12 @@ def emit_record(
         emit(record, as_json, lambda r: write_line(verb, r, short))
 
 
+def emit_deletion(deletion: Deletion, as_json: bool, root: str | None) -> None:
+    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``."""
+    short = ShortIds(root)
+    emit(deletion, as_json, lambda d: write_line("deleted", d.record, short))
+
+
 def emit_records(records: list[Record], as_json: bool, root: str | None) -> None:
     """``memory list``: an array of record objects, or a :func:`table`."""
     short = ShortIds(root)
@@ -268,6 +276,17 @@ def init_lines(value: dict[str, Any]) -> list[str]:
     return [f"Initialized lantern store in {value['path']}"]
 
 
+def clone_lines(result: CloneResult) -> list[str]:
+    """``lantern clone``: where the store went and what its git config got."""
+    records = f"{result.records} record" + ("" if result.records == 1 else "s")
+    lines = [f"Cloned {result.url} into {result.path} ({records}, branch {result.branch})"]
+    if result.registered_merge_driver:
+        lines.append("registered the record merge driver: git pull merges records field by field")
+    if result.set_pull_rebase:
+        lines.append("set pull.rebase=false: a git pull of diverged hosts merges")
+    return lines
+
+
 def status_lines(info: dict[str, Any]) -> list[str]:
     """``lantern status``: from the dict ``Store.status()`` returns."""
     if not info["exists"]:
@@ -320,12 +339,45 @@ def history_lines(history: RecordHistory) -> list[str]:
             lines.append(f"    ({entry.problem})")
         if entry.changes and all(c.old is None for c in entry.changes):
             lines.append("    (created)")
+        elif entry.changes and all(c.new is None for c in entry.changes):
+            pass  # deleted: the problem line says so
         else:
             lines.extend(
                 f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in entry.changes
             )
         lines.append("")
     return lines[:-1]
+
+
+def emit_diff(diff: RecordDiff, as_json: bool, root: str | None) -> None:
+    """``lantern diff``: its object, or one line per record and one per changed field."""
+    short = ShortIds(root)
+    emit(diff, as_json, lambda d: diff_lines(d, short))
+
+
+def diff_lines(diff: RecordDiff, short: ShortIds) -> list[str]:
+    """Added, then removed, then changed records (each in id order), then unreadable files."""
+    width = terminal_width() - 20
+    lines = [f"added    {short(r.id)}  {truncate(r.content, width)}" for r in diff.added]
+    lines += [f"removed  {short(r.id)}  {truncate(r.content, width)}" for r in diff.removed]
+    for change in diff.changed:
+        lines.append(f"changed  {short(change.id)}  {truncate(change.content, width)}")
+        lines.extend(
+            f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in change.changes
+        )
+    lines.extend(f"problem  {problem}" for problem in diff.problems)
+    return lines
+
+
+def revert_lines(result: RevertResult) -> list[str]:
+    """``lantern revert``: the commit made, or that nothing was left to undo."""
+    if result.commit is None:
+        return [f"nothing to revert: the changes of {result.reverted[:10]} are already undone"]
+    count = len(result.records)
+    return [
+        f"reverted {result.reverted[:10]} ({result.summary}) as {result.commit[:10]}: "
+        f"{count} record{'s' if count != 1 else ''} " + ", ".join(r[:10] for r in result.records)
+    ]
 
 
 def log_lines(log: OperationLog) -> list[str]:

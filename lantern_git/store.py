@@ -40,6 +40,7 @@ from .lock import WriterLock
 from .record import (
     ID_RE,
     Record,
+    check_id_prefix,
     compute_id,
     validate_confidence,
     validate_priority,
@@ -53,11 +54,13 @@ if TYPE_CHECKING:
     from .editing import EditSession
     from .evidence import Sources
     from .git.repo import GitRepo
-    from .history import HistoryEntry, LogEntry
+    from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
     from .index.search import Hit, RefreshReport, SearchIndex
     from .query import RecordQuery
+    from .revert import RevertResult
     from .sync import SyncReport
+    from .timetravel import RecordDiff
     from .transaction import WriteTransaction
     from .transfer import ImportResult, RecordExport
 
@@ -109,6 +112,41 @@ class InitResult:
     registered_merge_driver: bool = False
 
 
+@dataclass
+class CloneResult:
+    """``lantern clone``: where the clone is, and what was set up in its ``.git/config``."""
+
+    url: str
+    path: str
+    branch: str | None
+    head: str | None
+    records: int
+    registered_merge_driver: bool
+    set_pull_rebase: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "path": self.path,
+            "branch": self.branch,
+            "head": self.head,
+            "records": self.records,
+            "registered_merge_driver": self.registered_merge_driver,
+            "set_pull_rebase": self.set_pull_rebase,
+        }
+
+
+@dataclass
+class Deletion:
+    """``memory delete``: the record as it was, and the commit that removed its file."""
+
+    record: Record
+    commit: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.record.id, "commit": self.commit, "record": self.record.to_dict()}
+
+
 class Store:
     """A lantern store. Open one with :meth:`open`, :meth:`discover` or :meth:`init`."""
 
@@ -130,6 +168,8 @@ class Store:
         self.last_commit: str | None = None
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
+        # Set by :meth:`clone`: what the clone set up.
+        self.cloned: CloneResult | None = None
         self._git: GitRepo | None = None
         self._index: SearchIndex | None = None
         self._chunks: ChunkIndex | None = None
@@ -164,6 +204,65 @@ class Store:
     def init(cls, root: str, **kwargs: Any) -> Store:
         store = cls(root, create_on_write=True, **kwargs)
         store.initialize()
+        return store
+
+    @classmethod
+    def clone(cls, url: str, path: str | None = None, **kwargs: Any) -> Store:
+        """``git clone URL PATH``, then the record merge driver and a pull strategy registered
+        in the clone's ``.git/config`` (git config is not cloned); ``store.cloned`` says what
+        was done. PATH defaults to the URL's last part without ``.git``, as git's does.
+
+        A PATH that exists and is not an empty folder is refused (``destination_exists``); a
+        repository that is not a lantern store is removed again and refused (``no_store``).
+        """
+        import shutil
+
+        from .git.config import ensure_merge_driver, ensure_pull_strategy
+        from .git.remote import clone, clone_name
+
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidInput("url: must not be empty", code="invalid_url")
+        target = os.path.abspath(os.path.expanduser(path or clone_name(url.strip())))
+        existed = os.path.lexists(target)
+        if existed and (not os.path.isdir(target) or os.listdir(target)):
+            raise InvalidInput(
+                f"path: {target} already exists and is not an empty folder; "
+                "give another PATH (lantern clone URL PATH)",
+                code="destination_exists",
+            )
+        clone(url.strip(), target)
+        if not os.path.isfile(os.path.join(target, MARKER)):
+            # What we cloned is not a store: leave the folder as it was before.
+            if existed:
+                for name in os.listdir(target):
+                    full = os.path.join(target, name)
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        shutil.rmtree(full)
+                    else:
+                        os.unlink(full)
+            else:
+                shutil.rmtree(target)
+            raise NoStore(
+                f"{url} is not a lantern store (no {MARKER} on its default branch"
+                " — an empty repository?); nothing was kept. Push a store to it first "
+                "(lantern sync on the host that has one), or clone it with git and run lantern init"
+            )
+        from .git.repo import GitRepo
+
+        git = GitRepo(target)
+        registered = ensure_merge_driver(git.repo, kwargs.get("warn"))
+        pull = ensure_pull_strategy(git.repo, kwargs.get("warn"))
+        store = cls(target, **kwargs)
+        info = store.git.branch_info()
+        store.cloned = CloneResult(
+            url=url.strip(),
+            path=target,
+            branch=info["branch"],
+            head=info["head"],
+            records=store.git.count_records(),
+            registered_merge_driver=registered,
+            set_pull_rebase=pull,
+        )
         return store
 
     @property
@@ -203,11 +302,12 @@ class Store:
                     return
         except OSError:
             pass  # .git is a file (a linked worktree): ask git itself
-        from .git.config import driver_registered, ensure_merge_driver
+        from .git.config import driver_registered, ensure_merge_driver, ensure_pull_strategy
 
         if driver_registered(self.git.repo):
             return
         if ensure_merge_driver(self.git.repo, self.warn):
+            ensure_pull_strategy(self.git.repo, self.warn)
             self.registered_merge_driver = True
             self.warn(
                 "lantern: registered the record merge driver in .git/config "
@@ -270,11 +370,13 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver
+        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver, ensure_pull_strategy
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
-        # that .gitattributes names is registered here.
+        # that .gitattributes names is registered here, and that a bare git pull of diverged
+        # branches merges rather than asks (unless the user chose a pull strategy).
         registered = ensure_merge_driver(git.repo, self.warn) or self.registered_merge_driver
+        ensure_pull_strategy(git.repo, self.warn)
         # The transaction repairs an interrupted write first: this commit would overwrite its
         # journal.
         with self.transaction(require_head=False) as tx:
@@ -359,20 +461,7 @@ class Store:
 
     def resolve_id(self, ref: str) -> str:
         """The full id for an id or a unique prefix of 4 or more hex digits."""
-        if not isinstance(ref, str):
-            raise InvalidInput(
-                f"id: expected a string, got {type(ref).__name__}", code="invalid_id"
-            )
-        prefix = ref.strip().lower()
-        if not prefix or any(c not in "0123456789abcdef" for c in prefix) or len(prefix) > 16:
-            raise InvalidInput(
-                f"id: {ref!r} is not a record id (16 hex digits, or a prefix of 4 or more)",
-                code="invalid_id",
-            )
-        if len(prefix) < 4:
-            raise InvalidInput(
-                f"id: prefix {ref!r} is too short; give at least 4 hex digits", code="invalid_id"
-            )
+        prefix = check_id_prefix(ref)
         if not self.exists:
             raise NotFound(f"no record with id {prefix}")
         if len(prefix) == 16:
@@ -396,9 +485,20 @@ class Store:
         """A record file's text and record, as the working tree has it."""
         return load(self.root, record_id)
 
-    def get(self, ref: str) -> Record:
-        """One record, by id or unique id prefix."""
+    def get(self, ref: str, *, at: str | int | None = None) -> Record:
+        """One record, by id or unique id prefix.
+
+        ``at`` (a git revision or a time, as ``list``'s) reads it from git's tree at that point
+        instead, where the prefix is resolved too: a record deleted since is found.
+        """
         self.recover()
+        if at is not None:
+            from .timetravel import record_at
+
+            prefix = check_id_prefix(ref)
+            if not self.exists:
+                raise NotFound(f"no record with id {prefix}")
+            return record_at(self.git, prefix, at)
         return self.read(self.resolve_id(ref))[1]
 
     # ------------------------------------------------------------------ listing
@@ -647,6 +747,46 @@ class Store:
             )
         return new
 
+    def delete(self, ref: str, *, reason: str | None = None) -> Deletion:
+        """Remove a record's file in one commit (``Lantern-Op: delete``): the one way lantern
+        removes a record, for data that must not stay (stored by mistake). Git history keeps
+        the text until it is purged with git's own tools (README, "Deleting a record").
+
+        The commit's summary names only the id, never the content: a purge of the file from
+        history must not leave a copy in a commit message.
+        """
+        with self.transaction() as tx:
+            record_id = self.resolve_id(ref)
+            text, record = tx.read(record_id)
+            tx.ensure_committed(record_id, text)
+            commit = tx.commit(
+                {record_path(record_id): None},
+                f"delete {record_id}",
+                "delete",
+                (record_id,),
+                reason=reason,
+            )
+        return Deletion(record, commit)
+
+    def revert(self, commit: str, *, reason: str | None = None) -> RevertResult:
+        """Undo one lantern commit in a new commit (``Lantern-Op: revert``), record-aware: a
+        later change to another field of the same record is kept. Refuses (CannotRevert) a
+        merge commit, a commit lantern did not make and a later change to the same field."""
+        from .revert import revert
+
+        with self.transaction() as tx:
+            return revert(tx, commit, reason=reason)
+
+    def diff(self, old: str | int | None = None, new: str | int | None = None) -> RecordDiff:
+        """Records added, removed and changed from ``old`` (default HEAD) to ``new`` (default:
+        the working tree, hand edits included)."""
+        from .timetravel import record_diff
+
+        self.recover()
+        if not self.exists:
+            raise NoStore(f"{self.root} is not a lantern store")
+        return record_diff(self.git, old, new)
+
     def _mutate(
         self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None
     ) -> Record:
@@ -677,10 +817,24 @@ class Store:
 
     def history(self, ref: str) -> builtins.list[HistoryEntry]:
         """The commits that changed a record, newest first, with the fields they changed."""
-        from .history import record_history
+        return self.record_history(ref).entries
+
+    def record_history(self, ref: str) -> RecordHistory:
+        """``memory history``'s answer: the record's full id and :meth:`history`.
+
+        A deleted record has no file to resolve a prefix against; its full id still finds
+        its history.
+        """
+        from .history import RecordHistory, record_history
 
         self.recover()
-        return record_history(self.git, self.resolve_id(ref))
+        try:
+            record_id = self.resolve_id(ref)
+        except NotFound:
+            if not (isinstance(ref, str) and ID_RE.fullmatch(ref.strip().lower())):
+                raise
+            record_id = ref.strip().lower()
+        return RecordHistory(record_id, record_history(self.git, record_id))
 
     def log(self, limit: int | None = 20) -> builtins.list[LogEntry]:
         """The store's recent operations, newest first, read from the commit trailers."""

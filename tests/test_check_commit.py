@@ -237,7 +237,7 @@ def test_commit_refuses_a_deleted_record_file(store, store_path):
     a = store.add("Ana drinks tea", kind="preference")
     os.unlink(store_path / record_path(a.id))
     before = snapshot(store_path)
-    with pytest.raises(CheckFailed, match="lantern never deletes records"):
+    with pytest.raises(CheckFailed, match="lantern commit never deletes records"):
         store.commit_hand_edits()
     assert snapshot(store_path) == before
 

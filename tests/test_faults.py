@@ -46,6 +46,8 @@ def _op_args(op: str, seed: str) -> list[str]:
         "supersede": ["memory", "supersede", seed, "the replacement"],
         "update": ["memory", "update", seed, "--priority", "77"],
         "restore": ["memory", "restore", seed],
+        "delete": ["memory", "delete", seed, "--reason", "crash test"],
+        "revert": ["revert", "HEAD"],
         "import": ["import", "-"],
     }[op]
 
@@ -54,13 +56,13 @@ def _op_args(op: str, seed: str) -> list[str]:
 IMPORTED = [Record.new(kind="fact", content=f"imported fact {n}") for n in range(BULK_FILES + 6)]
 IMPORT_LINES = "".join(json.dumps(r.to_dict()) + "\n" for r in IMPORTED)
 
-# Every step for a one-file and a two-file write; two sides of the ref for the others; for the
-# bulk import, both sides of the ref with a read and a write as the next command.
+# Every step for a one-file and a two-file write and a removal; two sides of the ref for the
+# others; for the bulk import, both sides of the ref with a read and a write as the next command.
 CASES = (
-    [(op, point) for op in ("add", "supersede") for point in BEFORE_REF + AFTER_REF]
+    [(op, point) for op in ("add", "supersede", "delete") for point in BEFORE_REF + AFTER_REF]
     + [
         (op, point)
-        for op in ("archive", "update", "restore")
+        for op in ("archive", "update", "restore", "revert")
         for point in ("after-files", "after-ref")
     ]
     + [
@@ -73,7 +75,8 @@ CASES = (
 @pytest.mark.parametrize(("op", "point"), CASES)
 def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, point):
     path, seed = seeded
-    if op == "restore":
+    if op in ("restore", "revert"):
+        # Something to restore, and a commit to revert (the archive, HEAD).
         assert cli(path, "memory", "archive", seed).returncode == 0
     before = snapshot(path)
     stdin = IMPORT_LINES if op == "import" else None
@@ -117,10 +120,12 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
         present = {p.stem for p in (path / "memory").glob("*/*.md")}
         imported = {r.id for r in IMPORTED}
         assert imported <= present if point in AFTER_REF else not imported & present
-    if op == "restore":
+    if op in ("restore", "revert"):
         shown = cli(path, "memory", "show", seed, "--json")
         expected_status = "active" if point in AFTER_REF else "archived"
         assert json.loads(shown.stdout)["status"] == expected_status
+    if op == "delete":
+        assert (path / "memory" / seed[:2] / f"{seed}.md").exists() is (point in BEFORE_REF)
     audit(path)
 
 

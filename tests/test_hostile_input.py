@@ -564,13 +564,16 @@ def test_hostile_mcp_arguments_get_typed_errors_and_change_nothing(tmp_path):
     )
     tools = {
         "lantern_memory_add": ["content", "kind", "scope", "priority", "source_refs"],
-        "lantern_memory_show": ["id"],
+        "lantern_memory_show": ["id", "at"],
         "lantern_memory_archive": ["id", "reason"],
         "lantern_memory_list": ["scope", "kind", "status", "limit", "offset", "fields"],
         "lantern_memory_search": ["query", "limit"],
         "lantern_memory_update": ["id", "priority", "expires_at"],
         "lantern_memory_supersede": ["id", "content", "kind"],
         "lantern_memory_history": ["id"],
+        "lantern_memory_delete": ["id", "reason"],
+        "lantern_diff": ["from", "to"],
+        "lantern_revert": ["commit", "reason"],
     }
     rng = random.Random(7)
     codes: set[str] = set()

@@ -31,6 +31,9 @@ TOOL_NAMES = {
     "lantern_memory_update",
     "lantern_memory_restore",
     "lantern_memory_history",
+    "lantern_memory_delete",
+    "lantern_diff",
+    "lantern_revert",
     "lantern_status",
     "lantern_source_add",
     "lantern_source_append",
@@ -44,6 +47,7 @@ READ_ONLY = {
     "lantern_memory_list",
     "lantern_memory_search",
     "lantern_memory_history",
+    "lantern_diff",
     "lantern_status",
     "lantern_source_list",
     "lantern_source_show",
@@ -179,6 +183,9 @@ def test_tools_are_listed_with_typed_schemas_and_hints(store_path):
     assert (archive.destructive_hint, archive.idempotent_hint) == (True, True)
     supersede = tools["lantern_memory_supersede"].annotations
     assert (supersede.destructive_hint, supersede.idempotent_hint) == (True, False)
+    delete = tools["lantern_memory_delete"].annotations
+    assert (delete.destructive_hint, delete.idempotent_hint) == (True, False)
+    assert "must not be kept" in tools["lantern_memory_delete"].description
 
     # A client can refuse a bad call before sending it.
     good = {"content": "Ana likes tea", "kind": "preference", "scope": "user:ana"}
@@ -478,6 +485,26 @@ ERROR_CASES = [
         "invalid_field",
     ),
     ("lantern_memory_search", {"query": "  "}, ["memory", "search", "  "], "invalid_query"),
+    (
+        "lantern_memory_delete",
+        {"id": "{ambiguous}"},
+        ["memory", "delete", "{ambiguous}"],
+        "ambiguous_id",
+    ),
+    (
+        "lantern_memory_show",
+        {"id": "{active}", "at": "no-such-rev"},
+        ["memory", "show", "{active}", "--at", "no-such-rev"],
+        "invalid_at",
+    ),
+    ("lantern_diff", {"from": "no-such-rev"}, ["diff", "no-such-rev"], "invalid_at"),
+    ("lantern_revert", {"commit": "no-such-rev"}, ["revert", "no-such-rev"], "invalid_revision"),
+    (
+        "lantern_memory_delete",
+        {"id": "0123456789abcdef"},
+        ["memory", "delete", "0123456789abcdef"],
+        "not_found",
+    ),
 ]
 
 
@@ -551,7 +578,7 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
             "score": await fail(client, "lantern_memory_list", fields=["score"]),
         }
         with pytest.raises(MCPError) as raised:
-            await client.call_tool("lantern_memory_delete", {"id": names["{active}"]})
+            await client.call_tool("lantern_memory_purge", {"id": names["{active}"]})
         out["tool"] = raised.value.message
         # A lone string where a list is expected means a list of one.
         out["lenient"] = await ok(client, "lantern_memory_list", kind="fact", fields=["kind"])
@@ -571,7 +598,7 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
     assert out["offset"] == {"code": "invalid_field", "message": "offset: must be 0 or more"}
     assert "'colour' is not a field" in out["fields"]["message"]
     assert "'score' is not a field" in out["score"]["message"]
-    assert "lantern_memory_delete" in out["tool"]
+    assert "lantern_memory_purge" in out["tool"]
     assert {r["kind"] for r in out["lenient"]["records"]} == {"fact"}
     assert out["integral"]["limit"] == 3
 
@@ -902,3 +929,88 @@ def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_
     call("lantern_memory_restore", id=new["id"])
     history = call("lantern_memory_history", id=old["id"][:6])
     assert history["id"] == old["id"] and history["history"][0]["op"] == "supersede"
+    assert call("lantern_memory_show", id=new["id"], at="HEAD~1")["id"] == new["id"]
+    assert call("lantern_diff", **{"from": "HEAD~2"})["worktree"] is True
+    reverted = call("lantern_revert", commit="HEAD")
+    assert reverted["commit"] is not None
+    deleted = call("lantern_memory_delete", id=old["id"][:6], reason="stored by mistake")
+    assert deleted["record"]["id"] == old["id"]
+    assert call("lantern_diff", **{"from": "HEAD~1", "to": "HEAD"})["removed"][0]["id"] == old["id"]
+
+
+def test_delete_removes_the_file_in_one_commit_and_history_keeps_it(store_path):
+    keep = cli_json("memory", "add", "Keep this.", "--kind", "fact", store_path=store_path)
+    secret = cli_json(
+        "memory", "add", "The door code is 4711.", "--kind", "fact", store_path=store_path
+    )
+    head_before = git(store_path, "rev-parse", "HEAD").strip()
+
+    async def body(client):
+        deleted = await client.call_tool(
+            "lantern_memory_delete", {"id": secret["id"][:6], "reason": "stored by mistake"}
+        )
+        again = await fail(client, "lantern_memory_delete", id=secret["id"])
+        listed = await ok(client, "lantern_memory_list", fields=["id"])
+        history = await ok(client, "lantern_memory_history", id=secret["id"])
+        return deleted, again, listed, history
+
+    deleted, again, listed, history = run(body)(store_path)
+    assert not deleted.is_error
+    assert deleted.structured_content == {
+        "id": secret["id"],
+        "commit": git(store_path, "rev-parse", "HEAD").strip(),
+        "record": secret,
+    }
+    assert deleted.meta["lantern/commit"] == deleted.structured_content["commit"]
+    assert again == {"code": "not_found", "message": f"no record with id {secret['id']}"}
+    assert listed["records"] == [{"id": keep["id"]}]
+    assert [e["op"] for e in history["history"]] == ["delete", "add"]
+    assert not (store_path / "memory" / secret["id"][:2] / f"{secret['id']}.md").exists()
+    [message] = commit_messages(store_path, 1)
+    assert message.splitlines()[0] == f"delete {secret['id']}"
+    assert "4711" not in message
+    assert f"Lantern-Record: {secret['id']}" in message
+    assert "Lantern-Op: delete" in message and "Lantern-Actor: mcp" in message
+    assert int(git(store_path, "rev-list", "--count", f"{head_before}..HEAD")) == 1
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_show_at_diff_and_revert_answer_what_the_cli_answers(store_path):
+    record = cli_json("memory", "add", "Ship Friday.", "--kind", "goal", store_path=store_path)
+    cli_json("memory", "update", record["id"], "--priority", "80", store_path=store_path)
+    raised = git(store_path, "rev-parse", "HEAD").strip()
+    cli_json("memory", "update", record["id"], "--urgency", "40", store_path=store_path)
+    cli_json("memory", "update", record["id"], "--urgency", "45", store_path=store_path)
+    urgent = git(store_path, "rev-parse", "HEAD~1").strip()
+
+    async def body(client):
+        seen = {}
+        seen["then"] = await ok(client, "lantern_memory_show", id=record["id"][:6], at="HEAD~3")
+        seen["diff"] = await ok(client, "lantern_diff", **{"from": "HEAD~3", "to": "HEAD"})
+        seen["conflict"] = await fail(client, "lantern_revert", commit=urgent)
+        reverted = await client.call_tool(
+            "lantern_revert", {"commit": raised, "reason": "too high"}
+        )
+        seen["reverted"] = reverted
+        seen["again"] = await ok(client, "lantern_revert", commit=raised)
+        seen["now"] = await ok(client, "lantern_memory_show", id=record["id"])
+        seen["worktree"] = await ok(client, "lantern_diff")
+        return seen
+
+    seen = run(body)(store_path)
+    assert seen["then"] == record
+    assert seen["diff"] == cli_json("diff", "HEAD~4", "HEAD~1", store_path=store_path)
+    fields = {c["field"] for c in seen["diff"]["changed"][0]["changes"]}
+    assert {"priority", "urgency"} <= fields
+    assert seen["conflict"]["code"] == "revert_conflict"
+    assert "urgency changed again" in seen["conflict"]["message"]
+    reverted = seen["reverted"]
+    assert not reverted.is_error
+    assert reverted.structured_content["reverted"] == raised
+    assert reverted.meta["lantern/commit"] == git(store_path, "rev-parse", "HEAD").strip()
+    assert seen["again"]["commit"] is None
+    assert (seen["now"]["priority"], seen["now"]["urgency"]) == (50, 45)
+    assert seen["worktree"]["worktree"] is True and seen["worktree"]["changed"] == []
+    [message] = commit_messages(store_path, 1)
+    assert "Lantern-Op: revert" in message and "Lantern-Actor: mcp" in message
+    assert f"Lantern-Reverts: {raised}" in message

@@ -156,12 +156,17 @@ def memory_search(query: str, as_json: bool, store_path: str | None, **filters: 
 
 @memory.command("show")
 @click.argument("record_id", metavar="ID")
+@click.option(
+    "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
+)
 @click.option("--evidence", is_flag=True, help="With the lines each source reference names.")
 @common
-def memory_show(record_id: str, evidence: bool, as_json: bool, store_path: str | None) -> None:
-    """One record, with every field."""
+def memory_show(
+    record_id: str, at: str | None, evidence: bool, as_json: bool, store_path: str | None
+) -> None:
+    """One record, with every field (--at: as it was then, even if deleted since)."""
     store = support.open_store(store_path)
-    record = store.get(record_id)
+    record = store.get(record_id, at=at)
     if evidence:
         cited = store.sources.evidence(record)
         document = record.to_dict() | {"evidence": cited}
@@ -275,6 +280,23 @@ def memory_update(
         reason=reason,
     )
     _emit_record(store, record, as_json, "updated" if store.last_commit else "unchanged")
+
+
+@memory.command("delete")
+@click.argument("record_id", metavar="ID")
+@reason_option
+@writer
+def memory_delete(
+    record_id: str, reason: str | None, as_json: bool, store_path: str | None, author: str | None
+) -> None:
+    """Remove a record's file in one commit, for data stored by mistake.
+
+    Git history keeps the text: see the README ("Deleting a record") to purge it. To retire a
+    record that is merely outdated, archive it instead.
+    """
+    store = support.open_store(store_path, author)
+    deletion = store.delete(record_id, reason=reason)
+    render.emit_deletion(deletion, as_json, store.root)
 
 
 @cli.group("index")

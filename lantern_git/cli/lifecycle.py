@@ -52,12 +52,41 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     def memory_history(record_id: str, as_json: bool, store_path: str | None) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
-        from ..history import RecordHistory
-
-        store = support.open_store(store_path)
-        full_id = store.resolve_id(record_id)
-        history = RecordHistory(full_id, store.history(full_id))
+        history = support.open_store(store_path).record_history(record_id)
         render.emit(history, as_json, render.history_lines)
+
+    @cli.command("diff")
+    @click.argument("old", metavar="[REV1", required=False)
+    @click.argument("new", metavar="[REV2]]", required=False)
+    @common
+    def diff(old: str | None, new: str | None, as_json: bool, store_path: str | None) -> None:
+        """Records added, removed and changed, field by field, from REV1 to REV2.
+
+        Default: HEAD against the working tree (hand edits, before lantern commit); one
+        revision: it against the working tree. A revision is anything git resolves, or a time.
+        """
+        store = support.open_store(store_path)
+        render.emit_diff(store.diff(old, new), as_json, store.root)
+
+    @cli.command("revert")
+    @click.argument("commit", metavar="COMMIT")
+    @reason_option
+    @writer
+    def revert(
+        commit: str,
+        reason: str | None,
+        as_json: bool,
+        store_path: str | None,
+        author: str | None,
+    ) -> None:
+        """Undo one lantern commit as a new commit (Lantern-Op: revert).
+
+        Record by record: a later change to another field of the same record is kept. Refused
+        (exit 2) for a merge commit, a commit lantern did not make, or a later change to a field
+        the commit changed; refused (exit 1) while a record it touches has uncommitted edits.
+        """
+        result = support.open_store(store_path, author).revert(commit, reason=reason)
+        render.emit(result, as_json, render.revert_lines)
 
     @cli.command("log")
     @click.option("--limit", type=int, default=20, show_default=True, metavar="N")

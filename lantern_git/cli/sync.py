@@ -16,12 +16,30 @@ import click
 
 from .. import render
 from . import support
-from .support import writer
+from .support import json_option, writer
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
+    cli.add_command(clone_command)
     cli.add_command(sync_command)
     cli.add_command(merge_file_command)
+
+
+@click.command("clone")
+@click.argument("url")
+@click.argument("path", required=False)
+@json_option
+def clone_command(url: str, path: str | None, as_json: bool) -> None:
+    """Clone the store at URL into PATH and register its record merge driver.
+
+    PATH defaults to the URL's last part without .git, as with git clone. A plain git pull in
+    the clone then merges records field by field, and merges rather than asks when the two
+    hosts' branches diverged (pull.rebase=false, unless you set a pull strategy yourself).
+    """
+    from ..store import Store
+
+    store = Store.clone(url, path, actor="cli")
+    render.emit(store.cloned, as_json, render.clone_lines)
 
 
 @click.command("sync")

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
 DRIVER_KEY = "merge.lantern.driver"
 GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
+# Either of these, set anywhere (system, global, the repository), says how the user wants a
+# diverged `git pull` reconciled; without both, git 2.27+ stops with "Need to specify how to
+# reconcile divergent branches".
+PULL_KEYS = ("pull.rebase", "pull.ff")
 
 Warn = Callable[[str], None]
 
@@ -79,6 +83,32 @@ def ensure_merge_driver(repo: pygit2.Repository, warn: Warn | None = None) -> bo
                 "plain git pull will merge record files line by line until it is"
             )
     return changed
+
+
+def ensure_pull_strategy(repo: pygit2.Repository, warn: Warn | None = None) -> bool:
+    """Set ``pull.rebase=false`` in the repository's own config, unless the user has chosen a
+    pull strategy (``pull.rebase`` or ``pull.ff``) at any level; True if it set it.
+
+    Two hosts that both wrote have diverged branches, so a bare ``git pull`` in a store must
+    merge (through the record merge driver) rather than stop and ask. A rebase merges record
+    files with the same driver, so a user's ``pull.rebase=true`` is left as it is.
+    """
+    import pygit2
+
+    try:
+        config = repo.config
+        for key in PULL_KEYS:
+            if key in config:
+                return False
+        config["pull.rebase"] = "false"
+        return True
+    except (pygit2.GitError, OSError) as err:
+        if warn is not None:
+            warn(
+                f"lantern: could not set pull.rebase in .git/config ({err}); a bare git pull "
+                "of diverged branches will ask how to reconcile them"
+            )
+        return False
 
 
 _warned_identity = False

@@ -212,3 +212,21 @@ def merge_bases(root: str, a: str, b: str) -> list[str]:
     if result.returncode not in (0, 1):
         raise failure("git merge-base", result)
     return result.stdout.split()
+
+
+def clone_name(url: str) -> str:
+    """The folder ``git clone URL`` would make: the URL's last part without ``.git``."""
+    text = url.rstrip("/")
+    text = text.removesuffix("/.git").rstrip("/")
+    tail = text.rsplit("/", 1)[-1]
+    if ":" in tail and "/" not in text.split("://", 1)[-1]:
+        tail = tail.rsplit(":", 1)[-1]  # host:store.git
+    return tail.removesuffix(".git") or "store"
+
+
+def clone(url: str, path: str) -> None:
+    """``git clone URL PATH`` through the git CLI (ssh agents, credential helpers), no prompts."""
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    result = run_git(parent, "clone", "--quiet", "--", url, path, env=git_env(parent))
+    if result.returncode != 0:
+        raise failure(f"git clone {url}", result)

@@ -24,6 +24,7 @@ from pygit2.enums import FileMode, Option, RepositoryState
 
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import JOURNAL, TMP_SUFFIX
+from ..recordfile import MEMORY_DIR, expected_id
 
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
@@ -211,6 +212,25 @@ class GitRepo:
     def blob_data(self, oid: str | pygit2.Oid) -> bytes:
         """The bytes of a blob (KeyError when the object is missing)."""
         return self.repo[oid].peel(pygit2.Blob).data
+
+    def count_records(self, tree: pygit2.Tree | None = None) -> int:
+        """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
+        counted from the tree's listing without reading a file."""
+        tree = self.head_tree() if tree is None else tree
+        if tree is None or MEMORY_DIR not in tree:
+            return 0
+        memory = self.repo[tree[MEMORY_DIR].id]
+        count = 0
+        if isinstance(memory, pygit2.Tree):
+            for shard in memory:
+                sub = self.repo[shard.id]
+                if isinstance(sub, pygit2.Tree):
+                    count += sum(
+                        1
+                        for entry in sub
+                        if expected_id(f"{MEMORY_DIR}/{shard.name}/{entry.name}") is not None
+                    )
+        return count
 
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""

@@ -280,7 +280,7 @@ def _add(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _show(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.get(args["id"]).to_dict(), None
+    return store.get(args["id"], at=args.get("at")).to_dict(), None
 
 
 def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -370,10 +370,23 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _history(store: Store, args: dict) -> tuple[dict, str | None]:
-    from ..history import RecordHistory
+    return store.record_history(args["id"]).to_dict(), None
 
-    record_id = store.resolve_id(args["id"])
-    return RecordHistory(record_id, store.history(record_id)).to_dict(), None
+
+def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
+    deletion = store.delete(args["id"], reason=args.get("reason"))
+    return deletion.to_dict(), deletion.commit
+
+
+def _diff(store: Store, args: dict) -> tuple[dict, str | None]:
+    if "to" in args and "from" not in args:
+        raise InvalidInput("from: is required when to is given", code="usage_error")
+    return store.diff(args.get("from"), args.get("to")).to_dict(), None
+
+
+def _revert(store: Store, args: dict) -> tuple[dict, str | None]:
+    result = store.revert(args["commit"], reason=args.get("reason"))
+    return result.to_dict(), result.commit
 
 
 def _status(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -381,9 +394,77 @@ def _status(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 _WRITE_NOTE = (
-    " Each change is one git commit with the trailer Lantern-Actor: mcp; nothing is ever "
-    "deleted, and `lantern_memory_history` shows every change."
+    " Each change is one git commit with the trailer Lantern-Actor: mcp, and "
+    "`lantern_memory_history` shows every change."
 )
+
+_POINT = (
+    "a git revision (a commit hash, HEAD~3, a tag) or a time (unix seconds, 2026-12-31, "
+    "2026-12-31T08:00:00Z, -7d: the newest commit at or before it)."
+)
+
+
+def _at(what: str) -> dict:
+    return {"type": "string", "minLength": 1, "description": f"{what}: {_POINT}"}
+
+
+_CHANGES = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"field": {"type": "string"}, "old": {}, "new": {}},
+        "required": ["field", "old", "new"],
+    },
+}
+
+DIFF_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "from": {"type": ["string", "null"]},
+        "to": {"type": ["string", "null"]},
+        "worktree": {"type": "boolean"},
+        "added": {"type": "array", "items": RECORD_SCHEMA},
+        "removed": {"type": "array", "items": RECORD_SCHEMA},
+        "changed": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "content": {"type": "string"},
+                    "changes": _CHANGES,
+                },
+                "required": ["id", "content", "changes"],
+            },
+        },
+        "problems": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["from", "to", "worktree", "added", "removed", "changed", "problems"],
+    "additionalProperties": False,
+}
+
+REVERT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reverted": {"type": "string"},
+        "commit": {"type": ["string", "null"]},
+        "records": {"type": "array", "items": {"type": "string"}},
+        "summary": {"type": "string"},
+    },
+    "required": ["reverted", "commit", "records", "summary"],
+    "additionalProperties": False,
+}
+
+DELETION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "commit": {"type": ["string", "null"]},
+        "record": RECORD_SCHEMA,
+    },
+    "required": ["id", "commit", "record"],
+    "additionalProperties": False,
+}
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -410,9 +491,17 @@ TOOLS: tuple[ToolSpec, ...] = (
         title="Show one memory record",
         description=(
             "Return one record, every field, by id or unique id prefix (4+ hex digits). "
-            "Read-only. Archived and superseded records are returned too; check `status`."
+            "Read-only. Archived and superseded records are returned too; check `status`. "
+            "With `at`, the record as it was at that commit or time (read from git), even if "
+            "it was deleted since."
         ),
-        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        input_schema=_object(
+            {
+                "id": _ID_PREFIX,
+                "at": _at("Read the record as it was at"),
+            },
+            ("id",),
+        ),
         output_schema=RECORD_SCHEMA,
         read_only=True,
         destructive=False,
@@ -522,6 +611,24 @@ TOOLS: tuple[ToolSpec, ...] = (
         call=_update,
     ),
     ToolSpec(
+        name="lantern_memory_delete",
+        title="Delete a memory record",
+        description=(
+            "Remove a record's file, in one commit with Lantern-Op: delete, for data that must "
+            "not be kept (stored by mistake: a secret, something private). For a record that is "
+            "merely outdated or wrong, use lantern_memory_archive or lantern_memory_supersede "
+            "instead: they keep it. Git history still holds the text until a person purges it "
+            "with git's own tools. Returns {id, commit, record}, the record as it was. Not "
+            "idempotent: calling again fails with not_found." + _WRITE_NOTE
+        ),
+        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        output_schema=DELETION_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        call=_delete,
+    ),
+    ToolSpec(
         name="lantern_memory_history",
         title="History of a memory record",
         description=(
@@ -535,6 +642,55 @@ TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_history,
+    ),
+    ToolSpec(
+        name="lantern_diff",
+        title="What changed in memory between two points",
+        description=(
+            "Return the records added, removed and changed, field by field (old and new "
+            "values), from `from` (default: the last commit) to `to` (default: the working "
+            "files, so uncommitted hand edits show). The same object as `lantern diff --json`. "
+            "Read from git; read-only."
+        ),
+        input_schema=_object(
+            {
+                "from": _at("The earlier point (default HEAD)"),
+                "to": _at("The later point (default: the working files)"),
+            }
+        ),
+        output_schema=DIFF_SCHEMA,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_diff,
+    ),
+    ToolSpec(
+        name="lantern_revert",
+        title="Undo one lantern commit",
+        description=(
+            "Undo one commit lantern made (its hash from lantern_memory_history), as a new "
+            "commit with Lantern-Op: revert. Record by record: what that commit changed goes "
+            "back; later changes to other fields of the same records stay. Refused, changing "
+            "nothing, for a merge commit (merge_commit), a commit lantern did not make "
+            "(not_lantern_commit), or when a field it changed was changed again since "
+            "(revert_conflict). Reverting an already undone commit changes nothing." + _WRITE_NOTE
+        ),
+        input_schema=_object(
+            {
+                "commit": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The commit to undo: a hash (7+ hex digits), HEAD~2, a tag.",
+                },
+                "reason": _REASON,
+            },
+            ("commit",),
+        ),
+        output_schema=REVERT_SCHEMA,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        call=_revert,
     ),
     ToolSpec(
         name="lantern_status",
