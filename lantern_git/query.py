@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .fields import DEFAULT_STATUS, MAX_TIMESTAMP
+from .fields import DEFAULT_STATUS, MAX_TIMESTAMP, NO_LIMIT
 
 if TYPE_CHECKING:
     from .record import Record
@@ -48,6 +48,11 @@ class RecordQuery:
     limit: int | None = None
     offset: int = 0
     now: int | None = None
+
+    def __post_init__(self) -> None:
+        # 0 is "no limit" on every surface (CLI, MCP, library): a page size of "all".
+        if self.limit == NO_LIMIT and not isinstance(self.limit, bool):
+            self.limit = None
 
     @classmethod
     def from_options(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__, render
-from ..fields import UNSET
+from ..fields import RECORD_KEYS, UNSET
 from . import support
 from .support import (
     LanternGroup,
@@ -16,6 +16,7 @@ from .support import (
     common,
     filter_options,
     open_store,
+    output_options,
     parse_time_option,
     read_content,
     reason_option,
@@ -130,27 +131,33 @@ def memory_add(
 @click.option(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
+@output_options(RECORD_KEYS)
 @common
-def memory_list(as_json: bool, store_path: str | None, at: str | None, **filters: Any) -> None:
+def memory_list(
+    as_json: bool, store_path: str | None, at: str | None, output: Any, **filters: Any
+) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
     records = store.list(RecordQuery.from_options(**filters), at=at)
-    render.emit_records(records, as_json, store.root)
+    render.emit_listing(records, output, store.root)
 
 
 @memory.command("search")
 @click.argument("query")
 @filter_options
+@output_options((*RECORD_KEYS, "score"))
 @common
-def memory_search(query: str, as_json: bool, store_path: str | None, **filters: Any) -> None:
+def memory_search(
+    query: str, as_json: bool, store_path: str | None, output: Any, **filters: Any
+) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
     hits = store.search(query, RecordQuery.from_options(**filters))
-    render.emit_hits(hits, as_json, store.root)
+    render.emit_listing(hits, output, store.root)
 
 
 @memory.command("show")
