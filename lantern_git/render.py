@@ -189,6 +189,47 @@ def emit_record(
         emit(record, as_json, lambda r: write_line(verb, r, short))
 
 
+def emit_existing(
+    record: Record, differences: list[tuple[str, Any, Any]], as_json: bool, root: str | None
+) -> None:
+    """An add of content that is already stored: the record (JSON), or ``exists (STATUS) ID``
+    and, when the options given differ from the stored ones, which, and the command that
+    changes them."""
+    short = ShortIds(root)
+
+    def lines(record: Record) -> list[str]:
+        out = write_line(f"exists ({record.status})", record, short)
+        if differences:
+            named = "; ".join(_difference(*d) for d in differences)
+            out.append(f"  stored record differs: {named}")
+            out.append(f"  to change it: {update_command(short(record.id), differences)}")
+        if record.status != "active":
+            out.append(f"  to make it active again: lantern memory restore {short(record.id)}")
+        return out
+
+    emit(record, as_json, lines)
+
+
+def _difference(name: str, given: Any, stored: Any) -> str:
+    if name == "source_refs":
+        return "source_refs lacks " + ", ".join(repr(ref) for ref in given)
+    return f"{name} is {value_text(stored)} (you gave {value_text(given)})"
+
+
+def update_command(short_id: str, differences: list[tuple[str, Any, Any]]) -> str:
+    """The ``lantern memory update`` line that gives a record the values it lacks."""
+    import shlex
+
+    words = ["lantern", "memory", "update", short_id]
+    for name, given, _ in differences:
+        if name == "source_refs":
+            for ref in given:
+                words += ["--add-source-ref", ref]
+        else:
+            words += ["--" + name.replace("_", "-"), "none" if given is None else str(given)]
+    return shlex.join(words)
+
+
 # ---------------------------------------------------------------------------- listings
 
 # The output formats of every listing command, as sqlite-utils' output_options gives them.
@@ -369,7 +410,7 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     if not info["exists"]:
         return [f"store:    {info['path']} (not created yet; the first write creates it)"]
     lines = [
-        f"store:    {info['path']}",
+        f"store:    {info['path']}" + (" (read-only)" if info["read_only"] else ""),
         f"format:   {info['format']}",
         f"records:  {info['records']}",
     ]

@@ -108,21 +108,21 @@ def memory_add(
     Adding the same kind, scope and content again returns the existing record.
     """
     store = open_store(store_path, author)
-    record = store.add(
-        read_content(content),
-        kind=kind,
-        scope=scope,
+    options = dict(
         priority=priority,
         urgency=urgency,
         confidence=confidence,
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
-        reason=reason,
     )
+    record = store.add(read_content(content), kind=kind, scope=scope, reason=reason, **options)
     if quiet and not as_json:
         click.echo(record.id)
-        return
-    _emit_record(store, record, as_json, "added" if store.last_commit else "exists")
+    elif store.last_commit:
+        _emit_record(store, record, as_json, "added")
+    else:  # it was there: say in what state, and what of the options it lacks
+        differences = record.differences(**support.given_options(options))
+        render.emit_existing(record, differences, as_json, store.root)
 
 
 @memory.command("list")

@@ -174,6 +174,19 @@ def read_content(content: str) -> str:
     return content
 
 
+def given_options(values: dict[str, object]) -> dict[str, object]:
+    """The options of ``values`` that the user gave (on the command line or through the
+    environment), not the defaults click filled in."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = {}
+    for name, value in values.items():
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
+            given[name] = value
+    return given
+
+
 def parse_time_option(value: str | None, name: str) -> int | None:
     """``--expires-at T`` for a new record (None when not given), as MCP's expires_at."""
     from ..fields import Unset
