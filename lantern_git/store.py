@@ -746,7 +746,28 @@ class Store:
 
         parsed = parse_lines(lines, progress)
         with self.transaction() as tx:
-            return import_records(tx, parsed, reason=reason)
+            return import_records(tx, (record for _, record in parsed), reason=reason)
+
+    def import_source(
+        self,
+        source: str,
+        *,
+        format: str = "auto",
+        kind: str | None = None,
+        scope: str | None = None,
+        reason: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """Import a file (``-``: stdin) or a folder: lantern's JSON Lines, the MCP memory
+        server's ``memory.json`` or markdown notes (see :mod:`lantern_git.importers`), in one
+        commit; records already present are skipped."""
+        from .importers import read_source
+        from .transfer import import_records
+
+        self.refuse_if_read_only()
+        found = read_source(source, format=format, kind=kind, scope=scope, progress=progress)
+        with self.transaction() as tx:
+            return import_records(tx, (record for _, record in found), reason=reason)
 
     # ------------------------------------------------------------------ sync
 
