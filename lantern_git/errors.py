@@ -46,6 +46,13 @@ class UncommittedChanges(StoreError):
     code = "uncommitted_changes"
 
 
+class ReadOnlyStore(StoreError):
+    """A write to a store this process cannot write (a mounted backup, another user's store).
+    Reads still work: they answer from an index built in a temporary folder."""
+
+    code = "read_only"
+
+
 class InvalidInput(LanternError):
     """The caller gave a bad value. Exit 2."""
 

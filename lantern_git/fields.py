@@ -53,6 +53,29 @@ DEFAULT_CONFIDENCE = 1.0
 DEFAULT_STATUS = "active"
 # Records in one MCP list or search page unless the caller asks for more (the CLI lists all).
 DEFAULT_LIMIT = 50
+# A list or search limit of 0 means no limit, in the CLI, over MCP and in the library's query.
+NO_LIMIT = 0
+
+
+def choose_fields(names: object, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields a caller asked for (``--fields``, MCP's ``fields``), each checked against
+    ``allowed``; an unknown one is refused with the list to choose from."""
+    from .errors import InvalidInput
+
+    chosen: list[str] = []
+    for name in names if isinstance(names, (list, tuple)) else ():
+        if name not in allowed:
+            raise InvalidInput(
+                f"fields: {name!r} is not a field; choose from {', '.join(allowed)}",
+                code="invalid_field",
+            )
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise InvalidInput(
+            f"fields: give at least one of {', '.join(allowed)}", code="invalid_field"
+        )
+    return tuple(chosen)
 
 
 class Unset:
@@ -196,3 +219,22 @@ FIELDS: dict[str, Field] = {
         max_length=MAX_CONTENT_BYTES,
     ),
 }
+
+
+# Evidence (CONTRACT §10): a source manifest's fields and a chunk search hit's, in the
+# contract's order. Here, beside the record's, so the CLI can name them without loading the
+# evidence modules.
+MANIFEST_FIELDS = (
+    "id",
+    "kind",
+    "uri",
+    "title",
+    "media_type",
+    "captured_at",
+    "updated_at",
+    "lines",
+    "bytes",
+    "sha256",
+    "meta",
+)
+HIT_FIELDS = ("ref", "source_id", "lines", "score", "text", "kind", "uri", "title")

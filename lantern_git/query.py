@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .fields import DEFAULT_STATUS, MAX_TIMESTAMP
+from .fields import DEFAULT_STATUS, MAX_TIMESTAMP, NO_LIMIT
 
 if TYPE_CHECKING:
     from .record import Record
@@ -49,6 +49,11 @@ class RecordQuery:
     offset: int = 0
     now: int | None = None
     cites: str | None = None  # a source id: only records with a source: reference to it
+
+    def __post_init__(self) -> None:
+        # 0 is "no limit" on every surface (CLI, MCP, library): a page size of "all".
+        if self.limit == NO_LIMIT and not isinstance(self.limit, bool):
+            self.limit = None
 
     @classmethod
     def from_options(

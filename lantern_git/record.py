@@ -304,6 +304,21 @@ class Record:
         """A copy with some fields changed, validated."""
         return replace(self, **changes).validated()
 
+    def differences(self, **given: Any) -> list[tuple[str, Any, Any]]:
+        """``(field, given, stored)`` for each given value this record does not have: what an
+        add of existing content asked for that the stored record lacks (``update`` can give
+        it). For ``source_refs``, ``given`` is the refs the record lacks."""
+        found = []
+        for name, value in given.items():
+            stored = getattr(self, name)
+            if name == "source_refs":
+                missing = tuple(ref for ref in value if ref not in stored)
+                if missing:
+                    found.append((name, missing, stored))
+            elif value != stored:
+                found.append((name, value, stored))
+        return found
+
     # -- views
 
     def is_expired(self, now: int | None = None) -> bool:

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from .history import OperationLog, RecordHistory
     from .index.chunks import ChunkHit
     from .index.search import RefreshReport
-    from .query import Hit
     from .record import Record
     from .revert import RevertResult
     from .source import SourceManifest
@@ -200,57 +200,210 @@ def emit_deletion(deletion: Deletion, as_json: bool, root: str | None) -> None:
     emit(deletion, as_json, lambda d: write_line("deleted", d.record, short))
 
 
-def emit_records(records: list[Record], as_json: bool, root: str | None) -> None:
-    """``memory list``: an array of record objects, or a :func:`table`."""
+def emit_existing(
+    record: Record, differences: list[tuple[str, Any, Any]], as_json: bool, root: str | None
+) -> None:
+    """An add of content that is already stored: the record (JSON), or ``exists (STATUS) ID``
+    and, when the options given differ from the stored ones, which, and the command that
+    changes them."""
     short = ShortIds(root)
-    emit(records, as_json, lambda rs: table(rs, short))
+
+    def lines(record: Record) -> list[str]:
+        out = write_line(f"exists ({record.status})", record, short)
+        if differences:
+            named = "; ".join(_difference(*d) for d in differences)
+            out.append(f"  stored record differs: {named}")
+            out.append(f"  to change it: {update_command(short(record.id), differences)}")
+        if record.status != "active":
+            out.append(f"  to make it active again: lantern memory restore {short(record.id)}")
+        return out
+
+    emit(record, as_json, lines)
 
 
-def emit_hits(hits: list[Hit], as_json: bool, root: str | None) -> None:
-    """``memory search``: record objects with ``"score"``, or a table with a score column."""
-    short = ShortIds(root)
-    emit(hits, as_json, lambda hs: table([h.record for h in hs], short, [h.score for h in hs]))
+def _difference(name: str, given: Any, stored: Any) -> str:
+    if name == "source_refs":
+        return "source_refs lacks " + ", ".join(repr(ref) for ref in given)
+    return f"{name} is {value_text(stored)} (you gave {value_text(given)})"
 
 
-def table(records: list[Record], short: ShortIds, scores: list[float] | None = None) -> list[str]:
-    """Aligned columns; the content fills what is left of the terminal's width."""
-    if not records:
+def update_command(short_id: str, differences: list[tuple[str, Any, Any]]) -> str:
+    """The ``lantern memory update`` line that gives a record the values it lacks."""
+    import shlex
+
+    words = ["lantern", "memory", "update", short_id]
+    for name, given, _ in differences:
+        if name == "source_refs":
+            for ref in given:
+                words += ["--add-source-ref", ref]
+        else:
+            words += ["--" + name.replace("_", "-"), "none" if given is None else str(given)]
+    return shlex.join(words)
+
+
+# ---------------------------------------------------------------------------- listings
+
+# The output formats of every listing command, as sqlite-utils' output_options gives them.
+FORMATS = ("table", "json", "jsonl", "csv", "tsv")
+# Content keeps at least this many columns of the table; other columns give way first.
+MIN_CONTENT = 40
+# A text cell other than content is cut to this width unless --wide is given.
+MAX_CELL = 24
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a listing is written: its format, the fields (None: the default ones), ``--count``
+    (just the number), ``--wide`` (cells whole, no column left out)."""
+
+    format: str = "table"
+    fields: tuple[str, ...] | None = None
+    count: bool = False
+    wide: bool = False
+
+    @property
+    def as_json(self) -> bool:
+        return self.format == "json"
+
+
+# The table's columns: header, how a value is shown, right-aligned or not.
+_COLUMNS: dict[str, tuple[str, Callable[[Any, ShortIds], str], bool]] = {
+    "score": ("SCORE", lambda v, _: "-" if v is None else f"{v:.2f}", True),
+    "id": ("ID", lambda v, short: short(v), False),
+    "supersedes_id": ("SUPERSEDES", lambda v, short: short(v) if v else "-", False),
+    "priority": ("PRI", lambda v, _: str(v), True),
+    "urgency": ("URG", lambda v, _: str(v), True),
+    "confidence": ("CONF", lambda v, _: str(v), True),
+    "created_at": ("CREATED", lambda v, _: when(v)[:10], False),
+    "updated_at": ("UPDATED", lambda v, _: when(v)[:10], False),
+    "expires_at": ("EXPIRES", lambda v, _: when(v)[:10], False),
+}
+TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
+# Left out, in this order, while content has less than MIN_CONTENT columns (default columns only).
+_GIVE_WAY = ("updated_at", "urgency")
+
+
+def emit_listing(
+    items: Iterable[Any],
+    output: Output,
+    root: str | None,
+    default_table: Callable[[list[Any]], Iterable[str]] | None = None,
+) -> None:
+    """``memory list`` and ``memory search``, ``source list`` and ``source search``: the one
+    rendering path.
+
+    ``items`` have a ``to_dict`` (records, hits, manifests); each becomes one JSON object, JSON
+    Lines line, CSV or TSV row, or table row, keeping ``output.fields`` in the order given. A
+    listing whose rows are not records gives its own ``default_table`` for the plain table.
+    """
+    items = list(items)
+    plain = output.format == "table" and output.fields is None and not output.count
+    if default_table is not None and plain:
+        for line in default_table(items):
+            sys.stdout.write(line + "\n")
+        return
+    rows = [to_jsonable(item) for item in items]
+    if output.count:
+        emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
+        return
+    if output.fields is not None:
+        rows = [{name: row.get(name) for name in output.fields} for row in rows]
+    out = sys.stdout
+    if output.format == "json":
+        out.write(dumps(rows) + "\n")
+    elif output.format == "jsonl":
+        for row in rows:
+            out.write(dumps(row) + "\n")
+    elif output.format in ("csv", "tsv"):
+        _write_delimited(rows, output, out)
+    else:
+        for line in table(rows, ShortIds(root), output):
+            out.write(line + "\n")
+
+
+def _write_delimited(rows: list[dict[str, Any]], output: Output, out: Any) -> None:
+    import csv
+
+    if not rows and output.fields is None:
+        return
+    header = list(output.fields or rows[0])
+    # csv quotes a cell holding the delimiter, a quote or a line break, in CSV and TSV alike.
+    writer = csv.writer(out, delimiter="\t" if output.format == "tsv" else ",", lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_cell_text(row.get(name)) for name in header])
+
+
+def _cell_text(value: Any) -> str:
+    """A value in a CSV or TSV cell: absent is empty, a list is its JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = None) -> list[str]:
+    """Aligned columns under a header. Content comes last and gets the room the terminal has
+    left: on a narrow terminal (80 columns) the less telling default columns give way and
+    long cells are cut, unless ``output.wide``, which shows every cell whole."""
+    output = output or Output()
+    if not rows:
         return []
-    rows = []
-    for i, record in enumerate(records):
-        row = [
-            short(record.id),
-            record.kind,
-            record.scope,
-            record.status,
-            str(record.priority),
-            str(record.urgency),
-            when(record.updated_at)[:10],
-        ]
-        if scores is not None:
-            row.insert(0, f"{scores[i]:.2f}")
-        rows.append(row)
-    header = ["ID", "KIND", "SCOPE", "STATUS", "PRI", "URG", "UPDATED"]
-    if scores is not None:
-        header.insert(0, "SCORE")
-    widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
-    numeric = {header.index("PRI"), header.index("URG")}
-    if scores is not None:
-        numeric.add(0)
+    if output.fields is not None:
+        names = list(output.fields)
+    else:
+        names = (["score"] if "score" in rows[0] else []) + list(TABLE_FIELDS)
+    flexible = "content" if "content" in names else None
+    fixed = [n for n in names if n != flexible]
 
-    def fmt(row: list[str]) -> str:
-        cells = [
-            cell.rjust(widths[c]) if c in numeric else cell.ljust(widths[c])
-            for c, cell in enumerate(row)
-        ]
-        return "  ".join(cells)
+    def cell(name: str, value: Any) -> str:
+        if name in _COLUMNS:
+            return _COLUMNS[name][1](value, short)
+        text = value_text(value, 10**6, absent="-")
+        return text if output.wide else truncate(text, MAX_CELL)
 
-    used = sum(widths) + 2 * len(widths)
-    room = max(20, terminal_width() - used)
-    out = [fmt(header) + "  CONTENT"]
-    for row, record in zip(rows, records):
-        out.append(fmt(row) + "  " + truncate(record.content, room))
+    cells = {name: [cell(name, row.get(name)) for row in rows] for name in fixed}
+    width = terminal_width()
+
+    def room(columns: list[str]) -> int:
+        used = sum(max(len(_header(n)), *(len(c) for c in cells[n])) + 2 for n in columns)
+        return width - used
+
+    if flexible and not output.wide and output.fields is None:
+        for name in _GIVE_WAY:
+            if room(fixed) >= MIN_CONTENT:
+                break
+            fixed.remove(name)
+        if room(fixed) < MIN_CONTENT and len(set(cells["status"])) == 1:
+            fixed.remove("status")  # every row says the same: the filter already told
+    widths = {n: max(len(_header(n)), *(len(c) for c in cells[n])) for n in fixed}
+
+    def line(values: dict[str, str], last: str | None) -> str:
+        parts = [
+            values[n].rjust(widths[n]) if _right(n) else values[n].ljust(widths[n]) for n in fixed
+        ]
+        if last is not None:
+            parts.append(last)
+        return "  ".join(parts).rstrip()
+
+    out = [line({n: _header(n) for n in fixed}, "CONTENT" if flexible else None)]
+    space = max(20, room(fixed))
+    for i, row in enumerate(rows):
+        content = None
+        if flexible:
+            text = str(row.get(flexible) or "")
+            content = " ".join(text.split()) if output.wide else truncate(text, space)
+        out.append(line({n: cells[n][i] for n in fixed}, content))
     return out
+
+
+def _header(name: str) -> str:
+    return _COLUMNS[name][0] if name in _COLUMNS else name.upper()
+
+
+def _right(name: str) -> bool:
+    return _COLUMNS[name][2] if name in _COLUMNS else False
 
 
 # ---------------------------------------------------------------------------- the store
@@ -292,7 +445,7 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     if not info["exists"]:
         return [f"store:    {info['path']} (not created yet; the first write creates it)"]
     lines = [
-        f"store:    {info['path']}",
+        f"store:    {info['path']}" + (" (read-only)" if info["read_only"] else ""),
         f"format:   {info['format']}",
         f"records:  {info['records']}",
     ]

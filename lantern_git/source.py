@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from .errors import ValidationError
+from .fields import MANIFEST_FIELDS
 from .record import ID_RE
 
 SOURCES_DIR = "sources"
@@ -40,19 +41,6 @@ _REF_RE = re.compile(
 _EXT_RE = re.compile(r"[a-z0-9]{1,16}")
 _META_KEY_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
-MANIFEST_FIELDS = (
-    "id",
-    "kind",
-    "uri",
-    "title",
-    "media_type",
-    "captured_at",
-    "updated_at",
-    "lines",
-    "bytes",
-    "sha256",
-    "meta",
-)
 
 # Each manifest field's JSON Schema and meaning, written once: the MCP tools' input and
 # output schemas are built from this table.

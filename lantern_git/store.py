@@ -24,6 +24,7 @@ from .errors import (
     InvalidInput,
     NoStore,
     NotFound,
+    ReadOnlyStore,
     StoreError,
     UnsupportedFormat,
     ValidationError,
@@ -174,15 +175,29 @@ class Store:
         self._index: SearchIndex | None = None
         self._chunks: ChunkIndex | None = None
         self._sources: Sources | None = None
-        self._lock = WriterLock(os.path.join(self.state_dir, "lock"))
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise NoStore(
                 f"{self.root} is a file, not a folder; a store is a folder (give the folder of "
                 "a store, or a new folder for lantern init)"
             )
+        # Where derived state goes: .lantern/, or for a store this process cannot write, a
+        # temporary folder removed when the store is closed or the process ends.
+        self.read_only = self.exists and not (
+            _writable(self.root, self.state_dir) and _writable_git(self.root)
+        )
+        self.derived_dir = self.state_dir
+        if self.read_only and not _writable(self.root, self.state_dir):
+            import shutil
+            import tempfile
+            import weakref
+
+            self.derived_dir = tempfile.mkdtemp(prefix="lantern-read-only-")
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self.derived_dir, True)
+        self._lock = WriterLock(os.path.join(self.derived_dir, "lock"))
         if self.exists:
             self._check_format()
-            self._register_merge_driver()
+            if not self.read_only:
+                self._register_merge_driver()
         elif not create_on_write:
             raise NoStore(
                 f"{self.root} is not a lantern store (no {MARKER}); "
@@ -329,7 +344,7 @@ class Store:
         if self._index is None:
             from .index.search import SearchIndex
 
-            self._index = SearchIndex(self.root, self.state_dir, self.locked)
+            self._index = SearchIndex(self.root, self.derived_dir, self.locked)
         return self._index
 
     @property
@@ -338,7 +353,7 @@ class Store:
         if self._chunks is None:
             from .index.chunks import ChunkIndex
 
-            self._chunks = ChunkIndex(self.root, self.state_dir, self.locked)
+            self._chunks = ChunkIndex(self.root, self.derived_dir, self.locked)
         return self._chunks
 
     @property
@@ -356,6 +371,8 @@ class Store:
             self._index.close()
         if self._chunks is not None:
             self._chunks.close()
+        if self.derived_dir != self.state_dir:
+            self._cleanup()
 
     # ------------------------------------------------------------------ init
 
@@ -427,7 +444,21 @@ class Store:
         # Checked before self.git: opening the repository (and importing pygit2) is for
         # the rare read that finds a write to repair.
         if self.exists and interrupted(self.state_dir):
+            if self.read_only:
+                self.warn(
+                    f"warning: {self.root} holds an interrupted write that only a process "
+                    "that can write the store can repair; answering from the files as they are"
+                )
+                return
             recover(self.git, self.state_dir, self._lock, self.warn)
+
+    def refuse_if_read_only(self) -> None:
+        """Raise :class:`ReadOnlyStore` before a write to a store this process cannot write."""
+        if self.read_only:
+            raise ReadOnlyStore(
+                f"{self.root} is read-only for this user (a mounted backup, or another user's "
+                "store?): nothing was written; list, search, show and status still work"
+            )
 
     @contextlib.contextmanager
     def transaction(self, *, require_head: bool = True) -> Iterator[WriteTransaction]:
@@ -435,6 +466,7 @@ class Store:
         created by its first write."""
         from .transaction import write_transaction
 
+        self.refuse_if_read_only()
         if not self.exists and require_head:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
@@ -865,6 +897,7 @@ class Store:
         """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
         from .editing import EditSession
 
+        self.refuse_if_read_only()  # before the editor opens, not after the user saved
         self.recover()
         record_id = self.resolve_id(ref)
         text, _ = self.read(record_id)
@@ -907,7 +940,28 @@ class Store:
 
         parsed = parse_lines(lines, progress)
         with self.transaction() as tx:
-            return import_records(tx, parsed, reason=reason)
+            return import_records(tx, (record for _, record in parsed), reason=reason)
+
+    def import_source(
+        self,
+        source: str,
+        *,
+        format: str = "auto",
+        kind: str | None = None,
+        scope: str | None = None,
+        reason: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """Import a file (``-``: stdin) or a folder: lantern's JSON Lines, the MCP memory
+        server's ``memory.json`` or markdown notes (see :mod:`lantern_git.importers`), in one
+        commit; records already present are skipped."""
+        from .importers import read_source
+        from .transfer import import_records
+
+        self.refuse_if_read_only()
+        found = read_source(source, format=format, kind=kind, scope=scope, progress=progress)
+        with self.transaction() as tx:
+            return import_records(tx, (record for _, record in found), reason=reason)
 
     # ------------------------------------------------------------------ sync
 
@@ -930,6 +984,7 @@ class Store:
         info: dict[str, Any] = {
             "path": self.root,
             "exists": self.exists,
+            "read_only": self.read_only,
             "format": FORMAT_VERSION if self.exists else None,
             "records": 0,
             "by_status": {},
@@ -1007,6 +1062,19 @@ def _check_query(query: RecordQuery) -> None:
 
         if len(query.cites) == 16:
             check_source_id(query.cites, "cites")
+
+
+def _writable(root: str, state_dir: str) -> bool:
+    """Whether this process can write the store's ``.lantern/`` (or, before there is one,
+    the store's folder, to create it)."""
+    return os.access(state_dir if os.path.isdir(state_dir) else root, os.W_OK | os.X_OK)
+
+
+def _writable_git(root: str) -> bool:
+    """Whether this process can write the store's git directory (a linked worktree's ``.git``
+    file is left to git to judge)."""
+    git_dir = os.path.join(root, ".git")
+    return not os.path.isdir(git_dir) or os.access(git_dir, os.W_OK | os.X_OK)
 
 
 def _ref_list(refs: Iterable[str], name: str = "source_refs") -> tuple[str, ...]:

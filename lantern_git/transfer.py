@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import InvalidInput, ValidationError
-from .record import Record
+from .fields import DEFAULT_SCOPE
+from .record import Record, compute_id
 from .recordfile import Problem, read_record_file, record_files, record_path
 
 if TYPE_CHECKING:
@@ -84,13 +85,28 @@ def parse_lines(
         except ValueError as err:  # a number too long to convert, say
             raise _bad(number, f"is not valid JSON: {err}") from None
         try:
+            if isinstance(data, dict) and "id" not in data:
+                data = with_computed_id(data)
             record = Record.from_dict(data)
         except ValidationError as err:
             raise _bad(number, err.reason, err.field, err.code) from None
-        # No check that id == compute_id(kind, scope, content): a record keeps its id when its
-        # content is edited later, and such records must move between stores unchanged.
+        # No check that a given id == compute_id(kind, scope, content): a record keeps its id
+        # when its content is edited later, and such records must move between stores unchanged.
         parsed.append((number, record))
     return parsed
+
+
+def with_computed_id(data: dict) -> dict:
+    """A record object without an ``id`` gets the one ``add`` would give it (from kind, scope
+    and content), so records written by hand or by another tool import as they would be added."""
+    for name in ("kind", "content"):
+        if name not in data:
+            raise ValidationError(f"{name}: is required", field=name)
+    kind, content = data["kind"], data["content"]
+    scope = data.get("scope") or DEFAULT_SCOPE
+    if not all(isinstance(value, str) for value in (kind, content, scope)):
+        return data  # from_dict names the field of the wrong type
+    return {**data, "id": compute_id(kind, scope, content)}
 
 
 def _bad(
@@ -100,7 +116,7 @@ def _bad(
 
 
 def import_records(
-    tx: WriteTransaction, parsed: list[tuple[int, Record]], *, reason: str | None = None
+    tx: WriteTransaction, records: Iterable[Record], *, reason: str | None = None
 ) -> ImportResult:
     """Add every parsed record whose id is new, in one commit.
 
@@ -110,7 +126,7 @@ def import_records(
     files: dict[str, bytes | None] = {}
     ids: list[str] = []
     skipped = 0
-    for _, record in parsed:
+    for record in records:
         path = record_path(record.id)
         if path in files or os.path.lexists(os.path.join(tx.root, path)):
             skipped += 1

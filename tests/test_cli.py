@@ -21,6 +21,7 @@ RECORD_KEY_LIST = list(RECORD_KEYS)
 STATUS_KEYS = [
     "path",
     "exists",
+    "read_only",
     "format",
     "records",
     "by_status",
@@ -190,6 +191,7 @@ def test_status_json_fields(run, store_path):
     assert list(info) == STATUS_KEYS
     assert info["path"] == str(store_path)
     assert info["exists"] is True
+    assert info["read_only"] is False
     assert info["format"] == 1
     assert info["records"] == 2
     assert info["by_status"] == {"active": 1, "archived": 1}

@@ -336,13 +336,25 @@ def test_the_library_example_runs(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_readmes_first_command_runs_a_session_on_the_default_store(tmp_path):
-    """The README's opening command, minus its ``pip install .`` (this environment has lantern
-    installed), run twice by bash on a default store that does not exist yet."""
+README_INSTALL = (
+    "python3 -m venv ~/.venvs/lantern && . ~/.venvs/lantern/bin/activate && pip install . && "
+)
+
+
+def _readme_commands() -> list[str]:
+    """The README's ``sh`` blocks, in order."""
     readme = (EXAMPLES.parent / "README.md").read_text()
-    first = readme.split("```sh\n", 1)[1].split("\n```", 1)[0]
-    assert first.startswith("pip install . && ")
-    session = first.removeprefix("pip install . && ")
+    return [block.split("\n```", 1)[0] for block in readme.split("```sh\n")[1:]]
+
+
+def test_the_readmes_first_command_runs_a_session_on_the_default_store(tmp_path):
+    """The README's opening command, minus its virtual environment and ``pip install .`` (this
+    environment has lantern installed), run twice by bash on a default store that does not
+    exist yet; then the README's line that removes the demo records."""
+    first, _, identity, remove = _readme_commands()[:4]
+    assert first.startswith(README_INSTALL)
+    session = first.removeprefix(README_INSTALL)
+    assert "pip install" not in session and session.count("lantern memory add") == 2
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     default = Path(env["XDG_DATA_HOME"]) / "lantern" / "store"
@@ -366,3 +378,30 @@ def test_the_readmes_first_command_runs_a_session_on_the_default_store(tmp_path)
     assert "unchanged " in run[1].stdout
     assert git(default, "rev-list", "--count", "HEAD").strip() == "4"
     assert git(default, "status", "--porcelain") == ""
+    # The session ends with the archived record's history, newest first.
+    assert run[0].stdout.rstrip().splitlines()[-1].strip() == "(created)"
+    assert "archive by cli" in run[0].stdout
+
+    # The two other lines the README gives a new user: a git identity, and the clean-up.
+    assert identity.startswith("git config --global user.name ")
+    assert " && git config --global user.email " in identity
+    cleanup = subprocess.run(["bash", "-c", remove], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert not list((default / "memory").rglob("*.md"))
+    assert git(default, "status", "--porcelain") == ""
+    left = subprocess.run(["bash", "-c", "lantern memory list --status all --count"], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert left.stdout == "0\n", left.stderr
+
+
+def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_runs_the_suite():
+    """Checked by shape, not run: running the whole suite inside the suite would recurse. CI
+    (.ci/run) runs the same steps."""
+    second = _readme_commands()[1]
+    assert second == (
+        ".ci/system-deps && python3 -m venv .venv && . .venv/bin/activate && "
+        "pip install -e '.[dev]' && python -m pytest -q"
+    )
+    assert ".venv/" in (EXAMPLES.parent / ".gitignore").read_text().split()
+    assert os.access(EXAMPLES.parent / ".ci" / "system-deps", os.X_OK)

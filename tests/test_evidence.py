@@ -469,3 +469,18 @@ def test_index_rebuild_rebuilds_the_chunk_index_too(store, store_path):
     assert out.returncode == 0, out.stderr
     assert (store_path / ".lantern" / "chunks").is_dir()
     assert store.chunks.counts() == (1, 1)
+
+
+def test_source_list_and_search_take_the_listing_options(store, store_path):
+    for i in range(3):
+        store.sources.add([SourceInput(f"note {i} on roses\n".encode(), uri=f"n:{i}")])
+    s = ["--store", str(store_path)]
+    count = lantern(*s, "source", "list", "--count")
+    assert count.stdout.strip() == "3"
+    page = lantern(*s, "source", "list", "--limit", "2", "--offset", "2", "--jsonl")
+    assert len(page.stdout.splitlines()) == 1 and json.loads(page.stdout)["kind"] == "other"
+    csv = lantern(*s, "source", "search", "roses", "--csv", "--fields", "source_id,lines")
+    rows = csv.stdout.splitlines()
+    assert rows[0] == "source_id,lines" and len(rows) == 4
+    bad = lantern(*s, "source", "list", "--fields", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, snapshot
+from conftest import as_plain_user, git, snapshot
 from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
 
 from lantern_git.errors import GitError
@@ -367,19 +367,6 @@ def shared_dir(tmp_path):
     subprocess.run(["chmod", "-R", "u+w", str(tmp_path)], check=False)
 
 
-def _as_plain_user() -> None:
-    """In the child: if we are root, give up the capabilities that bypass file permissions."""
-    if os.geteuid() != 0:
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_capbset_drop = 24
-    for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
-        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
 def _read_only_runner(root: Path, writable: list[Path] = ()):
     """Run the CLI on a store whose files it may not write (file modes, honoured even by root)."""
     subprocess.run(["chmod", "-R", "a-w", str(root / "store")], check=True)
@@ -392,7 +379,7 @@ def _read_only_runner(root: Path, writable: list[Path] = ()):
             capture_output=True,
             text=True,
             timeout=60,
-            preexec_fn=_as_plain_user,
+            preexec_fn=as_plain_user,
         )
 
     return run
@@ -406,10 +393,8 @@ def test_a_read_only_store_refuses_writes_clearly_and_still_lists(shared_dir):
     result = run("--store", str(path), *add_args("cannot be written"))
     assert result.returncode == 1, result.stderr
     error = json.loads(result.stderr)["error"]
-    assert error["code"] == "store_error"
-    assert (
-        "cannot open the store lock" in error["message"] and "Permission denied" in error["message"]
-    )
+    assert error["code"] == "read_only"
+    assert error["message"].startswith(f"{path} is read-only for this user")
     listing = run("--store", str(path), "memory", "list", "--json")
     assert listing.returncode == 0, listing.stderr
     assert [r["content"] for r in json.loads(listing.stdout)] == ["already here"]
@@ -423,22 +408,22 @@ def test_a_read_only_git_folder_fails_before_anything_is_written(shared_dir):
     run = _read_only_runner(shared_dir, writable=[path / ".lantern"])
     result = run("--store", str(path), *add_args("cannot be committed", "project:x"))
     assert result.returncode == 1, result.stderr
-    assert "cannot write to the git repository" in result.stderr
-    assert "nothing changed" in result.stderr
+    assert json.loads(result.stderr)["error"]["code"] == "read_only"
+    assert "nothing was written" in result.stderr
     assert snapshot(path) == before
     assert not (path / ".lantern" / "journal.json").exists()
 
 
-def test_an_unwritable_index_folder_with_no_index_fails_clearly(shared_dir):
+def test_an_unwritable_index_folder_with_no_index_answers_from_a_temporary_index(shared_dir):
     path = make_store(shared_dir / "store")
     assert cli(path, *add_args("already here")).returncode == 0
     shutil.rmtree(path / ".lantern" / "index")
     run = _read_only_runner(shared_dir)
     result = run("--store", str(path), "memory", "list")
-    assert result.returncode == 1
-    # Rebuilding needs the writer lock and the index folder; either refusal names its path.
-    assert "Permission denied" in result.stderr and str(path / ".lantern") in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "already here" in result.stdout
+    # The index was built elsewhere: .lantern/ still has none.
+    assert not (path / ".lantern" / "index").exists()
 
 
 # ---------------------------------------------------------------------------- index faults

@@ -572,7 +572,7 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
             ),
             "items": await fail(client, "lantern_memory_list", kind=[1]),
             "limit": await fail(client, "lantern_memory_list", limit=501),
-            "zero": await fail(client, "lantern_memory_list", limit=0),
+            "negative": await fail(client, "lantern_memory_list", limit=-1),
             "offset": await fail(client, "lantern_memory_list", offset=-1),
             "fields": await fail(client, "lantern_memory_list", fields=["id", "colour"]),
             "score": await fail(client, "lantern_memory_list", fields=["score"]),
@@ -593,8 +593,10 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
     assert out["type"]["message"] == "priority: must be an integer, got the string 'high'"
     assert out["bool"]["message"] == "urgency: must be an integer, got true"
     assert out["items"]["message"].startswith("kind[0]: must be a string")
-    assert out["limit"]["message"] == "limit: must be between 1 and 500, got 501"
-    assert out["zero"]["code"] == "invalid_field"
+    assert out["limit"]["message"] == "limit: must be between 1 and 500, or 0 for no limit; got 501"
+    assert out["negative"]["message"] == (
+        "limit: must be between 1 and 500, or 0 for no limit; got -1"
+    )
     assert out["offset"] == {"code": "invalid_field", "message": "offset: must be 0 or more"}
     assert "'colour' is not a field" in out["fields"]["message"]
     assert "'score' is not a field" in out["score"]["message"]

@@ -124,9 +124,22 @@ def test_source_list_and_search_page_like_the_record_tools(store_path):
         second = await ok(client, "lantern_source_list", limit=2, offset=first["next_offset"])
         hits = await ok(client, "lantern_source_search", query="gardening", limit=2)
         rest = await ok(client, "lantern_source_search", query="gardening", limit=2, offset=2)
-        return first, second, hits, rest
+        every = await ok(client, "lantern_source_list", limit=0)
+        source_id = first["sources"][0]["id"]
+        await ok(
+            client,
+            "lantern_memory_add",
+            content="gardening notes exist",
+            kind="fact",
+            source_refs=[f"source:{source_id}#L1"],
+        )
+        await ok(client, "lantern_memory_add", content="unrelated", kind="fact")
+        cited = await ok(client, "lantern_memory_list", cites=source_id[:8])
+        return first, second, hits, rest, every, cited
 
-    first, second, hits, rest = run(body)(store_path)
+    first, second, hits, rest, every, cited = run(body)(store_path)
+    assert len(every["sources"]) == 3 and every["next_offset"] is None
+    assert [r["content"] for r in cited["records"]] == ["gardening notes exist"]
     assert len(first["sources"]) == 2 and first["next_offset"] == 2
     assert len(second["sources"]) == 1 and second["next_offset"] is None
     ids = {s["id"] for s in first["sources"] + second["sources"]}

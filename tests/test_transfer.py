@@ -137,7 +137,7 @@ def test_import_skips_a_repeated_id_within_the_batch(store):
         (line(content="x", kind="wish"), "line 3: kind: must be one of"),
         (line(content="x", extra="field"), "line 3: unknown field 'extra'"),
         (line(content="x", id="../../etc/passwd"), "line 3: id: must be 16 lowercase hex digits"),
-        (json.dumps({"kind": "fact", "content": "no id"}), "line 3: id: is required"),
+        (json.dumps({"content": "no id, no kind"}), "line 3: kind: is required"),
     ],
 )
 def test_a_bad_line_refuses_the_whole_batch(store, store_path, bad, expected):
@@ -177,12 +177,11 @@ def test_large_import_rebuilds_the_index_once_and_lists_everything(store, store_
     assert compute_id("fact", "global", "bulk record number 7") in result.ids
 
 
-def test_import_shows_a_progress_bar_on_a_terminal(store_path, tmp_path):
-    source = tmp_path / "batch.jsonl"
-    source.write_text("\n".join(line(f"progress record {i}") for i in range(600)) + "\n")
+def _import_on_a_terminal(store_path, source, *args) -> tuple[int, bytes, bytes]:
+    """``lantern import`` with stderr on a pseudo-terminal: (exit status, stdout, terminal)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", "import", str(source), "--json"],
+        [sys.executable, "-m", "lantern_git", "import", str(source), *args],
         cwd=store_path,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -200,9 +199,20 @@ def test_import_shows_a_progress_bar_on_a_terminal(store_path, tmp_path):
         seen += chunk
     out, _ = proc.communicate(timeout=120)
     os.close(master)
-    assert proc.returncode == 0
-    assert json.loads(out)["imported"] == 600
-    assert b"validating" in seen and b"100%" in seen
+    return proc.returncode, out, seen
+
+
+def test_import_shows_a_progress_bar_on_a_terminal_but_not_with_json(store_path, tmp_path):
+    source = tmp_path / "batch.jsonl"
+    source.write_text("\n".join(line(f"progress record {i}") for i in range(600)) + "\n")
+    code, out, seen = _import_on_a_terminal(store_path, source)
+    assert code == 0
+    assert out == b"imported 600, skipped 0 (already present)\n"
+    assert b"importing" in seen and b"100%" in seen
+    # --json keeps the terminal for the error object alone.
+    code, out, seen = _import_on_a_terminal(store_path, source, "--json")
+    assert code == 0 and json.loads(out)["skipped"] == 600
+    assert seen == b""
 
 
 def test_import_shows_no_progress_bar_when_not_on_a_terminal(store_path, tmp_path):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__, render
-from ..fields import UNSET
+from ..fields import RECORD_KEYS, UNSET
 from . import support
 from .support import (
     LanternGroup,
@@ -16,6 +16,7 @@ from .support import (
     common,
     filter_options,
     open_store,
+    output_options,
     parse_time_option,
     read_content,
     reason_option,
@@ -107,21 +108,21 @@ def memory_add(
     Adding the same kind, scope and content again returns the existing record.
     """
     store = open_store(store_path, author)
-    record = store.add(
-        read_content(content),
-        kind=kind,
-        scope=scope,
+    options = dict(
         priority=priority,
         urgency=urgency,
         confidence=confidence,
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
-        reason=reason,
     )
+    record = store.add(read_content(content), kind=kind, scope=scope, reason=reason, **options)
     if quiet and not as_json:
         click.echo(record.id)
-        return
-    _emit_record(store, record, as_json, "added" if store.last_commit else "exists")
+    elif store.last_commit:
+        _emit_record(store, record, as_json, "added")
+    else:  # it was there: say in what state, and what of the options it lacks
+        differences = record.differences(**support.given_options(options))
+        render.emit_existing(record, differences, as_json, store.root)
 
 
 @memory.command("list")
@@ -131,27 +132,33 @@ def memory_add(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @click.option("--cites", default=None, metavar="SOURCE_ID", help="Only records citing it.")
+@output_options(RECORD_KEYS)
 @common
-def memory_list(as_json: bool, store_path: str | None, at: str | None, **filters: Any) -> None:
+def memory_list(
+    as_json: bool, store_path: str | None, at: str | None, output: Any, **filters: Any
+) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
     records = store.list(RecordQuery.from_options(**filters), at=at)
-    render.emit_records(records, as_json, store.root)
+    render.emit_listing(records, output, store.root)
 
 
 @memory.command("search")
 @click.argument("query")
 @filter_options
+@output_options((*RECORD_KEYS, "score"))
 @common
-def memory_search(query: str, as_json: bool, store_path: str | None, **filters: Any) -> None:
+def memory_search(
+    query: str, as_json: bool, store_path: str | None, output: Any, **filters: Any
+) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
     hits = store.search(query, RecordQuery.from_options(**filters))
-    render.emit_hits(hits, as_json, store.root)
+    render.emit_listing(hits, output, store.root)
 
 
 @memory.command("show")

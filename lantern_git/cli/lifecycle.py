@@ -4,6 +4,7 @@ export and import. Each parses, calls the library, renders."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -158,28 +159,46 @@ def register(cli: click.Group, memory: click.Group) -> None:
             )
 
     @cli.command("import")
-    @click.argument("source", metavar="FILE|-")
+    @click.argument("source", metavar="FILE|FOLDER|-")
+    @click.option(
+        "--format",
+        "source_format",
+        type=click.Choice(["auto", "jsonl", "mcp-memory", "markdown"]),
+        default="auto",
+        show_default=True,
+        help="auto: a folder is markdown notes; a file of entities and relations is mcp-memory.",
+    )
+    @click.option("--kind", default=None, metavar="KIND", help="Markdown notes: their kind.")
+    @click.option("--scope", default=None, metavar="SCOPE", help="Markdown notes: their scope.")
     @reason_option
     @writer
     def import_(
         source: str,
+        source_format: str,
+        kind: str | None,
+        scope: str | None,
         reason: str | None,
         as_json: bool,
         store_path: str | None,
         author: str | None,
     ) -> None:
-        """Add the records of a JSON Lines file (- for stdin) in one commit.
+        """Import records in one commit: lantern's JSON Lines (- for stdin), the MCP memory
+        server's memory.json, or a folder of markdown notes (one record per note).
 
         Everything is validated before anything is written. Records whose id exists are
-        skipped, so importing twice is harmless. Ids must be the deterministic ones.
+        skipped, so importing twice is harmless. A record without an id gets the one add
+        would give it.
         """
-        from ..transfer import read_import_source
-
-        lines = read_import_source(source)
         store = support.open_store(store_path, author)
-        if sys.stderr.isatty() and len(lines) >= 500:
-            with click.progressbar(length=len(lines), label="validating", file=sys.stderr) as bar:
-                result = store.import_records(lines, reason=reason, progress=bar.update)
+        options: dict[str, Any] = dict(format=source_format, kind=kind, scope=scope, reason=reason)
+        if sys.stderr.isatty() and not as_json:
+            with click.progressbar(length=1, label="importing", file=sys.stderr) as bar:
+
+                def advance(step: int, total: int) -> None:
+                    bar.length = max(1, total)
+                    bar.update(step)
+
+                result = store.import_source(source, progress=advance, **options)
         else:
-            result = store.import_records(lines, reason=reason)
+            result = store.import_source(source, **options)
         render.emit(result, as_json, render.import_lines)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import render
 from ..errors import InvalidInput
+from ..fields import HIT_FIELDS, MANIFEST_FIELDS
 from . import support
-from .support import common, meta_pairs, reason_option, writer
+from .support import common, meta_pairs, output_options, page_options, reason_option, writer
 
 if TYPE_CHECKING:
     from ..evidence import SourceInput
@@ -137,19 +138,24 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @source.command("list")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--uri-prefix", default=None, metavar="P")
-    @click.option("--limit", type=int, default=None, metavar="N", help="At most N (0: all).")
+    @page_options
+    @output_options(MANIFEST_FIELDS)
     @common
     def source_list(
         kinds: tuple[str, ...],
         uri_prefix: str | None,
         limit: int | None,
+        offset: int,
+        output: Any,
         as_json: bool,
         store_path: str | None,
     ) -> None:
         """Sources, the most recently updated first."""
         store = support.open_store(store_path)
-        manifests = store.sources.list(kinds=kinds, uri_prefix=uri_prefix, limit=limit)
-        render.emit(manifests, as_json, render.source_table)
+        manifests = store.sources.list(
+            kinds=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
+        )
+        render.emit_listing(manifests, output, store.root, render.source_table)
 
     @source.command("show")
     @click.argument("ref", metavar="REF")
@@ -164,20 +170,25 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.argument("query")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
-    @click.option("--limit", type=int, default=None, metavar="N", help="At most N (0: all).")
+    @page_options
+    @output_options(HIT_FIELDS)
     @common
     def source_search(
         query: str,
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
         limit: int | None,
+        offset: int,
+        output: Any,
         as_json: bool,
         store_path: str | None,
     ) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
-        hits = store.sources.search(query, kinds=kinds, sources=sources, limit=limit)
-        render.emit(hits, as_json, lambda found: render.chunk_hit_lines(found, query))
+        hits = store.sources.search(query, kinds=kinds, sources=sources, limit=limit, offset=offset)
+        render.emit_listing(
+            hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)
+        )
 
     @source.command("remove")
     @click.argument("source_id", metavar="ID")

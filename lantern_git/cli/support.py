@@ -23,6 +23,7 @@ from ..fields import (
 )
 
 if TYPE_CHECKING:
+    from ..render import Output
     from ..store import Store
 
 
@@ -173,6 +174,19 @@ def read_content(content: str) -> str:
     return content
 
 
+def given_options(values: dict[str, object]) -> dict[str, object]:
+    """The options of ``values`` that the user gave (on the command line or through the
+    environment), not the defaults click filled in."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = {}
+    for name, value in values.items():
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
+            given[name] = value
+    return given
+
+
 def parse_time_option(value: str | None, name: str) -> int | None:
     """``--expires-at T`` for a new record (None when not given), as MCP's expires_at."""
     from ..fields import Unset
@@ -262,14 +276,103 @@ def filter_options(func: Callable) -> Callable:
         ),
         click.option("--min-priority", type=int, default=None, metavar="N"),
         click.option("--min-urgency", type=int, default=None, metavar="N"),
-        click.option("--limit", type=int, default=None, metavar="N", help="At most N records."),
         click.option(
             "--include-expired", is_flag=True, help="Also show records past their expires_at."
         ),
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return page_options(func)
+
+
+def page_options(func: Callable) -> Callable:
+    """``--limit`` and ``--offset``: a page of any listing (0 is no limit, the default)."""
+    func = click.option(
+        "--offset", type=int, default=0, metavar="N", help="Skip the first N results."
+    )(func)
+    return click.option(
+        "--limit", type=int, default=None, metavar="N", help="At most N results (0: no limit)."
+    )(func)
+
+
+def output_options(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
+    """The output options of every listing command, as sqlite-utils' ``output_options``:
+    ``--jsonl``, ``--csv``, ``--tsv`` beside ``--json`` and the table, ``--fields``,
+    ``--count`` and ``--wide``. The command receives one ``output`` (a ``render.Output``)
+    instead of the flags; ``fields`` are the names ``--fields`` may choose from."""
+    import functools
+
+    def decorate(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def command(
+            *args: object,
+            jsonl: bool,
+            as_csv: bool,
+            as_tsv: bool,
+            chosen: str | None,
+            count: bool,
+            wide: bool,
+            **kwargs: object,
+        ) -> object:
+            kwargs["output"] = make_output(
+                bool(kwargs["as_json"]), jsonl, as_csv, as_tsv, chosen, count, wide, fields
+            )
+            return func(*args, **kwargs)
+
+        options = [
+            click.option("--jsonl", is_flag=True, help="One JSON object per line."),
+            click.option("--csv", "as_csv", is_flag=True, help="Comma-separated, with a header."),
+            click.option("--tsv", "as_tsv", is_flag=True, help="Tab-separated, with a header."),
+            click.option(
+                "--fields",
+                "chosen",
+                metavar="A,B,C",
+                default=None,
+                help=f"Only these fields, in this order: {', '.join(fields)}.",
+            ),
+            click.option("--count", is_flag=True, help="Print only the number of results."),
+            click.option(
+                "--wide",
+                "--no-trunc",
+                "wide",
+                is_flag=True,
+                help="Show every cell whole (the table cuts long ones to fit the terminal).",
+            ),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def make_output(
+    as_json: bool,
+    jsonl: bool,
+    as_csv: bool,
+    as_tsv: bool,
+    chosen: str | None,
+    count: bool,
+    wide: bool,
+    allowed: tuple[str, ...],
+) -> Output:
+    from .. import render
+    from ..fields import choose_fields
+
+    formats = [
+        name
+        for name, given in (("json", as_json), ("jsonl", jsonl), ("csv", as_csv), ("tsv", as_tsv))
+        if given
+    ]
+    if len(formats) > 1:
+        raise InvalidInput(
+            "choose one output format: " + " and ".join(f"--{f}" for f in formats) + " were given",
+            code="usage_error",
+        )
+    names = None
+    if chosen is not None:
+        names = choose_fields([n.strip() for n in chosen.split(",") if n.strip()], allowed)
+    return render.Output(formats[0] if formats else "table", names, count, wide)
 
 
 def meta_pairs(items: tuple[str, ...]) -> dict[str, str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, ValidationError
-from ..fields import DEFAULT_LIMIT
-from ..source import MANIFEST_FIELDS, MANIFEST_SCHEMA, SOURCE_KINDS
+from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
+from ..source import MANIFEST_SCHEMA, SOURCE_KINDS
 from .spec import ToolSpec, object_schema
 
 if TYPE_CHECKING:
@@ -108,10 +108,13 @@ def _paging(what: str) -> dict[str, dict]:
     return {
         "limit": {
             "type": "integer",
-            "minimum": 1,
+            "minimum": NO_LIMIT,
             "maximum": MAX_LIMIT,
             "default": DEFAULT_LIMIT,
-            "description": f"At most this many {what} (1-{MAX_LIMIT}).",
+            "description": (
+                f"At most this many {what} (1-{MAX_LIMIT}); {NO_LIMIT} means no limit, as the "
+                "CLI's --limit 0."
+            ),
         },
         "offset": {
             "type": "integer",
@@ -127,7 +130,7 @@ def _page_schema(key: str, item: dict) -> dict:
         {
             key: {"type": "array", "items": item},
             "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": NO_LIMIT},
             "next_offset": {
                 "type": ["integer", "null"],
                 "description": "The offset of the next page, or null when this is the last.",
@@ -156,19 +159,26 @@ def _body(text: str) -> bytes:
 
 def _limit(args: dict) -> int:
     limit = args.get("limit", DEFAULT_LIMIT)
-    if not 1 <= limit <= MAX_LIMIT:
+    if not NO_LIMIT <= limit <= MAX_LIMIT:
         raise InvalidInput(
-            f"limit: must be between 1 and {MAX_LIMIT}, got {limit}", code="invalid_field"
+            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
+            code="invalid_field",
         )
     return limit
 
 
+def _asked(limit: int) -> int:
+    # One more than asked tells whether another page follows, without counting them all.
+    return NO_LIMIT if limit == NO_LIMIT else limit + 1
+
+
 def _page(key: str, items: list[dict[str, Any]], offset: int, limit: int) -> dict:
+    more = limit != NO_LIMIT and len(items) > limit
     return {
-        key: items[:limit],
+        key: items[:limit] if more else items,
         "offset": offset,
         "limit": limit,
-        "next_offset": offset + limit if len(items) > limit else None,
+        "next_offset": offset + limit if more else None,
     }
 
 
@@ -196,7 +206,7 @@ def _list(store: Store, args: dict) -> tuple[dict, str | None]:
     manifests = store.sources.list(
         kinds=args.get("kind", ()),
         uri_prefix=args.get("uri_prefix"),
-        limit=limit + 1,
+        limit=_asked(limit),
         offset=offset,
     )
     return _page("sources", [m.to_dict() for m in manifests], offset, limit), None
@@ -212,7 +222,7 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         args["query"],
         kinds=args.get("kind", ()),
         sources=args.get("source", ()),
-        limit=limit + 1,
+        limit=_asked(limit),
         offset=offset,
     )
     return _page("hits", [h.to_dict() for h in hits], offset, limit), None

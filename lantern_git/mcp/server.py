@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, LanternError
-from ..fields import DEFAULT_LIMIT, DEFAULT_STATUS, FIELDS, RECORD_KEYS, UNSET
+from ..fields import (
+    DEFAULT_LIMIT,
+    DEFAULT_STATUS,
+    FIELDS,
+    NO_LIMIT,
+    RECORD_KEYS,
+    UNSET,
+    choose_fields,
+)
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
@@ -87,7 +95,7 @@ def _page_schema(item_properties: dict) -> dict:
                 },
             },
             "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": NO_LIMIT},
             "next_offset": {
                 "type": ["integer", "null"],
                 "description": "The offset of the next page, or null when this is the last.",
@@ -182,6 +190,11 @@ def _filter_properties(search: bool) -> dict[str, dict]:
         }
     )
     if not search:
+        properties["cites"] = {
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{4,16}$",
+            "description": "Only records with a source: reference to this source id (or prefix).",
+        }
         properties["query"] = {
             "type": "string",
             "description": "Only records whose content matches these keywords; order unchanged.",
@@ -195,10 +208,13 @@ def _filter_properties(search: bool) -> dict[str, dict]:
             },
             "limit": {
                 "type": "integer",
-                "minimum": 1,
+                "minimum": NO_LIMIT,
                 "maximum": MAX_LIMIT,
                 "default": DEFAULT_LIMIT,
-                "description": f"At most this many records (1-{MAX_LIMIT}).",
+                "description": (
+                    f"At most this many records (1-{MAX_LIMIT}); {NO_LIMIT} means no limit: "
+                    "every match in one page, as the CLI's --limit 0."
+                ),
             },
             "offset": {
                 "type": "integer",
@@ -329,13 +345,14 @@ def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
         if k not in ("fields", "limit") and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
-    return RecordQuery.from_options(**options, limit=limit + 1)
+    return RecordQuery.from_options(**options, limit=NO_LIMIT if limit == NO_LIMIT else limit + 1)
 
 
 def _page(items: list[dict], args: dict, limit: int) -> dict:
     offset = args.get("offset", 0)
-    more = len(items) > limit
-    items = items[:limit]
+    more = limit != NO_LIMIT and len(items) > limit
+    if more:
+        items = items[:limit]
     fields = args.get("fields")
     if fields:
         wanted = set(fields)
@@ -350,9 +367,10 @@ def _page(items: list[dict], args: dict, limit: int) -> dict:
 
 def _limit(args: dict) -> int:
     limit = args.get("limit", DEFAULT_LIMIT)
-    if not 1 <= limit <= MAX_LIMIT:
+    if not NO_LIMIT <= limit <= MAX_LIMIT:
         raise InvalidInput(
-            f"limit: must be between 1 and {MAX_LIMIT}, got {limit}", code="invalid_field"
+            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
+            code="invalid_field",
         )
     return limit
 
@@ -738,14 +756,8 @@ def check_arguments(tool: ToolSpec, arguments: dict | None) -> dict:
     for name, value in arguments.items():
         checked[name] = _check_type(name, value, properties[name])
     fields = checked.get("fields")
-    if fields is not None:
-        allowed = properties["fields"]["items"]["enum"]
-        for chosen in fields:
-            if chosen not in allowed:
-                raise InvalidInput(
-                    f"fields: {chosen!r} is not a field; choose from {', '.join(allowed)}",
-                    code="invalid_field",
-                )
+    if fields:  # the CLI's --fields check, word for word
+        choose_fields(fields, tuple(properties["fields"]["items"]["enum"]))
     return checked
 
 
