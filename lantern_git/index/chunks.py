@@ -791,6 +791,9 @@ def _scored_words(
     avgfl = searcher.avg_field_length("content") or 1
     allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
     totals: dict[int, float] = {}
+    # A phrase's candidates: chunks holding all its words, with the score they have if the
+    # words stand in a row there. (score, document, segment reader, segment base, words)
+    phrases: list[tuple[float, int, Any, int, tuple[str, ...]]] = []
     for reader, base in searcher.reader().leaf_readers():
         if not reader.doc_count_all():
             continue
@@ -804,39 +807,35 @@ def _scored_words(
             idfs = [searcher.idf("content", word) for word in words]
             if len(words) == 1:
                 (ids, weights), idf = postings[0], idfs[0]
+                # bm25() of whoosh.scoring, term for term, so that the sums round alike
+                scores = [
+                    idf * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
+                    for docnum, tf in zip(ids, weights)
+                ]
                 get = totals.get
-                for docnum, tf in zip(ids, weights):
-                    if docnum in deleted:
-                        continue
-                    doc = base + docnum
-                    # bm25() of whoosh.scoring, term for term, so the sums round alike
-                    totals[doc] = get(doc, 0.0) + idf * (
-                        (tf * k1_plus) / (tf + norms[codes[docnum]])
-                    )
+                for docnum, score in zip(ids, scores):
+                    if docnum not in deleted:
+                        doc = base + docnum
+                        totals[doc] = get(doc, 0.0) + score
                 continue
             freqs = [dict(zip(ids, weights)) for ids, weights in postings]
             common = set(freqs[0]).intersection(*freqs[1:]).difference(deleted)
-            if not common:
-                continue
-            ordered = sorted(common)
-            positions = [
-                whoosh_compat.term_positions(reader, "content", word, ordered) for word in words
-            ]
-            for docnum in ordered:
-                starts = set(positions[0].get(docnum, ()))
-                for k in range(1, len(words)):
-                    starts.intersection_update(p - k for p in positions[k].get(docnum, ()))
-                if not starts:
-                    continue
+            for docnum in common:
                 norm = norms[codes[docnum]]
                 score = 0.0
                 for idf, counts in zip(idfs, freqs):
                     tf = counts[docnum]
                     score += idf * ((tf * k1_plus) / (tf + norm))
-                doc = base + docnum
-                totals[doc] = totals.get(doc, 0.0) + score
+                phrases.append((score, base + docnum, reader, base, words))
     if allowed is not None:
         totals = {doc: score for doc, score in totals.items() if doc in allowed}
+        phrases = [item for item in phrases if item[1] in allowed]
+    if phrases:
+        # One phrase alone: its candidates are checked best first, only until the page and
+        # its ties are settled (a phrase of two common words has thousands of candidates).
+        alone = len(parts) == 1 and end is not None
+        for score, doc in _in_a_row(phrases, end if alone else None):
+            totals[doc] = totals.get(doc, 0.0) + score
     if end is not None and len(totals) > end:
         cutoff = round(heapq.nlargest(end, totals.values())[-1], 6)
         floor = cutoff - 1e-6
@@ -846,6 +845,46 @@ def _scored_words(
             if score >= floor and (rounded := round(score, 6)) >= cutoff
         ]
     return [(round(score, 6), doc) for doc, score in totals.items()]
+
+
+def _in_a_row(
+    candidates: list[tuple[float, int, Any, int, tuple[str, ...]]], end: int | None
+) -> list[tuple[float, int]]:
+    """(score, document) of the candidates whose phrase stands in a row, read from the words'
+    positions. With ``end``, the candidates are taken best first in batches, and checking stops
+    once ``end`` were found and the next can only score below the ``end``-th."""
+    if end is not None:
+        candidates = sorted(candidates, key=lambda item: -item[0])
+    found: list[tuple[float, int]] = []
+    batch = len(candidates) if end is None else max(4 * end, 64)
+    at = 0
+    while at < len(candidates):
+        if (
+            end is not None
+            and len(found) >= end
+            and round(candidates[at][0], 6) < round(found[end - 1][0], 6)
+        ):
+            break
+        chunk = candidates[at : at + batch]
+        at += batch
+        groups: dict[tuple[int, tuple[str, ...]], tuple[Any, list[int]]] = {}
+        for _, doc, reader, base, words in chunk:
+            groups.setdefault((base, words), (reader, []))[1].append(doc - base)
+        matched: set[int] = set()
+        for (base, words), (reader, docnums) in groups.items():
+            docnums.sort()
+            positions = [
+                whoosh_compat.term_positions(reader, "content", word, docnums) for word in words
+            ]
+            for docnum in docnums:
+                starts = set(positions[0].get(docnum, ()))
+                for k in range(1, len(words)):
+                    starts.intersection_update(p - k for p in positions[k].get(docnum, ()))
+                if starts:
+                    matched.add(base + docnum)
+        found.extend((score, doc) for score, doc, *_ in chunk if doc in matched)
+        batch *= 2
+    return found
 
 
 def _scored_by_whoosh(

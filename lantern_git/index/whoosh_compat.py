@@ -466,9 +466,9 @@ def field_length_codes(reader: Any, fieldname: str) -> tuple[Any, list[int]]:
     segment's per-document reader (``SegmentReader._perdoc``), read here in one piece. Code 0:
     the document has no such field."""
     from whoosh.reading import SegmentReader
-    from whoosh.util.numeric import byte_to_length, length_to_byte
+    from whoosh.util.numeric import length_to_byte
 
-    table = [0] + [byte_to_length(code) for code in range(1, 256)]
+    table = _length_table()
     if isinstance(reader, SegmentReader) and usable("lengths"):
         return _codes_in_one_piece(reader, fieldname), table
     count = reader.doc_count_all()
@@ -476,6 +476,13 @@ def field_length_codes(reader: Any, fieldname: str) -> tuple[Any, list[int]]:
         "B", (length_to_byte(reader.doc_field_length(d, fieldname, 0)) for d in range(count))
     )
     return codes, table
+
+
+@functools.lru_cache(maxsize=1)
+def _length_table() -> list[int]:
+    from whoosh.util.numeric import byte_to_length
+
+    return [0] + [byte_to_length(code) for code in range(1, 256)]
 
 
 def _codes_in_one_piece(reader: Any, fieldname: str) -> Any:
