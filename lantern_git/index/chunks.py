@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, NamedTuple
 
 from whoosh import index as whoosh_index
@@ -797,6 +798,8 @@ def _scored_words(
     avgfl = searcher.avg_field_length("content") or 1
     allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
     totals: dict[int, float] = {}
+    flat_docs: list[int] = []
+    flat_scores: list[float] = []
     # A phrase's candidates: chunks holding all its words, with the score they have if the
     # words stand in a row there. (score, document, segment reader, segment base, words)
     phrases: list[tuple[float, int, Any, int, tuple[str, ...]]] = []
@@ -818,11 +821,17 @@ def _scored_words(
                     idf * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
                     for docnum, tf in zip(ids, weights)
                 ]
+                if deleted:
+                    kept = [docnum not in deleted for docnum in ids]
+                    ids, scores = list(compress(ids, kept)), list(compress(scores, kept))
+                if len(parts) == 1:  # one word: each chunk scored once, no sums to keep
+                    flat_docs.extend(map(base.__add__, ids))
+                    flat_scores.extend(scores)
+                    continue
                 get = totals.get
                 for docnum, score in zip(ids, scores):
-                    if docnum not in deleted:
-                        doc = base + docnum
-                        totals[doc] = get(doc, 0.0) + score
+                    doc = base + docnum
+                    totals[doc] = get(doc, 0.0) + score
                 continue
             freqs = [dict(zip(ids, weights)) for ids, weights in postings]
             common = set(freqs[0]).intersection(*freqs[1:]).difference(deleted)
@@ -836,21 +845,27 @@ def _scored_words(
     if allowed is not None:
         totals = {doc: score for doc, score in totals.items() if doc in allowed}
         phrases = [item for item in phrases if item[1] in allowed]
+        kept = [doc in allowed for doc in flat_docs]
+        flat_docs = list(compress(flat_docs, kept))
+        flat_scores = list(compress(flat_scores, kept))
     if phrases:
         # One phrase alone: its candidates are checked best first, only until the page and
         # its ties are settled (a phrase of two common words has thousands of candidates).
         alone = len(parts) == 1 and end is not None
         for score, doc in _in_a_row(phrases, end if alone else None):
             totals[doc] = totals.get(doc, 0.0) + score
-    if end is not None and len(totals) > end:
-        cutoff = round(heapq.nlargest(end, totals.values())[-1], 6)
+    if totals:
+        flat_docs.extend(totals)
+        flat_scores.extend(totals.values())
+    if end is not None and len(flat_scores) > end:
+        cutoff = round(heapq.nlargest(end, flat_scores)[-1], 6)
         floor = cutoff - 1e-6
         return [
             (rounded, doc)
-            for doc, score in totals.items()
+            for doc, score in zip(flat_docs, flat_scores)
             if score >= floor and (rounded := round(score, 6)) >= cutoff
         ]
-    return [(round(score, 6), doc) for doc, score in totals.items()]
+    return [(round(score, 6), doc) for doc, score in zip(flat_docs, flat_scores)]
 
 
 def _in_a_row(
