@@ -422,19 +422,39 @@ def test_scores_are_whooshs_own_bm25f(root, index, tmp_path):
     ix = open_dir(str(tmp_path / "state" / "chunks"), indexname=INDEX_NAME)
     try:
         with ix.searcher() as searcher:
-            for text in ["lantern", "w1 closing", "number4 w2 second"]:
+            for text in [
+                "lantern",
+                "w1 closing",
+                "number4 w2 second",
+                '"second line"',
+                '"closing turn" lantern',
+                '"turn 4"',
+            ]:
                 query = QueryParser("content", ix.schema, group=OrGroup).parse(text)
                 theirs = sorted(round(s, 6) for s, _ in searcher.search(query, limit=None).top_n)
-                ours = sorted(hit.score for hit in index.search(text))
-                assert ours == theirs
-                assert len(ours) > 3
+                every = index.search(text)
+                assert sorted(hit.score for hit in every) == theirs
+                assert len(every) > 3
+                # A page is the same slice of the whole order, phrases checked lazily or not.
+                for offset, limit in [(0, 1), (0, 3), (2, 2), (1, len(every))]:
+                    page = index.search(text, limit=limit, offset=offset)
+                    assert page == every[offset : offset + limit]
+            # Words that share chunks but never stand in a row: no hit, as in Whoosh.
+            query = QueryParser("content", ix.schema, group=OrGroup).parse('"closing third"')
+            assert searcher.search(query, limit=None).scored_length() == 0
+            assert index.search('"closing third"') == []
+            assert index.search('"closing third"', limit=2) == []
     finally:
         ix.close()
 
 
 @pytest.mark.parametrize(
     ("table", "speedup"),
-    [("W3_MATCHER_HAS", "postings"), ("SEGMENT_READER_PERDOC", "lengths")],
+    [
+        ("W3_MATCHER_HAS", "postings"),
+        ("W3_MATCHER_VALUES", "positions"),
+        ("SEGMENT_READER_PERDOC", "lengths"),
+    ],
 )
 def test_without_the_whoosh_internals_the_public_api_gives_the_same_hits(
     root, index, monkeypatch, table, speedup
@@ -446,10 +466,11 @@ def test_without_the_whoosh_internals_the_public_api_gives_the_same_hits(
     index.refresh()
     monkeypatch.setattr(whoosh_compat, "_usable", {})
     assert whoosh_compat.usable(speedup)
-    fast = [hit.to_dict() for hit in index.search("lantern w1 closing", limit=7)]
+    query = '"w1 closing" lantern "second line"'
+    fast = [hit.to_dict() for hit in index.search(query, limit=7)]
 
     monkeypatch.setattr(whoosh_compat, table, (*getattr(whoosh_compat, table), "_gone"))
     monkeypatch.setattr(whoosh_compat, "_usable", {})
     assert not whoosh_compat.usable(speedup)
-    assert [hit.to_dict() for hit in index.search("lantern w1 closing", limit=7)] == fast
+    assert [hit.to_dict() for hit in index.search(query, limit=7)] == fast
     assert len(fast) == 7

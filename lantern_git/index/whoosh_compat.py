@@ -33,6 +33,7 @@ import mmap
 import os
 import sys
 from array import array
+from collections.abc import Iterable
 from io import BytesIO
 from itertools import repeat
 from typing import Any
@@ -52,7 +53,8 @@ _usable: dict[str, bool] = {}
 
 
 def usable(speedup: str) -> bool:
-    """Whether ``speedup`` ("parts", "numeric", "deleted", "toc", "postings" or "lengths") may
+    """Whether ``speedup`` ("parts", "numeric", "deleted", "toc", "postings", "positions"
+    or "lengths") may
     be taken in this process."""
     try:
         return _usable[speedup]
@@ -375,6 +377,7 @@ _CHECKS = {
 # Names ``W3LeafMatcher`` keeps each block's postings under, and where ``SegmentReader`` keeps
 # its per-document reader (which holds the field-length columns).
 W3_MATCHER_HAS = ("_read_ids", "_read_weights", "_next_block", "_ids", "_weights")
+W3_MATCHER_VALUES = ("_read_ids", "_read_values", "_next_block", "_ids", "_values")
 SEGMENT_READER_PERDOC = ("_perdoc",)
 PROBE_DOCS = 150
 
@@ -413,15 +416,59 @@ def _postings_one_by_one(matcher: Any) -> tuple[list[int], list[float]]:
     return ids, weights
 
 
+def term_positions(
+    reader: Any, fieldname: str, text: str, docs: Iterable[int]
+) -> dict[int, list[int]]:
+    """Positions of one term in each of ``docs`` (segment document numbers, ascending) that
+    holds it. Only the blocks holding one of them have their postings' values read and
+    decoded (``W3LeafMatcher``'s ``_values``), where the check allows."""
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+
+    matcher = reader.postings(fieldname, text)
+    if isinstance(matcher, W3LeafMatcher) and usable("positions"):
+        return _positions_by_block(matcher, docs)
+    return _positions_one_by_one(matcher, docs)
+
+
+def _positions_by_block(matcher: Any, docs: Iterable[int]) -> dict[int, list[int]]:
+    decode = matcher.format.decoder("positions")
+    wanted = set(docs)
+    found: dict[int, list[int]] = {}
+    while matcher.is_active() and wanted:
+        if matcher.block_max_id() >= min(wanted):
+            matcher._read_ids()
+            ids = matcher._ids
+            hits = [i for i, docnum in enumerate(ids) if docnum in wanted]
+            if hits:
+                matcher._read_values()
+                values = matcher._values
+                for i in hits:
+                    found[ids[i]] = list(decode(values[i]))
+                    wanted.discard(ids[i])
+        matcher._next_block()
+    return found
+
+
+def _positions_one_by_one(matcher: Any, docs: Iterable[int]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for docnum in docs:
+        if not matcher.is_active():
+            break
+        matcher.skip_to(docnum)
+        if matcher.is_active() and matcher.id() == docnum:
+            found[docnum] = list(matcher.value_as("positions"))
+    return found
+
+
 def field_length_codes(reader: Any, fieldname: str) -> tuple[Any, list[int]]:
     """(code of each document's length in ``fieldname``, length of each code): Whoosh keeps a
     field's lengths as one byte per document (``length_to_byte``), in a column of the
     segment's per-document reader (``SegmentReader._perdoc``), read here in one piece. Code 0:
     the document has no such field."""
     from whoosh.reading import SegmentReader
-    from whoosh.util.numeric import byte_to_length, length_to_byte
+    from whoosh.util.numeric import length_to_byte
 
-    table = [0] + [byte_to_length(code) for code in range(1, 256)]
+    table = _length_table()
     if isinstance(reader, SegmentReader) and usable("lengths"):
         return _codes_in_one_piece(reader, fieldname), table
     count = reader.doc_count_all()
@@ -429,6 +476,13 @@ def field_length_codes(reader: Any, fieldname: str) -> tuple[Any, list[int]]:
         "B", (length_to_byte(reader.doc_field_length(d, fieldname, 0)) for d in range(count))
     )
     return codes, table
+
+
+@functools.lru_cache(maxsize=1)
+def _length_table() -> list[int]:
+    from whoosh.util.numeric import byte_to_length
+
+    return [0] + [byte_to_length(code) for code in range(1, 256)]
 
 
 def _codes_in_one_piece(reader: Any, fieldname: str) -> Any:
@@ -486,5 +540,21 @@ def _check_lengths() -> bool:
         return lengths == [reader.doc_field_length(d, "body", 0) for d in range(PROBE_DOCS)]
 
 
+def _check_positions() -> bool:
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+
+    with _probe_index().reader() as reader:
+        probe = reader.postings("body", "alpha")
+        if not isinstance(probe, W3LeafMatcher):
+            return False
+        if not all(hasattr(probe, name) for name in W3_MATCHER_VALUES):
+            return False
+        docs = [0, 1, 2, 5, 130, PROBE_DOCS - 1]
+        ours = _positions_by_block(reader.postings("body", "alpha"), docs)
+        theirs = _positions_one_by_one(reader.postings("body", "alpha"), docs)
+        return ours == theirs and ours[2] == [0, 1, 2]
+
+
 _CHECKS["postings"] = _check_postings
+_CHECKS["positions"] = _check_positions
 _CHECKS["lengths"] = _check_lengths
