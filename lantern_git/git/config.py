@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
 DRIVER_KEY = "merge.lantern.driver"
 GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
+# Sources (bodies and manifests) go to the same driver, which tells them apart by path. A store
+# made before sources existed gets this line from the next lantern init.
+SOURCES_GITATTRIBUTES_LINE = "sources/** merge=lantern"
+GITATTRIBUTES_LINES = (GITATTRIBUTES_LINE, SOURCES_GITATTRIBUTES_LINE)
 
 Warn = Callable[[str], None]
 
