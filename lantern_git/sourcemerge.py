@@ -269,6 +269,9 @@ def merge_manifest_files(
     elif b is not None and b.bytes and b.sha256 == t.sha256:
         derived = _derived_of(o)
     else:
+        if b is None and base is not None and base.strip():
+            # The body driver merges against the base body, which only its manifest names.
+            raise MergeError("cannot merge: the base manifest does not parse; use lantern sync")
         ours_body, theirs_body = _verified(find_body, o), _verified(find_body, t)
         base_body = None
         if b is not None:

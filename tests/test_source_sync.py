@@ -4,26 +4,37 @@ sourcemerge.py, then ``lantern sync`` and a plain ``git pull`` between real clon
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
 
+import pygit2
 import pytest
+from conftest import git, init_repo, lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lantern_git.git.blobs import find_source_body
+from lantern_git.git.repo import parse_trailers
 from lantern_git.merge import MergeError
 from lantern_git.source import (
     SourceManifest,
+    body_path,
     compute_source_id,
     count_lines,
     lines_of,
+    manifest_path,
     media_type_for,
 )
-from lantern_git.sourcefile import describe
+from lantern_git.sourcefile import describe, load_source, source_problems
 from lantern_git.sourcemerge import (
     SourceVersion,
     merge_bodies,
     merge_manifest_files,
     merge_source,
 )
+from lantern_git.store import Store
 
 MARKERS = (b"<<<<<<<", b">>>>>>>", b"=======")
 URI = "session:2026-12-03"
@@ -231,3 +242,272 @@ def test_merging_sources_is_symmetric_byte_for_byte(base, a, b, at_a, at_b, titl
     assert (one.manifest, one.body, one.ext) == (two.manifest, two.body, two.ext)
     parsed = SourceManifest.from_yaml(one.manifest)
     assert parsed.sha256 == describe(one.body)["sha256"]
+
+
+# ---------------------------------------------------------------------------- between clones
+
+TAIL_A = b"User: written on host a\n"
+TAIL_B = b"User: written on host b\n"
+TAIL_C = b"User: written on host c\n"
+
+
+class Host:
+    """One clone of a shared bare remote, writing source files as a user (or ingest) would."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.store = Store.open(str(path), actor="api")
+
+    def sync(self):
+        return self.store.sync()
+
+    def write_source(self, body: bytes, message: str = "ingest", **fields) -> None:
+        (self.path / body_path(SID, "txt")).parent.mkdir(parents=True, exist_ok=True)
+        (self.path / body_path(SID, "txt")).write_bytes(body)
+        (self.path / manifest_path(SID)).write_bytes(manifest(body, **fields))
+        git(self.path, "add", "sources")
+        git(self.path, "commit", "-q", "-m", message)
+
+    def body(self) -> bytes:
+        return (self.path / body_path(SID, "txt")).read_bytes()
+
+    def sources(self) -> dict[str, bytes]:
+        root = self.path / "sources"
+        return {
+            p.relative_to(self.path).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
+
+    def last_message(self) -> str:
+        return git(self.path, "log", "-1", "--format=%B")
+
+
+def make_remote(root: Path) -> Path:
+    remote = root / "remote.git"
+    pygit2.init_repository(str(remote), bare=True, initial_head="main")
+    return remote
+
+
+def first_host(root: Path, remote: Path) -> Host:
+    path = root / "a"
+    init_repo(path)
+    Store.init(str(path)).close()
+    git(path, "remote", "add", "origin", str(remote))
+    host = Host(path)
+    host.write_source(BASE)
+    host.sync()
+    return host
+
+
+def clone_host(root: Path, remote: Path, name: str) -> Host:
+    git(root, "clone", "-q", str(remote), name)
+    Store.init(str(root / name)).close()
+    return Host(root / name)
+
+
+def hosts(tmp_path: Path, name: str, count: int = 2) -> list[Host]:
+    root = tmp_path / name
+    root.mkdir()
+    remote = make_remote(root)
+    made = [first_host(root, remote)]
+    made.extend(clone_host(root, remote, "bcd"[i]) for i in range(count - 1))
+    return made
+
+
+def assert_valid_and_clean(*hosts: Host) -> None:
+    for host in hosts:
+        assert git(host.path, "status", "--porcelain") == ""
+        for path, data in host.sources().items():
+            assert not any(m in data for m in MARKERS), path
+        assert source_problems(str(host.path), SID) == []
+
+
+def test_concurrent_appends_end_byte_identical_whichever_host_merges_first(tmp_path):
+    results = []
+    for order in ("ab", "ba"):
+        a, b = hosts(tmp_path, order)
+        a.write_source(BASE + TAIL_A, "append a", updated_at=2000)
+        b.write_source(BASE + TAIL_B, "append b", updated_at=3000)
+        first, second = (a, b) if order == "ab" else (b, a)
+        first.sync()
+        report = second.sync()
+        assert first.sync().fast_forward
+        assert a.sources() == b.sources()
+        assert_valid_and_clean(a, b)
+        assert [s.id for s in report.merged_sources] == [SID]
+        trailers = parse_trailers(second.last_message())
+        assert trailers["Lantern-Source"] == [f"{SID} (appended on both sides)"]
+        results.append(a.sources())
+    assert results[0] == results[1]
+    body = results[0][body_path(SID, "txt")]
+    n = count_lines(BASE)
+    assert lines_of(body, 1, n) == BASE
+    assert body.count(TAIL_A) == 1 and body.count(TAIL_B) == 1
+    parsed = SourceManifest.from_yaml(results[0][manifest_path(SID)])
+    assert (parsed.updated_at, parsed.lines) == (3000, n + 2)
+
+
+def test_three_clones_appending_at_once_converge_with_every_line_once(tmp_path):
+    a, b, c = hosts(tmp_path, "three", 3)
+    for host, tail, at in ((a, TAIL_A, 2000), (b, TAIL_B, 2100), (c, TAIL_C, 2200)):
+        host.write_source(BASE + tail, "append", updated_at=at)
+    for host in (a, b, c, a, b):
+        host.sync()
+    assert a.sources() == b.sources() == c.sources()
+    assert_valid_and_clean(a, b, c)
+    body = a.body()
+    assert body.startswith(BASE)
+    assert all(body.count(tail) == 1 for tail in (TAIL_A, TAIL_B, TAIL_C))
+    assert count_lines(body) == count_lines(BASE) + 3
+
+
+def test_two_re_ingests_keep_the_same_version_on_both_hosts_and_list_the_other(tmp_path):
+    short, longer = b"re-ingested on a\n", b"re-ingested on b, with more text\n"
+    results = []
+    for order in ("ab", "ba"):
+        a, b = hosts(tmp_path, "re" + order)
+        a.write_source(short, "re-ingest a", updated_at=5000, title="from a")
+        b.write_source(longer, "re-ingest b", updated_at=4000, title="from b")
+        first, second = (a, b) if order == "ab" else (b, a)
+        first.sync()
+        second.sync()
+        first.sync()
+        assert a.sources() == b.sources()
+        assert_valid_and_clean(a, b)
+        assert a.body() == longer
+        [listed] = parse_trailers(second.last_message())["Lantern-Source"]
+        other = short  # the version not kept is a's, whichever host merged
+        blob = str(pygit2.hash(other))[:12]
+        other_ref = f"source:{SID}@{blob}"
+        assert listed == f"{SID} (title, re-ingested on both sides; other version {other_ref})"
+        for host in (a, b):
+            assert git(host.path, "cat-file", "-p", blob).encode() == other
+        results.append(a.sources())
+    assert results[0] == results[1]
+    assert SourceManifest.from_yaml(results[0][manifest_path(SID)]).title == "from b"
+
+
+def test_removed_on_one_host_and_appended_on_the_other_keeps_the_append(tmp_path):
+    a, b = hosts(tmp_path, "rm")
+    git(a.path, "rm", "-q", "-r", "sources")
+    git(a.path, "commit", "-q", "-m", "remove the source")
+    b.write_source(BASE + TAIL_B, "append b", updated_at=2000)
+    a.sync()
+    result = lantern("sync", "--json", "--store", str(b.path))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["merged_sources"] == [
+        {"id": SID, "how": "kept", "fields": [], "other": None, "notes": ["removed remote; kept"]}
+    ]
+    a.sync()
+    assert a.sources() == b.sources()
+    assert a.body() == BASE + TAIL_B
+    assert_valid_and_clean(a, b)
+    assert parse_trailers(b.last_message())["Lantern-Source"] == [f"{SID} (removed remote; kept)"]
+
+
+@pytest.mark.parametrize("how", ["--no-rebase", "--rebase"])
+def test_plain_git_pull_merges_sources_through_the_driver_without_markers(tmp_path, how):
+    a, b = hosts(tmp_path, "pull" + how)
+    a.write_source(BASE + TAIL_A, "append a", updated_at=2000)
+    b.write_source(BASE + TAIL_B, "append b", updated_at=3000, title="titled on b")
+    a.sync()
+    assert (
+        git(b.path, "check-attr", "merge", "--", body_path(SID, "txt"))
+        .strip()
+        .endswith("merge: lantern")
+    )
+    pulled = git(b.path, "pull", "-q", how, "--no-edit", "origin", "main")
+    assert "CONFLICT" not in pulled
+    assert_valid_and_clean(b)
+    assert b.body() == BASE + TAIL_A + TAIL_B
+    parsed = load_source(str(b.path), SID).manifest
+    assert (parsed.title, parsed.updated_at) == ("titled on b", 3000)
+    # What lantern sync would have written, byte for byte.
+    expected = merge_source(
+        version(BASE),
+        version(BASE + TAIL_B, updated_at=3000, title="titled on b"),
+        version(BASE + TAIL_A, updated_at=2000),
+        SID,
+    )
+    assert b.sources() == {
+        body_path(SID, "txt"): expected.body,
+        manifest_path(SID): expected.manifest,
+    }
+    b.sync()
+    a.sync()
+    assert a.sources() == b.sources()
+
+
+def test_plain_git_pull_of_two_re_ingests_keeps_the_rule_s_version(tmp_path):
+    a, b = hosts(tmp_path, "pull-re")
+    a.write_source(b"re-ingested on a, the longer one\n", "re-ingest a", updated_at=2000)
+    b.write_source(b"re-ingested on b\n", "re-ingest b", updated_at=3000)
+    a.sync()
+    git(b.path, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    assert_valid_and_clean(b)
+    assert b.body() == b"re-ingested on a, the longer one\n"
+    assert load_source(str(b.path), SID).manifest.updated_at == 3000
+
+
+def test_plain_git_pull_of_an_append_and_a_title_edit_keeps_both(tmp_path):
+    a, b = hosts(tmp_path, "pull-title")
+    a.write_source(BASE + TAIL_A, "append a", updated_at=2000)
+    b.write_source(BASE, "retitle b", updated_at=1500, title="named on b")
+    a.sync()
+    git(b.path, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    assert_valid_and_clean(b)
+    assert b.body() == BASE + TAIL_A
+    parsed = load_source(str(b.path), SID).manifest
+    assert (parsed.title, parsed.updated_at, parsed.lines) == ("named on b", 2000, 3)
+
+
+def test_the_manifest_driver_leaves_the_file_alone_when_a_body_cannot_be_found(tmp_path):
+    repo = tmp_path / "repo"
+    init_repo(repo)
+    files = {
+        "base": manifest(BASE),
+        "ours": manifest(BASE + TAIL_A),
+        "theirs": manifest(BASE + TAIL_B),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    result = subprocess.run(
+        [sys.executable, "-m", "lantern_git", "merge-file"]
+        + [str(tmp_path / n) for n in files]
+        + [manifest_path(SID)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "not in the repository" in result.stderr
+    assert (tmp_path / "ours").read_bytes() == files["ours"]
+
+
+def test_a_body_is_found_by_its_sha256_even_outside_every_commit(tmp_path):
+    repo = tmp_path / "repo"
+    init_repo(repo)
+    body = BASE + TAIL_A
+    (tmp_path / "loose").write_bytes(body)
+    git(repo, "hash-object", "-w", str(tmp_path / "loose"))
+    sha = hashlib.sha256(body).hexdigest()
+    assert find_source_body(str(repo), SID, len(body), sha, environ={}) == body
+    assert find_source_body(str(repo), SID, len(body), "0" * 64, environ={}) is None
+
+
+def test_init_routes_sources_to_the_driver_and_adds_the_route_to_an_older_store(tmp_path):
+    path = tmp_path / "old"
+    init_repo(path)
+    Store.init(str(path)).close()
+    attributes = (path / ".gitattributes").read_text().splitlines()
+    assert "sources/** merge=lantern" in attributes
+    (path / ".gitattributes").write_text("memory/**/*.md merge=lantern\n")
+    git(path, "commit", "-q", "-am", "a store from before sources")
+    route = git(path, "check-attr", "merge", "--", manifest_path(SID))
+    assert route.strip().endswith("unspecified")
+    Store.init(str(path)).close()
+    route = git(path, "check-attr", "merge", "--", manifest_path(SID))
+    assert route.strip().endswith("merge: lantern")
+    assert git(path, "status", "--porcelain") == ""
