@@ -511,3 +511,40 @@ def test_init_routes_sources_to_the_driver_and_adds_the_route_to_an_older_store(
     route = git(path, "check-attr", "merge", "--", manifest_path(SID))
     assert route.strip().endswith("merge: lantern")
     assert git(path, "status", "--porcelain") == ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text_body,
+    text_body,
+    text_body,
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.one_of(st.none(), st.sampled_from(["p", "q"])),
+)
+def test_the_manifest_driver_writes_what_sync_writes(base, a, b, at_a, at_b, title):
+    """The driver sees manifests only and finds the bodies; sync sees both: same bytes."""
+    versions = [
+        version(base),
+        version(a, updated_at=at_a, title=title),
+        version(b, updated_at=at_b),
+    ]
+    bodies = {hashlib.sha256(v.body).hexdigest(): v.body for v in versions}
+    by_sync = merge_source(*versions, SID)
+    by_driver = merge_manifest_files(
+        *(v.manifest for v in versions), SID, lambda m: bodies.get(m.sha256)
+    )
+    assert by_driver == by_sync.manifest
+    assert merge_bodies(base, a, b).body == by_sync.body
+
+
+@settings(max_examples=200, deadline=None)
+@given(text_body, text_body, text_body)
+def test_the_manifest_driver_agrees_with_sync_on_appends(base, tail_a, tail_b):
+    base += b"\n"
+    versions = [version(base), version(base + tail_a, updated_at=7), version(base + tail_b)]
+    bodies = {hashlib.sha256(v.body).hexdigest(): v.body for v in versions}
+    by_driver = merge_manifest_files(
+        *(v.manifest for v in versions), SID, lambda m: bodies.get(m.sha256)
+    )
+    assert by_driver == merge_source(*versions, SID).manifest
