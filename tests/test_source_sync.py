@@ -289,13 +289,14 @@ def make_remote(root: Path) -> Path:
     return remote
 
 
-def first_host(root: Path, remote: Path) -> Host:
+def first_host(root: Path, remote: Path, with_source: bool = True) -> Host:
     path = root / "a"
     init_repo(path)
     Store.init(str(path)).close()
     git(path, "remote", "add", "origin", str(remote))
     host = Host(path)
-    host.write_source(BASE)
+    if with_source:
+        host.write_source(BASE)
     host.sync()
     return host
 
@@ -306,11 +307,11 @@ def clone_host(root: Path, remote: Path, name: str) -> Host:
     return Host(root / name)
 
 
-def hosts(tmp_path: Path, name: str, count: int = 2) -> list[Host]:
+def hosts(tmp_path: Path, name: str, count: int = 2, with_source: bool = True) -> list[Host]:
     root = tmp_path / name
     root.mkdir()
     remote = make_remote(root)
-    made = [first_host(root, remote)]
+    made = [first_host(root, remote, with_source)]
     made.extend(clone_host(root, remote, "bcd"[i]) for i in range(count - 1))
     return made
 
@@ -460,6 +461,25 @@ def test_plain_git_pull_of_an_append_and_a_title_edit_keeps_both(tmp_path):
     assert b.body() == BASE + TAIL_A
     parsed = load_source(str(b.path), SID).manifest
     assert (parsed.title, parsed.updated_at, parsed.lines) == ("named on b", 2000, 3)
+
+
+def test_the_same_uri_added_on_two_hosts_merges_alike_by_sync_and_by_git_pull(tmp_path):
+    results = {}
+    for how in ("sync", "pull"):
+        a, b = hosts(tmp_path, "add-" + how, with_source=False)
+        a.write_source(b"added on a\n", "ingest a", updated_at=2000, title="a")
+        b.write_source(b"added on b, longer\n", "ingest b", updated_at=1000, title="b")
+        a.sync()
+        if how == "sync":
+            b.sync()
+        else:
+            git(b.path, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+        assert_valid_and_clean(b)
+        results[how] = b.sources()
+    assert results["sync"] == results["pull"]
+    assert results["sync"][body_path(SID, "txt")] == b"added on b, longer\n"
+    parsed = SourceManifest.from_yaml(results["sync"][manifest_path(SID)])
+    assert (parsed.title, parsed.updated_at) == ("b", 2000)
 
 
 def test_the_manifest_driver_leaves_the_file_alone_when_a_body_cannot_be_found(tmp_path):
