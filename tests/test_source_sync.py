@@ -80,6 +80,9 @@ def test_the_same_appended_text_is_kept_once_and_a_longer_append_wins_whole():
     assert merge_bodies(BASE, BASE + b"x\n", BASE + b"x\ny\n").body == BASE + b"x\ny\n"
     shared = merge_bodies(BASE, BASE + b"x\nfrom a\n", BASE + b"x\nfrom b\n").body
     assert shared == BASE + b"x\nfrom a\nfrom b\n"
+    long = b"".join(b"line %d\n" % n for n in range(3000))  # past the 4096-byte blocks
+    merged = merge_bodies(BASE, BASE + long + b"line a\n", BASE + long + b"line b\n").body
+    assert merged == BASE + long + b"line a\nline b\n"
 
 
 def test_two_re_ingests_keep_the_longer_and_report_the_other():
