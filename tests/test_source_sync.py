@@ -571,3 +571,30 @@ def test_the_manifest_driver_agrees_with_sync_on_appends(base, tail_a, tail_b):
         *(v.manifest for v in versions), SID, lambda m: bodies.get(m.sha256)
     )
     assert by_driver == merge_source(*versions, SID).manifest
+
+
+def test_criss_cross_appends_merge_alike_by_sync_and_by_git(tmp_path):
+    """Two merge bases: sync's virtual base and git's (through the driver) give one result."""
+    a, b = hosts(tmp_path, "criss")
+    git(a.path, "remote", "add", "peer", str(b.path))
+    git(b.path, "remote", "add", "peer", str(a.path))
+    a.write_source(BASE + TAIL_A, "append a", updated_at=2000)
+    b.write_source(BASE + TAIL_B, "append b", updated_at=2000)
+    for host in (a, b):
+        git(host.path, "fetch", "-q", "peer")
+    for host in (a, b):
+        git(host.path, "merge", "-q", "--no-edit", "peer/main")
+    assert a.body() == b.body() == BASE + TAIL_A + TAIL_B
+    a.write_source(a.body() + b"User: later on a\n", "append a again", updated_at=3000)
+    b.write_source(b.body() + b"User: later on b\n", "append b again", updated_at=3100)
+    git(b.path, "push", "-q", "origin", "main")
+    twin = tmp_path / "criss" / "twin"
+    git(tmp_path / "criss", "clone", "-q", str(a.path), "twin")
+    Store.init(str(twin)).close()
+    git(twin, "fetch", "-q", str(b.path), "main")
+    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
+    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    a.sync()
+    assert a.body() == BASE + TAIL_A + TAIL_B + b"User: later on a\nUser: later on b\n"
+    assert a.sources() == Host(twin).sources()
+    assert_valid_and_clean(a, Host(twin))
