@@ -35,6 +35,7 @@ from .merge import MergeError, RecordMerge, merge_records
 from .recordfile import MEMORY_DIR, expected_id
 from .source import (
     PIN_DIGITS,
+    SOURCES_DIR,
     SourceRef,
     body_path,
     manifest_path,
@@ -442,8 +443,9 @@ class _Sync:
         flags = pygit2.enums.FileStatus
         dirty = []
         for path, status in sorted(self.repo.status(untracked_files="all").items()):
+            # An untracked record or source file is lantern data a merge could write over.
             if status == flags.WT_NEW and not (
-                path.startswith(MEMORY_DIR + "/") or path == "lantern.yaml"
+                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/")) or path == "lantern.yaml"
             ):
                 continue
             if status & flags.IGNORED:

@@ -15,6 +15,7 @@ from conftest import git, init_repo, lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lantern_git.errors import UncommittedChanges
 from lantern_git.git.blobs import find_source_body
 from lantern_git.git.repo import parse_trailers
 from lantern_git.merge import MergeError
@@ -441,6 +442,19 @@ def test_plain_git_pull_merges_sources_through_the_driver_without_markers(tmp_pa
     b.sync()
     a.sync()
     assert a.sources() == b.sources()
+
+
+def test_an_untracked_source_file_blocks_sync_as_an_untracked_record_does(tmp_path):
+    a, b = hosts(tmp_path, "untracked")
+    a.write_source(BASE + TAIL_A, "append a", updated_at=2000)
+    a.sync()
+    stray = b.path / body_path(SID, "md")
+    stray.write_bytes(b"an uncommitted second body\n")
+    head = git(b.path, "rev-parse", "HEAD")
+    with pytest.raises(UncommittedChanges, match=body_path(SID, "md")):
+        b.sync()
+    assert git(b.path, "rev-parse", "HEAD") == head
+    assert stray.read_bytes() == b"an uncommitted second body\n"
 
 
 def test_plain_git_pull_of_two_re_ingests_keeps_the_rule_s_version(tmp_path):
