@@ -9,6 +9,7 @@ that blob stays readable after later versions and after the source is removed.
 from __future__ import annotations
 
 import bisect
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -218,6 +219,7 @@ class Sources:
                     progress(done)
             changed = [r for r in results if r.status != "unchanged"]
             if changed:
+                files.update(_route_sources_to_driver(tx))
                 tx.commit(
                     files,
                     _ingest_summary("ingest", changed),
@@ -775,6 +777,27 @@ def _object_exists(git: GitRepo, pin: str) -> bool:
         return True
     except (KeyError, ValueError):
         return False
+
+
+def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
+    """``.gitattributes`` with the line that sends sources to the merge driver, for a store
+    made before sources existed: written with its first ingest, so a plain ``git pull`` merges
+    sources as ``lantern sync`` does. A user's uncommitted edit of the file is left alone."""
+    from .git.config import SOURCES_GITATTRIBUTES_LINE, with_lines
+
+    name = ".gitattributes"
+    committed = tx.git.blob_at(tx.git.head_tree(), name)
+    try:
+        with open(os.path.join(tx.root, name), "rb") as handle:
+            current: bytes | None = handle.read()
+    except FileNotFoundError:
+        current = None
+    except OSError:
+        return {}
+    if current != committed:
+        return {}
+    wanted = with_lines(committed or b"", (SOURCES_GITATTRIBUTES_LINE,))
+    return {} if wanted == committed else {name: wanted}
 
 
 def _check_page(limit: int | None, offset: int) -> None:

@@ -616,6 +616,9 @@ def sync_lines(value: dict[str, Any]) -> list[str]:
                 for side in ("local", "remote", "merged")
             )
             lines.append(f"  {change['field']}: local {local}, remote {remote} -> {merged}")
+    for item in value.get("merged_sources", ()):
+        notes = f" ({', '.join(item['notes'])})" if item["notes"] else ""
+        lines.append(f"source changed on both sides: {item['id']}{notes}")
     if value["pushed"]:
         lines.append(
             f"pushed {_commits(value['pushed_commits'])} to {where}"

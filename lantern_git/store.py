@@ -387,7 +387,12 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .git.config import GITATTRIBUTES_LINE, ensure_merge_driver, ensure_pull_strategy
+        from .git.config import (
+            GITATTRIBUTES_LINES,
+            ensure_merge_driver,
+            ensure_pull_strategy,
+            with_lines,
+        )
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here, and that a bare git pull of diverged
@@ -400,23 +405,23 @@ class Store:
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}
-            wanted: dict[str, tuple[str, str | None]] = {
-                MARKER: ("", f"format: {FORMAT_VERSION}\n"),
-                ".gitignore": (GITIGNORE_LINE, None),
-                ".gitattributes": (GITATTRIBUTES_LINE, None),
+            wanted: dict[str, tuple[tuple[str, ...], str | None]] = {
+                MARKER: ((), f"format: {FORMAT_VERSION}\n"),
+                ".gitignore": ((GITIGNORE_LINE,), None),
+                ".gitattributes": (GITATTRIBUTES_LINES, None),
             }
-            for name, (line, whole) in wanted.items():
+            for name, (lines, whole) in wanted.items():
                 current = _read_worktree(self.root, name)
                 if whole is not None:
                     content = current if current is not None else whole.encode()
                 else:
-                    content = _with_line(current or b"", line)
+                    content = with_lines(current or b"", lines)
                     committed = git.blob_at(head_tree, name)
                     if committed is not None and current is not None and current != committed:
                         # The user's uncommitted edits to this file stay theirs, uncommitted:
-                        # commit HEAD's version plus the line; their copy gets the line after.
-                        if _with_line(committed, line) != committed:
-                            files[name] = _with_line(committed, line)
+                        # commit HEAD's version plus the lines; their copy gets them after.
+                        if with_lines(committed, lines) != committed:
+                            files[name] = with_lines(committed, lines)
                             keep[name] = content
                         continue
                 if content != current or git.blob_at(head_tree, name) != content:
@@ -1101,11 +1106,3 @@ def _read_worktree(root: str, name: str) -> bytes | None:
             return handle.read()
     except FileNotFoundError:
         return None
-
-
-def _with_line(current: bytes, line: str) -> bytes:
-    lines = current.decode("utf-8", "replace").splitlines()
-    if line in (existing.strip() for existing in lines):
-        return current
-    prefix = current if not current or current.endswith(b"\n") else current + b"\n"
-    return prefix + line.encode() + b"\n"

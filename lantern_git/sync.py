@@ -33,6 +33,16 @@ from .git.remote import (
 from .git.repo import BLOB_MODE, EXECUTABLE_MODE, Entry, GitRepo
 from .merge import MergeError, RecordMerge, merge_records
 from .recordfile import MEMORY_DIR, expected_id
+from .source import (
+    PIN_DIGITS,
+    SOURCES_DIR,
+    SourceRef,
+    body_path,
+    manifest_path,
+    parse_source_path,
+    source_dir,
+)
+from .sourcemerge import SourceMerge, SourceVersion, merge_source
 
 if TYPE_CHECKING:
     from .transaction import WriteTransaction
@@ -68,9 +78,53 @@ class RecordReport:
 
 
 @dataclass
+class SourceReport:
+    """A source both sides changed, merged as a pair of files (sourcemerge.py's rules)."""
+
+    id: str
+    merge: SourceMerge
+    # The blob id of the version a re-ingest left behind: reachable in the other parent.
+    other_blob: str | None = None
+
+    def notes(self) -> list[str]:
+        merge = self.merge
+        parts = list(merge.conflicts)
+        if merge.body_merge.how == "appended":
+            parts.append("appended on both sides")
+        elif merge.body_merge.how == "reingested" and self.other_blob:
+            # A pinned reference: lantern source show reads the other version from history.
+            parts.append(f"re-ingested on both sides; other version {self.other_ref}")
+        if merge.kept is not None:
+            parts.append(f"removed {'remote' if merge.kept == 'ours' else 'local'}; kept")
+        parts.extend(
+            f"invalid {'local' if side == 'ours' else 'remote'} manifest replaced"
+            for side in merge.invalid
+        )
+        return parts
+
+    @property
+    def other_ref(self) -> str | None:
+        return str(SourceRef(self.id, self.other_blob)) if self.other_blob else None
+
+    def trailer(self) -> str:
+        parts = self.notes()
+        return f"{self.id} ({', '.join(parts)})" if parts else self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "how": self.merge.body_merge.how,
+            "fields": list(self.merge.conflicts),
+            "other": self.other_ref,
+            "notes": self.notes(),
+        }
+
+
+@dataclass
 class TreeMerge:
     tree: pygit2.Oid
     records: list[RecordReport] = field(default_factory=list)
+    sources: list[SourceReport] = field(default_factory=list)
 
 
 @dataclass
@@ -88,6 +142,7 @@ class SyncReport:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     merged: list[RecordReport] = field(default_factory=list)
+    merged_sources: list[SourceReport] = field(default_factory=list)
     pushed: bool = False
     pushed_commits: int = 0
     set_upstream: bool = False
@@ -110,6 +165,9 @@ class SyncReport:
                 "removed": sorted(set(self.removed)),
             },
             "merged": [r.to_dict() for r in sorted(self.merged, key=lambda r: r.id)],
+            "merged_sources": [
+                s.to_dict() for s in sorted(self.merged_sources, key=lambda s: s.id)
+            ],
             "pushed": self.pushed,
             "pushed_commits": self.pushed_commits,
             "set_upstream": self.set_upstream,
@@ -143,7 +201,23 @@ def merge_trees(
     result: dict[str, Entry | None] = {}
     reports: list[RecordReport] = []
     unmerged: list[str] = []
+    # A source is two files that change together: when both sides touched either file of a
+    # source, the pair merges as one (sourcemerge.py); otherwise each path takes its one side.
+    both = _source_ids(ours_changes) & _source_ids(theirs_changes)
+    source_reports: list[SourceReport] = []
+    for source_id in sorted(both):
+        merged_source = _merge_source(repo, source_id, base, ours, theirs)
+        if merged_source is None:
+            if strict:
+                unmerged.append(manifest_path(source_id))
+            continue
+        entries, source_report = merged_source
+        result.update(entries)
+        source_reports.append(source_report)
     for path, theirs_entry in sorted(theirs_changes.items()):
+        parsed = parse_source_path(path)
+        if parsed is not None and parsed[0] in both:
+            continue
         if path not in ours_changes:
             result[path] = theirs_entry
             continue
@@ -176,7 +250,77 @@ def merge_trees(
             "Merge with git (git pull --no-rebase), resolve, commit, then run lantern sync again",
             code="merge_conflict",
         )
-    return TreeMerge(git.build_tree(ours, result), reports)
+    return TreeMerge(git.build_tree(ours, result), reports, source_reports)
+
+
+def _source_ids(changes: Mapping[str, Entry | None]) -> set[str]:
+    return {parsed[0] for path in changes if (parsed := parse_source_path(path)) is not None}
+
+
+def _source_files(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, source_id: str
+) -> dict[str, Entry]:
+    """path -> entry of every file of ``source_id`` in ``tree`` (its manifest and bodies)."""
+    if tree is None:
+        return {}
+    folder = source_dir(source_id)
+    try:
+        shard = repo[tree[folder].id]
+    except KeyError:
+        return {}
+    if not isinstance(shard, pygit2.Tree):
+        return {}
+    files: dict[str, Entry] = {}
+    for item in shard:
+        path = f"{folder}/{item.name}"
+        parsed = parse_source_path(path)
+        if (
+            parsed is not None
+            and parsed[0] == source_id
+            and _is_file((str(item.id), item.filemode))
+        ):
+            files[path] = (str(item.id), int(item.filemode))
+    return files
+
+
+def _version(repo: pygit2.Repository, files: dict[str, Entry], source_id: str) -> SourceVersion:
+    manifest = _blob(repo, files.get(manifest_path(source_id)))
+    bodies = sorted(p for p in files if p != manifest_path(source_id))
+    if not bodies:
+        return SourceVersion(manifest)
+    # Two bodies for one source is a broken tree (lantern check says so); the first by name
+    # stands for the source, so the choice is the same on every host.
+    return SourceVersion(manifest, _blob(repo, files[bodies[0]]), bodies[0].rsplit(".", 1)[-1])
+
+
+def _merge_source(
+    repo: pygit2.Repository,
+    source_id: str,
+    base: pygit2.Tree | None,
+    ours: pygit2.Tree | None,
+    theirs: pygit2.Tree,
+) -> tuple[dict[str, Entry | None], SourceReport] | None:
+    """The merged files of a source both sides changed (path -> entry, None to remove), or
+    None when it cannot be merged."""
+    files = [_source_files(repo, tree, source_id) for tree in (base, ours, theirs)]
+    versions = [_version(repo, f, source_id) for f in files]
+    try:
+        merged = merge_source(versions[0], versions[1], versions[2], source_id)
+    except MergeError:
+        return None
+    entries: dict[str, Entry | None] = dict.fromkeys(files[1])
+    if merged.manifest is not None:
+        entries[manifest_path(source_id)] = (str(repo.create_blob(merged.manifest)), BLOB_MODE)
+    if merged.body is not None and merged.ext is not None:
+        entries[body_path(source_id, merged.ext)] = (str(repo.create_blob(merged.body)), BLOB_MODE)
+    other_blob = None
+    other = merged.body_merge.other
+    if other is not None:
+        other_blob = str(repo.create_blob(other))[:PIN_DIGITS]
+    for path in list(entries):
+        if entries[path] is not None and entries[path] == files[1].get(path):
+            del entries[path]  # unchanged from ours: no entry to write
+    return entries, SourceReport(source_id, merged, other_blob)
 
 
 def _is_file(entry: tuple[str, int] | None) -> bool:
@@ -299,8 +443,9 @@ class _Sync:
         flags = pygit2.enums.FileStatus
         dirty = []
         for path, status in sorted(self.repo.status(untracked_files="all").items()):
+            # An untracked record or source file is lantern data a merge could write over.
             if status == flags.WT_NEW and not (
-                path.startswith(MEMORY_DIR + "/") or path == "lantern.yaml"
+                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/")) or path == "lantern.yaml"
             ):
                 continue
             if status & flags.IGNORED:
@@ -336,16 +481,26 @@ class _Sync:
         base_tree = self._base_tree(str(head), remote_head, theirs_tree)
         merged = merge_trees(self.git, base_tree, head_tree, theirs_tree)
         records = sorted(merged.records, key=lambda r: r.id)
+        sources = sorted(merged.sources, key=lambda s: s.id)
         summary = f"merge {self.target.label}"
-        if records:
-            summary += (
-                f": {len(records)} record{'s' if len(records) != 1 else ''} changed on both sides"
-            )
-        prov = self.tx.provenance("merge", (r.trailer() for r in records), actor="sync")
+        counts = [
+            f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+            for items, noun in ((records, "record"), (sources, "source"))
+            if items
+        ]
+        if counts:
+            summary += f": {' and '.join(counts)} changed on both sides"
+        prov = self.tx.provenance(
+            "merge",
+            (r.trailer() for r in records),
+            actor="sync",
+            sources=(s.trailer() for s in sources),
+        )
         commit = self.git.create_commit(merged.tree, [head, theirs], summary, prov)
         self._advance(head, commit, head_tree, repo[merged.tree].peel(pygit2.Tree), summary)
         self.report.merge_commits.append(str(commit))
         self.report.merged.extend(records)
+        self.report.merged_sources.extend(sources)
 
     def _base_tree(self, ours: str, theirs: str, theirs_tree: pygit2.Tree) -> pygit2.Tree | None:
         bases = merge_bases(self.root, ours, theirs)

@@ -150,7 +150,16 @@ def test_arrows_point_down_from_the_front_ends():
 
 def test_the_model_imports_neither_git_nor_the_index_nor_the_store():
     graph = import_graph()
-    model = ("errors", "fields", "record", "recordfile", "query", "timespec", "merge")
+    model = (
+        "errors",
+        "fields",
+        "record",
+        "recordfile",
+        "query",
+        "timespec",
+        "merge",
+        "sourcemerge",
+    )
     upper = ("lantern_git.store", "lantern_git.transaction", "lantern_git.git", "lantern_git.index")
     for name in model:
         reached = _reaches(graph, f"lantern_git.{name}")

@@ -484,3 +484,18 @@ def test_source_list_and_search_take_the_listing_options(store, store_path):
     assert rows[0] == "source_id,lines" and len(rows) == 4
     bad = lantern(*s, "source", "list", "--fields", "nope")
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_the_first_ingest_in_an_older_store_routes_sources_to_the_merge_driver(store, store_path):
+    attributes = store_path / ".gitattributes"
+    older = "".join(
+        line + "\n" for line in attributes.read_text().splitlines() if "sources/" not in line
+    )
+    attributes.write_text(older)
+    git(store_path, "commit", "-qam", "a store from before sources")
+    ingest(store)
+    assert "sources/** merge=lantern" in attributes.read_text()
+    changed = git(store_path, "show", "--name-only", "--format=", "HEAD").split()
+    assert ".gitattributes" in changed and git(store_path, "status", "--porcelain") == ""
+    ingest(store, text="again\n", uri="note:2")
+    assert git(store_path, "show", "--name-only", "--format=", "HEAD").count(".gitattributes") == 0

@@ -550,7 +550,7 @@ def test_init_leaves_uncommitted_edits_of_gitignore_uncommitted(tmp_path):
 
     assert git(repo_path, "show", "HEAD:.gitignore") == "*.pyc\n/.lantern/\n"
     assert git(repo_path, "show", "HEAD:.gitattributes") == (
-        "*.png binary\nmemory/**/*.md merge=lantern\n"
+        "*.png binary\nmemory/**/*.md merge=lantern\nsources/** merge=lantern\n"
     )
     assert (repo_path / ".gitignore").read_text() == "*.pyc\nmy-uncommitted-line\n/.lantern/\n"
     assert git(repo_path, "status", "--porcelain") == " M .gitattributes\n M .gitignore\n"

@@ -75,7 +75,11 @@ def merge_file_command(
 def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int:
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
     from ..merge import MergeError, expected_id, merge_records
+    from ..source import parse_source_path
 
+    source = parse_source_path(path) if path else None
+    if source is not None:
+        return _merge_source_file(base, ours, theirs, path or "", *source)
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.
         result = subprocess.run(
@@ -92,11 +96,51 @@ def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int
     except OSError as err:
         sys.stderr.write(f"lantern merge driver: {path}: {err}\n")
         return 1
-    tmp = ours + ".lantern-merge"
-    with open(tmp, "wb") as handle:
-        handle.write(merged.text.encode("utf-8"))
-    os.replace(tmp, ours)
+    _write(ours, merged.text.encode("utf-8"))
     return 0
+
+
+def _merge_source_file(
+    base: str, ours: str, theirs: str, path: str, source_id: str, part: str
+) -> int:
+    """One file of a source: a body by the body rules alone; a manifest with the bodies it
+    describes looked up in the repository, so it describes the body git writes beside it
+    (see :mod:`lantern_git.git.blobs` for why the driver cannot just read it)."""
+    from ..git.blobs import find_source_body
+    from ..merge import MergeError
+    from ..sourcemerge import merge_bodies, merge_manifest_files
+
+    try:
+        data = [_read(p) for p in (base, ours, theirs)]
+        if part == "body":
+            # Git passes an empty base for a file added on both sides: the rules read it as none.
+            result = merge_bodies(data[0] or None, data[1], data[2]).body
+        else:
+            root = os.getcwd()
+            result = merge_manifest_files(
+                data[0] or None,
+                data[1],
+                data[2],
+                source_id,
+                lambda m: find_source_body(root, source_id, m.bytes, m.sha256),
+            )
+    except MergeError as err:
+        sys.stderr.write(f"lantern merge driver: {path}: {err.message}\n")
+        return 1
+    except OSError as err:
+        sys.stderr.write(f"lantern merge driver: {path}: {err}\n")
+        return 1
+    if result is None:
+        return 1
+    _write(ours, result)
+    return 0
+
+
+def _write(name: str, data: bytes) -> None:
+    tmp = name + ".lantern-merge"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, name)
 
 
 def _read(name: str) -> bytes:

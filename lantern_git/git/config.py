@@ -27,6 +27,11 @@ GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
 # reconcile divergent branches".
 PULL_KEYS = ("pull.rebase", "pull.ff")
 
+# Sources (bodies and manifests) go to the same driver, which tells them apart by path. A store
+# made before sources existed gets this line from the next lantern init.
+SOURCES_GITATTRIBUTES_LINE = "sources/** merge=lantern"
+GITATTRIBUTES_LINES = (GITATTRIBUTES_LINE, SOURCES_GITATTRIBUTES_LINE)
+
 Warn = Callable[[str], None]
 
 
@@ -137,3 +142,19 @@ def fallback_author(repo: pygit2.Repository, warn: Warn) -> str | None:
         )
         _warned_identity = True
     return author
+
+
+def with_lines(current: bytes, lines: tuple[str, ...]) -> bytes:
+    """``current`` (a .gitignore or .gitattributes) with each of ``lines`` it lacks added at
+    the end."""
+    for line in lines:
+        current = _with_line(current, line)
+    return current
+
+
+def _with_line(current: bytes, line: str) -> bytes:
+    lines = current.decode("utf-8", "replace").splitlines()
+    if line in (existing.strip() for existing in lines):
+        return current
+    prefix = current if not current or current.endswith(b"\n") else current + b"\n"
+    return prefix + line.encode() + b"\n"
