@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from .errors import InvalidInput, ValidationError
 from .fields import DEFAULT_SCOPE, MAX_FILE_BYTES
 from .record import Record
-from .transfer import parse_lines, read_import_source
+from .transfer import SourceImport, parse_lines, read_import_source
 
 FORMATS = ("jsonl", "mcp-memory", "markdown")
 # The MCP memory server's line types.
@@ -55,6 +55,7 @@ def read_source(
     kind: str | None = None,
     scope: str | None = None,
     progress: Counter | None = None,
+    sources: list[SourceImport] | None = None,
 ) -> list[tuple[str, Record]]:
     """Every record ``source`` holds (a file, ``-`` for stdin, or a folder), validated.
     ``progress(step, total)`` is called as lines or notes are read."""
@@ -93,7 +94,8 @@ def read_source(
         )
     if chosen == "mcp-memory":
         return read_mcp_memory(lines, _of(progress, len(lines)))
-    return [(f"line {n}", record) for n, record in parse_lines(lines, _of(progress, len(lines)))]
+    parsed = parse_lines(lines, _of(progress, len(lines)), sources)
+    return [(f"line {n}", record) for n, record in parsed]
 
 
 def _of(progress: Counter | None, total: int) -> Progress | None:

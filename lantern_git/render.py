@@ -580,7 +580,9 @@ def commit_lines(result: HandCommit) -> list[str]:
 
 
 def import_lines(result: ImportResult) -> list[str]:
-    return [f"imported {result.imported}, skipped {result.skipped} (already present)"]
+    sources = len(result.sources)
+    also = f" and {sources} source{'s' if sources != 1 else ''}" if sources else ""
+    return [f"imported {result.imported}{also}, skipped {result.skipped} (already present)"]
 
 
 # ---------------------------------------------------------------------------- sync

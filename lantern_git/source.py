@@ -291,6 +291,15 @@ class SourceManifest:
             raise fail(f"manifest is not valid YAML{line}") from None
         if not isinstance(document, dict):
             raise fail("manifest must be a YAML mapping of the fields of a source")
+        return cls.from_dict(document, path)
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any], path: str | None = None) -> SourceManifest:
+        """A manifest from its fields (a parsed manifest file, an export line), checked."""
+
+        def fail(message: str, name: str | None = None) -> ValidationError:
+            return ValidationError(message, field=name, path=path, code="invalid_manifest")
+
         values: dict[str, Any] = {}
         for name in ("id", "kind", "media_type", "sha256"):
             value = document.get(name)

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from .sync import SyncReport
     from .timetravel import RecordDiff
     from .transaction import WriteTransaction
-    from .transfer import ImportResult, RecordExport
+    from .transfer import ImportResult, RecordExport, SourceImport
 
 FORMAT_VERSION = 1
 MARKER = "lantern.yaml"
@@ -943,9 +943,12 @@ class Store:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
         from .transfer import import_records, parse_lines
 
-        parsed = parse_lines(lines, progress)
+        sources: builtins.list[SourceImport] = []
+        parsed = parse_lines(lines, progress, sources)
         with self.transaction() as tx:
-            return import_records(tx, (record for _, record in parsed), reason=reason)
+            return import_records(
+                tx, (record for _, record in parsed), reason=reason, sources=sources
+            )
 
     def import_source(
         self,
@@ -964,9 +967,14 @@ class Store:
         from .transfer import import_records
 
         self.refuse_if_read_only()
-        found = read_source(source, format=format, kind=kind, scope=scope, progress=progress)
+        sources: builtins.list[SourceImport] = []
+        found = read_source(
+            source, format=format, kind=kind, scope=scope, progress=progress, sources=sources
+        )
         with self.transaction() as tx:
-            return import_records(tx, (record for _, record in found), reason=reason)
+            return import_records(
+                tx, (record for _, record in found), reason=reason, sources=sources
+            )
 
     # ------------------------------------------------------------------ sync
 

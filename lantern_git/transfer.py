@@ -10,13 +10,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import InvalidInput, ValidationError
 from .fields import DEFAULT_SCOPE
 from .record import Record, compute_id
 from .recordfile import Problem, read_record_file, record_files, record_path
+from .source import SourceManifest
 
 if TYPE_CHECKING:
     from .transaction import WriteTransaction
@@ -24,6 +25,47 @@ if TYPE_CHECKING:
 # Above this many new records (and more than a quarter of the store), one index rebuild is
 # cheaper than updating the index record by record.
 REBUILD_THRESHOLD = 1000
+
+
+@dataclass(frozen=True)
+class SourceImport:
+    """A source as an export line carries it: ``{"source": <manifest>, "ext", "body"}``."""
+
+    manifest: SourceManifest
+    ext: str
+    body: bytes
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.manifest.to_dict(),
+            "ext": self.ext,
+            "body": self.body.decode("utf-8"),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SourceImport:
+        from .source import body_path, check_body
+        from .sourcefile import describe
+
+        unknown = sorted(set(data) - {"source", "ext", "body"})
+        if unknown:
+            raise ValidationError(f"a source line has unknown keys: {', '.join(unknown)}")
+        if not isinstance(data.get("source"), dict):
+            raise ValidationError("source: must be the source's manifest object", field="source")
+        ext, body = data.get("ext"), data.get("body")
+        if not isinstance(body, str):
+            raise ValidationError("body: must be the source's text", field="body")
+        if not isinstance(ext, str):
+            raise ValidationError("ext: must be the body file's extension", field="ext")
+        try:
+            data_bytes = body.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("body: is not valid Unicode text", field="body") from None
+        check_body(data_bytes, "body")
+        manifest = SourceManifest.from_dict(data["source"])
+        body_path(manifest.id, ext)  # the extension is checked where it names a file
+        # lines, bytes and sha256 describe the body: taken from it, never from the line.
+        return cls(manifest.evolve(**describe(data_bytes)), ext, data_bytes)
 
 
 class RecordExport:
@@ -51,6 +93,21 @@ class RecordExport:
                 if self.warn:
                     self.warn(f"warning: skipped {problem}")
 
+    def sources(self) -> Iterator[SourceImport]:
+        """Every source of the working tree, current version, in id order; one that cannot be
+        read is skipped and kept in ``skipped``, as a record file is."""
+        from .sourcefile import iter_sources
+
+        if self.root is None:
+            return
+        for _, found, problem in iter_sources(self.root):
+            if found is not None:
+                yield SourceImport(found.manifest, found.ext, found.body)
+            elif problem is not None:
+                self.skipped.append(problem)
+                if self.warn:
+                    self.warn(f"warning: skipped {problem}")
+
 
 @dataclass
 class ImportResult:
@@ -58,15 +115,25 @@ class ImportResult:
     skipped: int
     commit: str | None
     ids: list[str]
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"imported": self.imported, "skipped": self.skipped, "commit": self.commit}
+        return {
+            "imported": self.imported,
+            "skipped": self.skipped,
+            "commit": self.commit,
+            "sources": self.sources,
+        }
 
 
 def parse_lines(
-    lines: Iterable[str | bytes], progress: Callable[[int], None] | None = None
+    lines: Iterable[str | bytes],
+    progress: Callable[[int], None] | None = None,
+    sources: list[SourceImport] | None = None,
 ) -> list[tuple[int, Record]]:
-    """(line number, record) for each non-blank line; the first bad line raises, located."""
+    """(line number, record) for each non-blank line; the first bad line raises, located.
+
+    A source line (an export's ``{"source": ...}``) goes to ``sources``."""
     parsed = []
     for number, raw in enumerate(lines, start=1):
         if progress:
@@ -84,6 +151,12 @@ def parse_lines(
             raise _bad(number, f"is not valid JSON: {err.msg} (column {err.colno})") from None
         except ValueError as err:  # a number too long to convert, say
             raise _bad(number, f"is not valid JSON: {err}") from None
+        if isinstance(data, dict) and "source" in data and sources is not None:
+            try:
+                sources.append(SourceImport.from_dict(data))
+            except ValidationError as err:
+                raise _bad(number, err.reason, err.field, err.code) from None
+            continue
         try:
             if isinstance(data, dict) and "id" not in data:
                 data = with_computed_id(data)
@@ -116,14 +189,31 @@ def _bad(
 
 
 def import_records(
-    tx: WriteTransaction, records: Iterable[Record], *, reason: str | None = None
+    tx: WriteTransaction,
+    records: Iterable[Record],
+    *,
+    reason: str | None = None,
+    sources: Iterable[SourceImport] = (),
 ) -> ImportResult:
-    """Add every parsed record whose id is new, in one commit.
+    """Add every parsed record whose id is new, and every source the store lacks, in one
+    commit.
 
     Records whose id already exists (in the store, or earlier in the batch) are skipped, so
-    importing the same file twice is a no-op.
+    importing the same file twice is a no-op; so are sources already present.
     """
+    from .source import body_path, manifest_path
+    from .sourcefile import source_ids
+
     files: dict[str, bytes | None] = {}
+    present = set(source_ids(tx.root))
+    new_sources: list[str] = []
+    for item in sources:
+        source_id = item.manifest.id
+        if source_id in present or source_id in new_sources:
+            continue
+        files[body_path(source_id, item.ext)] = item.body
+        files[manifest_path(source_id)] = item.manifest.to_yaml()
+        new_sources.append(source_id)
     ids: list[str] = []
     skipped = 0
     for record in records:
@@ -137,10 +227,20 @@ def import_records(
         return ImportResult(0, skipped, None, [])
     count = len(ids)
     summary = f"import {count} record{'s' if count != 1 else ''}"
+    if new_sources:
+        summary += f" and {len(new_sources)} source{'s' if len(new_sources) != 1 else ''}"
     existing = sum(1 for _ in record_files(tx.root))
     rebuild = count > REBUILD_THRESHOLD and count * 4 > existing
-    commit = tx.commit(files, summary, "import", ids, reason=reason, rebuild_index=rebuild)
-    return ImportResult(count, skipped, commit, ids)
+    commit = tx.commit(
+        files,
+        summary,
+        "import",
+        ids,
+        reason=reason,
+        rebuild_index=rebuild,
+        sources=new_sources,
+    )
+    return ImportResult(count, skipped, commit, ids, new_sources)
 
 
 def read_import_source(source: str) -> list[bytes]:

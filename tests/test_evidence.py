@@ -499,3 +499,46 @@ def test_the_first_ingest_in_an_older_store_routes_sources_to_the_merge_driver(s
     assert ".gitattributes" in changed and git(store_path, "status", "--porcelain") == ""
     ingest(store, text="again\n", uri="note:2")
     assert git(store_path, "show", "--name-only", "--format=", "HEAD").count(".gitattributes") == 0
+
+
+def test_export_and_import_carry_sources(store, store_path, tmp_path):
+    source_id = ingest(store, title="chat").manifest.id
+    store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])
+    exported = lantern("--store", str(store_path), "export")
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    source_line = lines[-1]
+    assert set(source_line) == {"source", "ext", "body"} and source_line["body"] == TRANSCRIPT
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(exported.stdout)
+    other = tmp_path / "other"
+    assert lantern("init", str(other)).returncode == 0
+    imported = lantern("--store", str(other), "import", str(dump), "--json")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["sources"] == [source_id]
+    copy = other / "sources" / source_id[:2] / f"{source_id}.md"
+    assert copy.read_text() == TRANSCRIPT
+    assert f"Lantern-Source: {source_id}" in trailers(other)
+    assert lantern("--store", str(other), "verify").returncode == 0
+    again = lantern("--store", str(other), "import", str(dump), "--json")
+    assert json.loads(again.stdout) == {"imported": 0, "skipped": 1, "commit": None, "sources": []}
+
+
+def test_an_import_line_with_a_bad_source_is_refused_naming_the_line(store, store_path, tmp_path):
+    dump = tmp_path / "bad.jsonl"
+    manifest = {
+        "id": "../../x",
+        "kind": "note",
+        "media_type": "text/plain",
+        "captured_at": 1,
+        "updated_at": 1,
+        "lines": 1,
+        "bytes": 1,
+        "sha256": "0" * 64,
+    }
+    bad = {"source": manifest, "ext": "md", "body": "x"}
+    dump.write_text(json.dumps(bad) + "\n")
+    before = snapshot(store_path)
+    out = lantern("--store", str(store_path), "import", str(dump))
+    assert out.returncode == 2 and "line 1" in out.stderr and "invalid source id" in out.stderr
+    assert snapshot(store_path) == before

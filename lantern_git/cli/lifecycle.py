@@ -150,12 +150,17 @@ def register(cli: click.Group, memory: click.Group) -> None:
         export = open_store(store_path).export_records()
         for record in export:
             out.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        for source in export.sources():
+            out.write(json.dumps(source.to_dict(), ensure_ascii=False) + "\n")
         if export.skipped:
-            count = len(export.skipped)
+            sources = sum(1 for p in export.skipped if p.path.startswith("sources/"))
+            count = len(export.skipped) - sources
+            what = f"{count} record file{'s' if count != 1 else ''}" if count else ""
+            if sources:
+                what += (" and " if what else "") + f"{sources} source{'s' if sources != 1 else ''}"
             raise CheckFailed(
-                f"the export left out {count} record file{'s' if count != 1 else ''} that "
-                "cannot be read (named above; lantern check says why); every other record "
-                "was written"
+                f"the export left out {what} that cannot be read (named above; lantern check "
+                "says why); everything else was written"
             )
 
     @cli.command("import")
