@@ -83,6 +83,26 @@ def run(store: Store) -> None:
         f"\nupdated {updated.id[:7]}: urgency {updated.urgency}, refs {list(updated.source_refs)}"
     )
 
+    # Evidence: a transcript stored verbatim, searched by chunk, cited by line and verified.
+    from lantern_git.evidence import SourceInput
+
+    [chat] = store.sources.add(
+        [
+            SourceInput(
+                b"User: which branch model do you like?\nRaphael: separate branches, always.\n",
+                uri="session:2026-12-03",
+                kind="transcript",
+                title="branch chat",
+            )
+        ]
+    )
+    [hit] = store.sources.search("separate branches")
+    cited = store.update(pref.id, add_source_refs=[hit.ref])
+    store.sources.append(chat.manifest.id, "Raphael: and short commit messages.\n")
+    report = store.sources.verify()
+    print(f"\ncited {cited.source_refs[-1]}; verify ok={report.ok}, checked {report.checked}")
+    print(store.sources.show(hit.ref).text, end="")
+
     # Errors are typed, carry a code, and map to the CLI's exit codes.
     for attempt in (
         lambda: store.get("0123456789abcdef"),
