@@ -286,7 +286,7 @@ def filter_options(func: Callable) -> Callable:
 
 
 def page_options(func: Callable) -> Callable:
-    """``--limit`` and ``--offset``: a page of any listing (0 is no limit, the default)."""
+    """``--limit`` and ``--offset``: a page of any listing. No ``--limit``, or 0, is no limit."""
     func = click.option(
         "--offset", type=int, default=0, metavar="N", help="Skip the first N results."
     )(func)
