@@ -251,15 +251,20 @@ MIN_CONTENT = 40
 MAX_CELL = 24
 
 
+# The table's columns for records unless --fields chooses; search adds SCORE in front.
+TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
+
+
 @dataclass(frozen=True)
 class Output:
-    """How a listing is written: its format, the fields (None: the default ones), ``--count``
-    (just the number), ``--wide`` (cells whole, no column left out)."""
+    """How a listing is written: its format, the fields (None: every field, or ``table`` for
+    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out)."""
 
     format: str = "table"
     fields: tuple[str, ...] | None = None
     count: bool = False
     wide: bool = False
+    table: tuple[str, ...] = TABLE_FIELDS
 
     @property
     def as_json(self) -> bool:
@@ -278,7 +283,6 @@ _COLUMNS: dict[str, tuple[str, Callable[[Any, ShortIds], str], bool]] = {
     "updated_at": ("UPDATED", lambda v, _: when(v)[:10], False),
     "expires_at": ("EXPIRES", lambda v, _: when(v)[:10], False),
 }
-TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
 # Left out, in this order, while content has less than MIN_CONTENT columns (default columns only).
 _GIVE_WAY = ("updated_at", "urgency")
 
@@ -353,7 +357,7 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
     if output.fields is not None:
         names = list(output.fields)
     else:
-        names = (["score"] if "score" in rows[0] else []) + list(TABLE_FIELDS)
+        names = (["score"] if "score" in rows[0] else []) + list(output.table)
     flexible = "content" if "content" in names else None
     fixed = [n for n in names if n != flexible]
 
@@ -374,8 +378,9 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
         for name in _GIVE_WAY:
             if room(fixed) >= MIN_CONTENT:
                 break
-            fixed.remove(name)
-        if room(fixed) < MIN_CONTENT and len(set(cells["status"])) == 1:
+            if name in fixed:
+                fixed.remove(name)
+        if room(fixed) < MIN_CONTENT and "status" in cells and len(set(cells["status"])) == 1:
             fixed.remove("status")  # every row says the same: the filter already told
     widths = {n: max(len(_header(n)), *(len(c) for c in cells[n])) for n in fixed}
 

@@ -73,8 +73,8 @@ def reference(records: list[Record], query: dict) -> list[str]:
             r.id,
         )
     )
-    limit = query.get("limit")
-    return [r.id for r in (chosen if limit is None else chosen[:limit])]
+    limit = query.get("limit")  # 0, like None, is no limit
+    return [r.id for r in (chosen[:limit] if limit else chosen)]
 
 
 # ---------------------------------------------------------------------------- data

@@ -107,6 +107,11 @@ def test_the_table_fits_80_columns_and_wide_shows_content_whole(store_path):
     assert "UPDATED" in wide.splitlines()[0]
     same = _run(store_path, "memory", "list", "--no-trunc", env={"COLUMNS": "80"})
     assert same == wide
+    # With statuses that differ, STATUS stays: it is no longer what the filter already said.
+    _run(store_path, "memory", "archive", narrow[1].split()[0])
+    mixed = _run(store_path, "memory", "list", "--status", "all", env={"COLUMNS": "80"})
+    assert "STATUS" in mixed.splitlines()[0].split()
+    assert all(len(line) <= 80 for line in mixed.splitlines())
     # A wider terminal keeps every default column.
     full = _run(store_path, "memory", "list", env={"COLUMNS": "160"}).splitlines()[0].split()
     assert full == ["ID", "KIND", "SCOPE", "STATUS", "PRI", "URG", "UPDATED", "CONTENT"]

@@ -286,7 +286,7 @@ def filter_options(func: Callable) -> Callable:
 
 
 def page_options(func: Callable) -> Callable:
-    """``--limit`` and ``--offset``: a page of any listing (0 is no limit, the default)."""
+    """``--limit`` and ``--offset``: a page of any listing. No ``--limit``, or 0, is no limit."""
     func = click.option(
         "--offset", type=int, default=0, metavar="N", help="Skip the first N results."
     )(func)
@@ -295,12 +295,16 @@ def page_options(func: Callable) -> Callable:
     )(func)
 
 
-def output_options(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
+def output_options(
+    fields: tuple[str, ...], table: tuple[str, ...] | None = None
+) -> Callable[[Callable], Callable]:
     """The output options of every listing command, as sqlite-utils' ``output_options``:
     ``--jsonl``, ``--csv``, ``--tsv`` beside ``--json`` and the table, ``--fields``,
     ``--count`` and ``--wide``. The command receives one ``output`` (a ``render.Output``)
-    instead of the flags; ``fields`` are the names ``--fields`` may choose from."""
+    instead of the flags; ``fields`` are the names ``--fields`` may choose from, ``table``
+    the table's default columns (default: a record's)."""
     import functools
+    from dataclasses import replace
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
@@ -314,9 +318,10 @@ def output_options(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
             wide: bool,
             **kwargs: object,
         ) -> object:
-            kwargs["output"] = make_output(
+            output = make_output(
                 bool(kwargs["as_json"]), jsonl, as_csv, as_tsv, chosen, count, wide, fields
             )
+            kwargs["output"] = output if table is None else replace(output, table=table)
             return func(*args, **kwargs)
 
         options = [
