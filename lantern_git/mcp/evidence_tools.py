@@ -6,17 +6,15 @@ read a file of its host. Lists and searches page as the record tools do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import InvalidInput, ValidationError
+from ..errors import ValidationError
 from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS
-from .spec import ToolSpec, object_schema
+from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
     from ..store import Store
-
-MAX_LIMIT = 500
 
 _REASON = {
     "type": "string",
@@ -157,31 +155,6 @@ def _body(text: str) -> bytes:
         ) from None
 
 
-def _limit(args: dict) -> int:
-    limit = args.get("limit", DEFAULT_LIMIT)
-    if not NO_LIMIT <= limit <= MAX_LIMIT:
-        raise InvalidInput(
-            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
-            code="invalid_field",
-        )
-    return limit
-
-
-def _asked(limit: int) -> int:
-    # One more than asked tells whether another page follows, without counting them all.
-    return NO_LIMIT if limit == NO_LIMIT else limit + 1
-
-
-def _page(key: str, items: list[dict[str, Any]], offset: int, limit: int) -> dict:
-    more = limit != NO_LIMIT and len(items) > limit
-    return {
-        key: items[:limit] if more else items,
-        "offset": offset,
-        "limit": limit,
-        "next_offset": offset + limit if more else None,
-    }
-
-
 def _add(store: Store, args: dict) -> tuple[dict, str | None]:
     from ..evidence import SourceInput
 
@@ -202,14 +175,14 @@ def _append(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _list(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = _limit(args), args.get("offset", 0)
+    limit, offset = page_limit(args), args.get("offset", 0)
     manifests = store.sources.list(
         kinds=args.get("kind", ()),
         uri_prefix=args.get("uri_prefix"),
-        limit=_asked(limit),
+        limit=one_more(limit),
         offset=offset,
     )
-    return _page("sources", [m.to_dict() for m in manifests], offset, limit), None
+    return page("sources", [m.to_dict() for m in manifests], offset, limit), None
 
 
 def _show(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -217,15 +190,15 @@ def _show(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _search(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = _limit(args), args.get("offset", 0)
+    limit, offset = page_limit(args), args.get("offset", 0)
     hits = store.sources.search(
         args["query"],
         kinds=args.get("kind", ()),
         sources=args.get("source", ()),
-        limit=_asked(limit),
+        limit=one_more(limit),
         offset=offset,
     )
-    return _page("hits", [h.to_dict() for h in hits], offset, limit), None
+    return page("hits", [h.to_dict() for h in hits], offset, limit), None
 
 
 def _verify(store: Store, args: dict) -> tuple[dict, str | None]:

@@ -36,7 +36,7 @@ from ..fields import (
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
-from .spec import ToolSpec, object_schema
+from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 SERVER_NAME = "lantern"
-MAX_LIMIT = 500
 
 INSTRUCTIONS = (
     "Lantern stores an agent's memory records (facts, preferences, goals, constraints, task "
@@ -345,44 +344,25 @@ def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
         if k not in ("fields", "limit") and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
-    return RecordQuery.from_options(**options, limit=NO_LIMIT if limit == NO_LIMIT else limit + 1)
+    return RecordQuery.from_options(**options, limit=one_more(limit))
 
 
 def _page(items: list[dict], args: dict, limit: int) -> dict:
-    offset = args.get("offset", 0)
-    more = limit != NO_LIMIT and len(items) > limit
-    if more:
-        items = items[:limit]
     fields = args.get("fields")
     if fields:
         wanted = set(fields)
         items = [{k: v for k, v in item.items() if k in wanted} for item in items]
-    return {
-        "records": items,
-        "offset": offset,
-        "limit": limit,
-        "next_offset": offset + limit if more else None,
-    }
-
-
-def _limit(args: dict) -> int:
-    limit = args.get("limit", DEFAULT_LIMIT)
-    if not NO_LIMIT <= limit <= MAX_LIMIT:
-        raise InvalidInput(
-            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
-            code="invalid_field",
-        )
-    return limit
+    return page("records", items, args.get("offset", 0), limit)
 
 
 def _list(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = _limit(args)
+    limit = page_limit(args)
     records = store.list(_query(args, limit, search=False))
     return _page([r.to_dict() for r in records], args, limit), None
 
 
 def _search(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = _limit(args)
+    limit = page_limit(args)
     hits = store.search(args["query"], _query(args, limit, search=True))
     return _page([hit.to_dict() for hit in hits], args, limit), None
 

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput
+from ..fields import DEFAULT_LIMIT, NO_LIMIT
 
 if TYPE_CHECKING:
     from ..store import Store
+
+# The largest page a list or search tool returns; 0 (NO_LIMIT) asks for every match.
+MAX_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -34,4 +40,32 @@ def object_schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
         "properties": properties,
         "required": list(required),
         "additionalProperties": False,
+    }
+
+
+def page_limit(args: dict) -> int:
+    """A list or search tool's ``limit``: 1 to MAX_LIMIT, or NO_LIMIT for every match."""
+    limit = args.get("limit", DEFAULT_LIMIT)
+    if not NO_LIMIT <= limit <= MAX_LIMIT:
+        raise InvalidInput(
+            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
+            code="invalid_field",
+        )
+    return limit
+
+
+def one_more(limit: int) -> int:
+    """What to ask the library for: one more than the page tells whether another follows,
+    without counting every match."""
+    return NO_LIMIT if limit == NO_LIMIT else limit + 1
+
+
+def page(key: str, items: list[dict[str, Any]], offset: int, limit: int) -> dict:
+    """One page of ``items`` (fetched with :func:`one_more`), with the offset of the next."""
+    more = limit != NO_LIMIT and len(items) > limit
+    return {
+        key: items[:limit] if more else items,
+        "offset": offset,
+        "limit": limit,
+        "next_offset": offset + limit if more else None,
     }
