@@ -464,6 +464,8 @@ def test_index_rebuild_rebuilds_the_chunk_index_too(store, store_path):
     ingest(store)
     import shutil
 
+    assert store.chunks.counts() == (1, 1)  # the first read built it
+    store.close()
     shutil.rmtree(store_path / ".lantern" / "chunks")
     out = lantern("--store", str(store_path), "index", "rebuild")
     assert out.returncode == 0, out.stderr
@@ -542,3 +544,18 @@ def test_an_import_line_with_a_bad_source_is_refused_naming_the_line(store, stor
     out = lantern("--store", str(store_path), "import", str(dump))
     assert out.returncode == 2 and "line 1" in out.stderr and "invalid source id" in out.stderr
     assert snapshot(store_path) == before
+
+
+def test_a_large_ingest_leaves_its_chunks_to_the_next_search(store):
+    from lantern_git.index.chunks import NOTE_BUDGET_BYTES
+
+    small = ingest(store, text="a small note about otters\n", uri="note:small").manifest.id
+    assert store.chunks.counts() == (1, 1)  # indexed by the write itself
+    line = "User: the quarterly numbers for the walrus project look fine.\n"
+    big = (line * (NOTE_BUDGET_BYTES // len(line) + 10)).encode()
+    [result] = store.sources.add([SourceInput(big, "big.md", uri="note:big")])
+    assert store.chunks.counts() == (1, 1)  # the write did not wait for Whoosh
+    hits = store.sources.search("walrus", limit=1)
+    assert hits and hits[0].source_id == result.manifest.id
+    assert store.chunks.counts()[0] == 2
+    assert store.sources.search("otters")[0].source_id == small

@@ -73,6 +73,11 @@ FINE_MARGIN_NS = 100_000_000
 MERGE_AT_SEGMENTS = 8
 # A rebuild over this many body bytes runs Whoosh's writer in two processes (Linux only).
 PARALLEL_FROM_BYTES = 16 * 1024 * 1024
+# A write indexes the chunks it made right away only up to this many bytes of new text:
+# Whoosh indexes about 1.3 MB of text a second here, and a 10 MB ingest must not wait 8 s for
+# derived state. Past it, the next search (or status) indexes them: the files' signatures
+# changed, so the next check reads them. An append indexes only its tail, so it stays under.
+NOTE_BUDGET_BYTES = 256 * 1024
 DEBUG_ENV = "LANTERN_DEBUG_INDEX"
 
 
@@ -80,6 +85,18 @@ DEBUG_ENV = "LANTERN_DEBUG_INDEX"
 # signature is the tuple of its files', by name; marshal keeps tuples of ints compactly.
 FileState = tuple[str, int, int, int, int, int]
 Signature = tuple[FileState, ...]
+
+
+def _bytes_to_index(known: dict[str, _Indexed], files: dict[str, list[FileState]]) -> int:
+    """About how many bytes of text indexing these sources' files reads: a body's size, less
+    what an append leaves indexed."""
+    total = 0
+    for sid, listed in files.items():
+        size = max((state[3] for state in listed if not state[0].endswith(".yaml")), default=0)
+        old = known.get(sid)
+        indexed = old.resume_byte if old is not None and size >= old.nbytes else 0
+        total += max(0, size - indexed)
+    return total
 
 
 def _schema() -> Schema:
@@ -295,10 +312,13 @@ class ChunkIndex:
         with self._locked():
             state = self._load_state()
             if state is None or not self._usable():
-                self.rebuild()
-                return
+                return  # no index yet, or a damaged one: the next read builds it whole
             before = time.time_ns()
             files = _scan(self.root, ids)
+            if _bytes_to_index(state["sources"], files) > NOTE_BUDGET_BYTES:
+                if os.environ.get(DEBUG_ENV) == "1":
+                    print("chunks: a large write, left to the next read", file=sys.stderr)
+                return
             try:
                 self._update(state, files, before, ids, force=True)
             except Exception:
