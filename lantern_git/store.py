@@ -117,8 +117,12 @@ class Store:
         author: str | None = None,
         create_on_write: bool = False,
         warn: Callable[[str], None] | None = None,
+        watch: bool = False,
     ):
         self.root = os.path.abspath(root)
+        # Learn of changes from file-system notifications (a long-running process): see
+        # lantern_git.index.watch. Started with the index, stopped by close().
+        self.watch = watch
         self.state_dir = os.path.join(self.root, STATE_DIR)
         self.actor = actor
         self.author = author
@@ -218,6 +222,11 @@ class Store:
             self._git = GitRepo(self.root)
         return self._git
 
+    def forget_git(self) -> None:
+        """Open the repository afresh at its next use: a long-running process calls this
+        between calls, so no handle of libgit2's outlives what other git programs change."""
+        self._git = None
+
     @property
     def index(self) -> SearchIndex:
         """The search index (opened on first use: Whoosh is imported only then)."""
@@ -225,10 +234,13 @@ class Store:
             from .index.search import SearchIndex
 
             self._index = SearchIndex(self.root, self.state_dir, self.locked)
+            if self.watch and self.exists:
+                self._index.watch()
         return self._index
 
     def close(self) -> None:
         if self._index is not None:
+            self._index.stop_watching()
             self._index.close()
 
     # ------------------------------------------------------------------ init
