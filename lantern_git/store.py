@@ -222,11 +222,6 @@ class Store:
             self._git = GitRepo(self.root)
         return self._git
 
-    def forget_git(self) -> None:
-        """Open the repository afresh at its next use: a long-running process calls this
-        between calls, so no handle of libgit2's outlives what other git programs change."""
-        self._git = None
-
     @property
     def index(self) -> SearchIndex:
         """The search index (opened on first use: Whoosh is imported only then)."""

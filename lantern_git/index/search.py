@@ -13,6 +13,7 @@ index is rebuilt transparently.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import heapq
 import json
 import marshal
@@ -437,6 +438,8 @@ class SearchIndex:
                     return kept
             except Exception:  # a segment file gone: open afresh
                 pass
+            # Not Searcher.refresh(): it reuses a segment's reader by the segment's id, which a
+            # delete in that segment keeps, so the deleted document would still be found.
             self._kept = None
             kept.close()
         self._kept = ix.searcher()
@@ -612,8 +615,7 @@ class SearchIndex:
             return paths
         # A folder changed when an entry was created, removed or renamed: compare its listing
         # with what the index holds there.
-        ix = self._open()
-        with ix.searcher() as searcher:
+        with contextlib.nullcontext(self._searcher()) as searcher:
             reader = searcher.reader()
             for shard in folders:
                 prefix = f"{MEMORY_DIR}/{shard}/"
@@ -657,7 +659,6 @@ class SearchIndex:
             _cancel(writer)
             raise
         self._remember()
-        self.close()
 
     def _pending(
         self, manifest: dict, paths: Iterable[str], report: RefreshReport
@@ -676,8 +677,7 @@ class SearchIndex:
                 shards[folder] = os.path.islink(os.path.join(self.root, folder))
             return shards[folder]
 
-        ix = self._open()
-        with ix.searcher() as searcher:
+        with contextlib.nullcontext(self._searcher()) as searcher:
             for path in sorted(paths):
                 # Taken before the lstat, which is taken before the read.
                 before = time.time_ns()

@@ -8,9 +8,9 @@ The server keeps one store open for its whole life, watching the working tree
 (``Store(watch=True)``, see :mod:`lantern_git.index.watch`): a read with nothing changed answers
 from the searcher it kept, and a CLI write, a hand edit or a ``git pull`` is seen by the next
 call, from its notifications or, where they cannot be trusted, from the full freshness sweep.
-The repository handle is opened afresh for each call, so no git state outlives a call. Calls
-run one at a time in a worker thread: the store is not thread-safe, and the writer lock
-serializes the server against other processes.
+Its repository handle is kept too: libgit2 checks the files behind its refs and its index for
+changes before it uses them. Calls run one at a time in a worker thread: the store is not
+thread-safe, and the writer lock serializes the server against other processes.
 
 The SDK is imported only by :func:`build_server` and :func:`serve`, which only ``lantern mcp``
 calls, so the rest of lantern never pays for it.
@@ -743,7 +743,6 @@ class ToolRunner:
                 store.close()
             store = self.target.open(lambda message: self._warn(message), watch=True)
             self._store = store
-        store.forget_git()
         return store
 
     def close(self) -> None:
