@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .editing import EditSession
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry
-    from .index.search import Hit, RefreshReport, SearchIndex
+    from .index.search import Hit, Progress, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .sync import SyncReport
     from .transaction import WriteTransaction
@@ -123,6 +123,8 @@ class Store:
         # Learn of changes from file-system notifications (a long-running process): see
         # lantern_git.index.watch. Started with the index, stopped by close().
         self.watch = watch
+        # Given (total, what), a progress display for a long index job (see SearchIndex.progress)
+        self.progress: Callable[[int, str], Progress] | None = None
         self.state_dir = os.path.join(self.root, STATE_DIR)
         self.actor = actor
         self.author = author
@@ -229,6 +231,7 @@ class Store:
             from .index.search import SearchIndex
 
             self._index = SearchIndex(self.root, self.state_dir, self.locked)
+            self._index.progress = self.progress
             if self.watch and self.exists:
                 self._index.watch()
         return self._index

@@ -26,7 +26,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, groupby
@@ -73,8 +73,6 @@ TWO_FINDS_FROM = 1000 if (os.cpu_count() or 1) > 1 else 2**62
 PARALLEL_FROM = 5000
 # Processes that build a large index, one segment each.
 BUILDERS = min(os.cpu_count() or 1, 8)
-# A job over fewer files is over before a progress bar would be read.
-PROGRESS_FROM = 2000
 TICK_EVERY = 500
 # When this many files changed at once (a checkout of another branch), one rebuild is cheaper.
 REBUILD_ABOVE = 20_000
@@ -272,6 +270,14 @@ class Progress(Protocol):
     def finish(self) -> None: ...
 
 
+@contextlib.contextmanager
+def _finishing(bar: Progress) -> Iterator[Progress]:
+    try:
+        yield bar
+    finally:
+        bar.finish()
+
+
 class _Silent:
     def update(self, count: int) -> None:
         pass
@@ -336,11 +342,11 @@ class SearchIndex:
         # Signatures of the files the last ``_pending`` read, until the index holds their content
         self._verified: dict[str, Signature] = {}
         # Given (total, what), a Progress for a job over that many files; set by a front end
-        # that shows progress (the CLI on a terminal). Jobs under PROGRESS_FROM files say nothing.
+        # that shows progress (the CLI on a terminal).
         self.progress: Callable[[int, str], Progress] | None = None
 
     def _progress(self, total: int, what: str) -> Progress:
-        if self.progress is None or total < PROGRESS_FROM:
+        if self.progress is None or not total:
             return _Silent()
         return self.progress(total, what)
 
@@ -677,8 +683,12 @@ class SearchIndex:
                 shards[folder] = os.path.islink(os.path.join(self.root, folder))
             return shards[folder]
 
-        with contextlib.nullcontext(self._searcher()) as searcher:
-            for path in sorted(paths):
+        ordered = sorted(paths)
+        bar = self._progress(len(ordered), "checking changed record files")
+        with contextlib.nullcontext(self._searcher()) as searcher, _finishing(bar):
+            for number, path in enumerate(ordered, 1):
+                if number % TICK_EVERY == 0:
+                    bar.update(TICK_EVERY)
                 # Taken before the lstat, which is taken before the read.
                 before = time.time_ns()
                 try:
