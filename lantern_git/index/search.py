@@ -755,6 +755,12 @@ class SearchIndex:
         """After lantern wrote ``paths`` (holding the writer lock): index exactly those files."""
         if self._watcher is not None:
             self._watcher.settle_git()
+            if self._watcher.running:
+                # Indexed by the next read, with whatever else changed by then, in one Whoosh
+                # commit (~20 ms each): a write's own events name these paths to that read
+                # anyway, and a process that stops first leaves them to the next one's sweep.
+                self._watcher.note(paths)
+                return
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             self.rebuild()

@@ -32,6 +32,7 @@ import itertools
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 # The watcher thread handles a barrier's event in well under a millisecond; a move whose other
@@ -158,6 +159,11 @@ class Watcher:
                     seen = self._barriers.get(relative.rpartition("/")[2])
                 if seen is not None:
                     seen.set()
+
+    def note(self, paths: Iterable[str]) -> None:
+        """Paths lantern itself wrote, for the next take (whatever their events do)."""
+        with self._lock:
+            self._paths.update(paths)
 
     def lose(self) -> None:
         """Events were dropped: the next take asks for a full sweep."""
