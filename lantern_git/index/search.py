@@ -7,7 +7,8 @@ program can set back; so the record files and shard folders changed since the la
 exactly those whose ctime is newer than a stamp kept with the index. One ``find`` (C speed; a
 Python sweep where ``find`` is missing) lists them, then only those are re-read, and a file
 whose content hash equals the indexed one is left alone. A missing, older-schema or unreadable
-index is rebuilt transparently.
+index is rebuilt transparently. A long-running process that watches the store (``watch.py``)
+checks only the files its notifications name, and keeps its searcher between calls.
 """
 
 from __future__ import annotations
