@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
-    from .index.search import Hit, RefreshReport, SearchIndex
+    from .index.search import Hit, Progress, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .revert import RevertResult
     from .sync import SyncReport
@@ -159,8 +159,14 @@ class Store:
         author: str | None = None,
         create_on_write: bool = False,
         warn: Callable[[str], None] | None = None,
+        watch: bool = False,
     ):
         self.root = os.path.abspath(root)
+        # Learn of changes from file-system notifications (a long-running process): see
+        # lantern_git.index.watch. Started with the index, stopped by close().
+        self.watch = watch
+        # Given (total, what), a progress display for a long index job (see SearchIndex.progress)
+        self.progress: Callable[[int, str], Progress] | None = None
         self.state_dir = os.path.join(self.root, STATE_DIR)
         self.actor = actor
         self.author = author
@@ -345,6 +351,9 @@ class Store:
             from .index.search import SearchIndex
 
             self._index = SearchIndex(self.root, self.derived_dir, self.locked)
+            self._index.progress = self.progress
+            if self.watch and self.exists:
+                self._index.watch()
         return self._index
 
     @property
@@ -368,6 +377,7 @@ class Store:
 
     def close(self) -> None:
         if self._index is not None:
+            self._index.stop_watching()
             self._index.close()
         if self._chunks is not None:
             self._chunks.close()

@@ -16,20 +16,41 @@ from lantern_git.index import search as search_index
 from lantern_git.recordfile import record_path
 from lantern_git.store import Store
 
+# root -> the long-lived watching store that reads in the "notified" runs
+WATCHED: dict[str, Store] = {}
 
-@pytest.fixture(autouse=True, params=["python sweep", "one find", "two finds"])
+
+@pytest.fixture(autouse=True, params=["python sweep", "one find", "two finds", "notified"])
 def sweep(request, monkeypatch):
-    """Every test runs with each way of listing changed files (chosen by store size)."""
+    """Every test runs with each way of listing changed files (chosen by store size), and
+    once more reading through one store kept open and watching, as ``lantern mcp`` does."""
     python_below, two_from = {
         "python sweep": (10**9, 10**9),
         "one find": (0, 10**9),
         "two finds": (0, 0),
+        "notified": (10**9, 10**9),
     }[request.param]
     monkeypatch.setattr(search_index, "SWEEP_IN_PYTHON_BELOW", python_below)
     monkeypatch.setattr(search_index, "TWO_FINDS_FROM", two_from)
+    WATCHED.clear()
+    yield request.param
+    for kept in WATCHED.values():
+        kept.close()
+    WATCHED.clear()
+
+
+@pytest.fixture
+def store(store_path, sweep) -> Store:
+    if sweep == "notified":
+        watched = WATCHED[str(store_path)] = Store.open(str(store_path), watch=True)
+        assert watched.index.watch(), "file-system notifications are not available here"
+    return Store.open(str(store_path))
 
 
 def contents(store: Store, **filters) -> list[str]:
+    kept = WATCHED.get(store.root)
+    if kept is not None:
+        return sorted(r.content for r in kept.list(status="all", **filters))
     fresh = Store.open(store.root)
     try:
         return sorted(r.content for r in fresh.list(status="all", **filters))
@@ -99,7 +120,8 @@ def test_a_hand_broken_file_is_skipped_then_seen_again_when_fixed(store):
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(good.replace("kind: fact", "kind: [unclosed"))
     warnings: list[str] = []
-    fresh = Store.open(store.root, warn=warnings.append)
+    fresh = WATCHED.get(store.root) or Store.open(store.root)
+    fresh.warn = warnings.append
     assert fresh.list(status="all") == []
     assert any(record_path(record.id) in w for w in warnings)
     with open(path, "w", encoding="utf-8") as handle:

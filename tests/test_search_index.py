@@ -357,3 +357,34 @@ def test_a_program_that_imports_lantern_gets_whoosh_s_real_stemming_module():
     )
     result = subprocess.run([sys.executable, "-c", other_attribute], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_rebuild_split_over_processes_answers_as_one_built_in_one(store, store_path, monkeypatch):
+    from lantern_git.index import search as search_index
+
+    made = [
+        store.add(f"Record number {n} about tea.", kind="fact", priority=n * 7 % 101)
+        for n in range(40)
+    ]
+    broken = store_path / record_path(made[5].id)
+    broken.write_text(broken.read_text().replace("kind: fact", "kind: [unclosed"))
+    serial = Store.open(str(store_path)).rebuild_index()
+    in_one = ids(Store.open(str(store_path)).list(limit=None))
+    hits_in_one = ids(Store.open(str(store_path)).search("tea", limit=None))
+
+    monkeypatch.setattr(search_index, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(search_index, "BUILDERS", 3)
+    split = Store.open(str(store_path))
+    report = split.rebuild_index()
+    assert len(search_index._shares([(str(n), None) for n in range(40)])) == 3
+    assert (report.reread, report.updated, report.broken) == (
+        serial.reread,
+        serial.updated,
+        serial.broken,
+    )
+    assert report.updated == 39
+    assert ids(split.list(limit=None)) == in_one
+    assert ids(split.search("tea", limit=None)) == hits_in_one
+    # Later writes and checks go on from the split index.
+    added = split.add("One more about tea.", kind="fact", priority=100)
+    assert ids(Store.open(str(store_path)).list(limit=1)) == [added.id]

@@ -6,6 +6,7 @@ each command imports the library parts it needs when it runs.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -149,7 +150,49 @@ def open_store(
     if ctx is not None:
         root = ctx.find_root()
         root_store = (root.obj or {}).get("store_path") if root.obj else None
-    return Store.discover(store_path or root_store, actor=actor, author=author)
+    store = Store.discover(store_path or root_store, actor=actor, author=author)
+    as_json = bool(ctx is not None and ctx.params.get("as_json"))
+    if not as_json:
+        store.progress = progress_bar
+    return store
+
+
+class _Bar:
+    """A click progress bar on stderr for one long index job."""
+
+    def __init__(self, total: int, what: str):
+        self._bar = click.progressbar(length=total, label=what, file=sys.stderr, width=30)
+        self._bar.__enter__()
+
+    def update(self, count: int) -> None:
+        self._bar.update(count)
+
+    def finish(self) -> None:
+        self._bar.__exit__(None, None, None)
+
+
+class _NoBar:
+    def update(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+# An index job over fewer files is over before a bar would be read (~0.5 s at 2,000).
+PROGRESS_FROM = 2000
+
+
+def progress_bar(total: int, what: str) -> _Bar | _NoBar:
+    """A progress bar for an index job over ``total`` files where someone watches it: stderr
+    is a terminal, and never with --json. ``LANTERN_PROGRESS=always`` draws it for a job of
+    any size (so that a test can see it on a pseudo-terminal), ``never`` never."""
+    wanted = os.environ.get("LANTERN_PROGRESS", "")
+    if wanted == "never" or not sys.stderr.isatty():
+        return _NoBar()
+    if wanted != "always" and total < PROGRESS_FROM:
+        return _NoBar()
+    return _Bar(total, what)
 
 
 def read_content(content: str) -> str:

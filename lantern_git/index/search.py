@@ -7,12 +7,14 @@ program can set back; so the record files and shard folders changed since the la
 exactly those whose ctime is newer than a stamp kept with the index. One ``find`` (C speed; a
 Python sweep where ``find`` is missing) lists them, then only those are re-read, and a file
 whose content hash equals the indexed one is left alone. A missing, older-schema or unreadable
-index is rebuilt transparently.
+index is rebuilt transparently. A long-running process that watches the store (``watch.py``)
+checks only the files its notifications name, and keeps its searcher between calls.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import heapq
 import json
 import marshal
@@ -25,11 +27,11 @@ import sys
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
@@ -43,6 +45,9 @@ from ..query import Hit, RecordQuery, order_key
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import whoosh_compat
+
+if TYPE_CHECKING:
+    from .watch import Watcher
 
 SCHEMA_VERSION = 2
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
@@ -67,6 +72,13 @@ SWEEP_IN_PYTHON_BELOW = 600
 # free (10k records: 31 -> 18 ms; 1k: 6.3 -> 3.9 ms, below the Python sweep's 5.4 ms).
 TWO_FINDS_FROM = 1000 if (os.cpu_count() or 1) > 1 else 2**62
 PARALLEL_FROM = 5000
+# Processes that build a large index, one segment each.
+BUILDERS = min(os.cpu_count() or 1, 8)
+TICK_EVERY = 500
+# Changed files to check, from which the remembered signatures are loaded to skip reading them
+SEEN_FROM = 64
+# Shard folders to compare with the index, past which one walk over every indexed path is cheaper
+WALK_ALL_FROM = 16
 # When this many files changed at once (a checkout of another branch), one rebuild is cheaper.
 REBUILD_ABOVE = 20_000
 
@@ -101,6 +113,8 @@ class RefreshReport:
     # No record file or folder changed since the last check: the index, as it was when the
     # check began, answers for the files.
     unchanged: bool = False
+    # Under a watch: "notified" (only the paths events named were checked) or "swept"
+    how: str = ""
 
 
 def changed_since(
@@ -229,6 +243,82 @@ def _merge_when_many(writer, segments):
     return MERGE_SMALL(writer, segments)
 
 
+def _identity(folder: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _shares(files: list[tuple[str, Signature | None]]) -> list:
+    """The record files split for one process each, where parallel building pays: each
+    process reads, parses and indexes its share into a segment of its own (100k records on 2
+    cores: 61 s in one process feeding Whoosh's ``MpWriter``, ~N s this way)."""
+    processes = BUILDERS
+    if (
+        len(files) < PARALLEL_FROM
+        or processes < 2
+        or not sys.platform.startswith("linux")
+        or not whoosh_compat.usable("segments")
+    ):
+        return [files]
+    size = -(-len(files) // processes)
+    return [files[start : start + size] for start in range(0, len(files), size)]
+
+
+class Progress(Protocol):
+    """Where a long index job reports how far it is (a progress bar on a terminal)."""
+
+    def update(self, count: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@contextlib.contextmanager
+def _finishing(bar: Progress) -> Iterator[Progress]:
+    try:
+        yield bar
+    finally:
+        bar.finish()
+
+
+class _Silent:
+    def update(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def _index_share(writer: Any, share: tuple, tick: Callable[[int], None]) -> tuple:
+    """Read, parse and add to ``writer`` one share of a rebuild's record files: (broken files,
+    signatures of the files read, files read, records indexed). Runs in a builder process."""
+    root, files = share
+    broken: dict[str, str] = {}
+    seen: dict[str, Signature] = {}
+    reread = updated = done = 0
+    for path, signature in files:
+        data, record, problem = read_record_file(root, path)
+        reread += 1
+        done += 1
+        if done == TICK_EVERY:
+            tick(done)
+            done = 0
+        if data is None and problem is None:
+            continue
+        if problem is not None or data is None or record is None:
+            broken[path] = str(problem)
+            continue
+        writer.add_document(**_document(path, record, _content_hash(data)))
+        updated += 1
+        if signature is not None:
+            seen[path] = signature
+    if done:
+        tick(done)
+    return broken, seen, reread, updated
+
+
 def _content_hash(data: bytes) -> str:
     import hashlib
 
@@ -245,12 +335,25 @@ class SearchIndex:
         self.dir = os.path.join(state_dir, "index")
         self._locker = locker
         self._ix = None
+        # The index folder's identity when ``_ix`` was opened (a rebuild swaps in a new one)
+        self._folder: tuple[int, int] | None = None
+        # The searcher kept between calls while the index is unchanged
+        self._kept: Any = None
+        self._watcher: Watcher | None = None
         self._manifest: dict | None = None
         # path -> the signature its file had when the index's content for it was read
         self._seen: dict[str, Signature] | None = None
         self._seen_dirty = False
         # Signatures of the files the last ``_pending`` read, until the index holds their content
         self._verified: dict[str, Signature] = {}
+        # Given (total, what), a Progress for a job over that many files; set by a front end
+        # that shows progress (the CLI on a terminal).
+        self.progress: Callable[[int, str], Progress] | None = None
+
+    def _progress(self, total: int, what: str) -> Progress:
+        if self.progress is None or not total:
+            return _Silent()
+        return self.progress(total, what)
 
     # -- storage
 
@@ -303,10 +406,12 @@ class SearchIndex:
 
     def _remember(self) -> None:
         """The files the last ``_pending`` read are now in the index as read."""
-        if self._verified:
-            self._load_seen().update(self._verified)
-            self._verified = {}
+        if self._verified and self._seen is not None:
+            # Not loaded for a few files: they are read again while they stay newer than the
+            # stamp, which costs less than loading and saving every signature.
+            self._seen.update(self._verified)
             self._seen_dirty = True
+        self._verified = {}
 
     def _save_seen(self, seen: dict[str, Signature], folder: str | None = None) -> None:
         path = os.path.join(folder or self.dir, SEEN)
@@ -323,6 +428,8 @@ class SearchIndex:
         self._seen_dirty = False
 
     def _open(self):
+        if self._ix is not None and self._folder != _identity(self.dir):
+            self.close()  # another process rebuilt the index into a new folder
         if self._ix is None:
             if not whoosh_index.exists_in(self.dir, indexname=INDEX_NAME):
                 raise _NeedsRebuild("missing")
@@ -330,12 +437,53 @@ class SearchIndex:
                 self._ix = whoosh_compat.open_index(self.dir, INDEX_NAME)
             except Exception as err:  # whoosh raises many kinds on a damaged index
                 raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
+            self._folder = _identity(self.dir)
         return self._ix
 
+    def _searcher(self) -> Any:
+        """A searcher on the index as it is now: the one kept from the last call while no
+        writer has committed since (a long-running process answers from it), else a new one."""
+        ix = self._open()
+        kept = self._kept
+        if kept is not None:
+            try:
+                if kept.up_to_date():
+                    return kept
+            except Exception:  # a segment file gone: open afresh
+                pass
+            # Not Searcher.refresh(): it reuses a segment's reader by the segment's id, which a
+            # delete in that segment keeps, so the deleted document would still be found.
+            self._kept = None
+            kept.close()
+        self._kept = ix.searcher()
+        return self._kept
+
     def close(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.close()
         if self._ix is not None:
             self._ix.close()
             self._ix = None
+
+    # -- watching
+
+    def watch(self) -> bool:
+        """Learn of changes from file-system notifications from now on (see
+        :mod:`lantern_git.index.watch`); False where they are unavailable (every read sweeps)."""
+        if self._watcher is None:
+            from .watch import Watcher
+
+            watcher = Watcher(self.root, os.path.dirname(self.dir))
+            if not watcher.start():
+                return False
+            self._watcher = watcher
+        return True
+
+    def stop_watching(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
 
     # -- keeping in step with the files
 
@@ -353,11 +501,17 @@ class SearchIndex:
                 if report.rebuilt
                 else f"rebuilt 0 / re-read {report.reread} of {report.scanned} changed files"
             )
-            print(f"index: {done}", file=sys.stderr)
+            how = f" ({report.how})" if report.how else ""
+            print(f"index: {done}{how}", file=sys.stderr)
         return report
 
     def _refresh(self, meanwhile: Callable[[], object] | None) -> RefreshReport:
         report = RefreshReport()
+        started = time.time_ns()
+        changes = self._watcher.take() if self._watcher is not None else None
+        if changes is None or changes.unknown:
+            # The stamp and the manifest on disk are the other processes' word too.
+            self._manifest = None
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             return self.rebuild()
@@ -367,7 +521,19 @@ class SearchIndex:
             if os.path.islink(memory) or manifest["broken"] or not self._empty():
                 return self.rebuild()
             return report
-        started = time.time_ns()
+        if changes is not None and not changes.unknown:
+            # Notified of exactly these paths: check them, and leave the stamp where it is,
+            # for it speaks of every file.
+            report.how = "notified"
+            changed = sorted(changes.paths or ())
+            report.scanned = len(changed)
+            if not changed:
+                report.broken = manifest["broken"]
+                report.unchanged = True
+                return report
+            return self._catch_up(changed, manifest, started, report, sweep=False)
+        if changes is not None:
+            report.how = "swept"
         stamp = os.path.join(self.dir, STAMP)
         try:
             # From the table of contents: opening every segment only to count costs ~3 ms.
@@ -381,6 +547,13 @@ class SearchIndex:
             report.broken = manifest["broken"]
             report.unchanged = True
             return report
+        return self._catch_up(changed, manifest, started, report, sweep=True)
+
+    def _catch_up(
+        self, changed: list[str], manifest: dict, started: int, report: RefreshReport, sweep: bool
+    ) -> RefreshReport:
+        """Bring the index in step for the ``changed`` paths; after a ``sweep`` (which saw every
+        file), the stamp moves to ``started``."""
         if len(changed) > REBUILD_ABOVE:
             return self.rebuild()
         try:
@@ -393,10 +566,11 @@ class SearchIndex:
             # Touched but unchanged (often lantern's own writes): no lock needed, and a
             # read-only store still lists. Writes under the lock only ever index fresher
             # content, so moving the stamp past what was just verified is safe.
-            try:
-                _set_stamp(os.path.join(self.dir, STAMP), started - STAMP_MARGIN_NS)
-            except OSError:
-                pass
+            if sweep:
+                try:
+                    _set_stamp(os.path.join(self.dir, STAMP), started - STAMP_MARGIN_NS)
+                except OSError:
+                    pass
             self._remember()
             if self._seen_dirty and self._seen is not None:
                 self._save_seen(self._seen)
@@ -409,7 +583,8 @@ class SearchIndex:
                 return self.rebuild()
             try:
                 self._apply(manifest, paths, report)
-                manifest["since"] = started - STAMP_MARGIN_NS
+                if sweep:
+                    manifest["since"] = started - STAMP_MARGIN_NS
                 self._save_manifest(manifest)
                 if self._seen_dirty and self._seen is not None:
                     self._save_seen(self._seen)
@@ -453,9 +628,16 @@ class SearchIndex:
             return paths
         # A folder changed when an entry was created, removed or renamed: compare its listing
         # with what the index holds there.
-        ix = self._open()
-        with ix.searcher() as searcher:
+        with contextlib.nullcontext(self._searcher()) as searcher:
             reader = searcher.reader()
+            whole: dict[str, set[str]] | None = None
+            if len(folders) > WALK_ALL_FROM:
+                # Seeking each folder's prefix in the path terms costs more than one walk over
+                # all of them (256 folders of 1k records: 29 ms against 3 ms).
+                whole = {}
+                for term in reader.expand_prefix("path", f"{MEMORY_DIR}/"):
+                    text = term.decode() if isinstance(term, bytes) else term
+                    whole.setdefault(text.split("/", 2)[1], set()).add(text)
             for shard in folders:
                 prefix = f"{MEMORY_DIR}/{shard}/"
                 try:
@@ -465,10 +647,13 @@ class SearchIndex:
                 on_disk = {
                     prefix + n for n in names if n.endswith(RECORD_SUFFIX) and not n.startswith(".")
                 }
-                indexed = {
-                    t.decode() if isinstance(t, bytes) else t
-                    for t in reader.expand_prefix("path", prefix)
-                }
+                if whole is not None:
+                    indexed = whole.get(shard, set())
+                else:
+                    indexed = {
+                        t.decode() if isinstance(t, bytes) else t
+                        for t in reader.expand_prefix("path", prefix)
+                    }
                 indexed.update(p for p in manifest["broken"] if p.startswith(prefix))
                 paths.update(on_disk ^ indexed)
         return paths
@@ -498,7 +683,6 @@ class SearchIndex:
             _cancel(writer)
             raise
         self._remember()
-        self.close()
 
     def _pending(
         self, manifest: dict, paths: Iterable[str], report: RefreshReport
@@ -506,7 +690,10 @@ class SearchIndex:
         """(index updates, new broken-file map) that bring ``paths`` in step with the files."""
         broken = dict(manifest["broken"])
         updates: list[tuple[str, Record | None, str | None, bool]] = []
-        seen = self._load_seen()
+        ordered = sorted(paths)
+        # Reading a few files costs less than loading every file's signature (100k: ~15 ms),
+        # which pays only when many files are to be checked (a fresh clone's second command).
+        seen = self._load_seen() if len(ordered) >= SEEN_FROM or self._seen is not None else {}
         self._verified = {}
         shards: dict[str, bool] = {}
 
@@ -517,9 +704,11 @@ class SearchIndex:
                 shards[folder] = os.path.islink(os.path.join(self.root, folder))
             return shards[folder]
 
-        ix = self._open()
-        with ix.searcher() as searcher:
-            for path in sorted(paths):
+        bar = self._progress(len(ordered), "checking changed record files")
+        with contextlib.nullcontext(self._searcher()) as searcher, _finishing(bar):
+            for number, path in enumerate(ordered, 1):
+                if number % TICK_EVERY == 0:
+                    bar.update(TICK_EVERY)
                 # Taken before the lstat, which is taken before the read.
                 before = time.time_ns()
                 try:
@@ -565,6 +754,14 @@ class SearchIndex:
 
     def note_written(self, paths: Iterable[str]) -> None:
         """After lantern wrote ``paths`` (holding the writer lock): index exactly those files."""
+        if self._watcher is not None:
+            self._watcher.settle_git()
+            if self._watcher.running:
+                # Indexed by the next read, with whatever else changed by then, in one Whoosh
+                # commit (~20 ms each): a write's own events name these paths to that read
+                # anyway, and a process that stops first leaves them to the next one's sweep.
+                self._watcher.note(paths)
+                return
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             self.rebuild()
@@ -601,32 +798,41 @@ class SearchIndex:
                     f"cannot write the search index in {parent}: {err.strerror}"
                 ) from None
             ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
-            broken: dict = {}
-            seen: dict[str, Signature] = {}
-            # Two processes halve a large build; forking is kept to Linux and large stores.
-            parallel = len(scan) >= PARALLEL_FROM and sys.platform.startswith("linux")
-            options = {"procs": 2, "multisegment": True} if parallel else {}
-            writer = ix.writer(limitmb=128 if parallel else 256, **options)
+            # The lstat of each file was taken after ``started`` and before its read.
+            files = [
+                (path, _signature(st) if _settled(st, started) else None)
+                for path, st in sorted(scan.items())
+            ]
+            shares = [(self.root, part) for part in _shares(files)]
+            bar = self._progress(len(files), "indexing record files")
             try:
-                for path in sorted(scan):
-                    data, record, problem = read_record_file(self.root, path)
-                    report.reread += 1
-                    if data is None and problem is None:
-                        continue
-                    if problem is not None or data is None or record is None:
-                        broken[path] = str(problem)
-                        continue
-                    writer.add_document(**_document(path, record, _content_hash(data)))
-                    report.updated += 1
-                    # The lstat was taken after ``started`` and before the read.
-                    if _settled(scan[path], started):
-                        seen[path] = _signature(scan[path])
-                writer.commit()
+                if len(shares) > 1:
+                    results = whoosh_compat.build_segments(
+                        ix, _index_share, shares, limitmb=1024, progress=bar.update
+                    )
+                else:
+                    writer = ix.writer(limitmb=256)
+                    try:
+                        with whoosh_compat.no_collection():
+                            results = [_index_share(writer, shares[0], bar.update)]
+                            writer.commit()
+                    except BaseException:
+                        _cancel(writer)
+                        raise
             except BaseException:
-                _cancel(writer)
+                ix.close()
                 shutil.rmtree(fresh, ignore_errors=True)
                 raise
+            finally:
+                bar.finish()
             ix.close()
+            broken: dict = {}
+            seen: dict[str, Signature] = {}
+            for part_broken, part_seen, reread, updated in results:
+                broken.update(part_broken)
+                seen.update(part_seen)
+                report.reread += reread
+                report.updated += updated
             manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - STAMP_MARGIN_NS}
             self._save_manifest(manifest, fresh)
             self._save_seen(seen, fresh)
@@ -675,18 +881,18 @@ class SearchIndex:
         text_query = _text_query(ix.schema, query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
-            with ix.searcher() as searcher:
-                expired = _mask_docs(searcher, _mask_query(query))
-                if scored:
-                    if text_query is None:
-                        return []
-                    return _best_scored(searcher, text_query, filters, expired, query.offset, end)
-                combined = filters if text_query is None else Q.And([filters, text_query])
-                docs = _first_in_order(searcher, combined, expired, end)
-                return [
-                    Hit(_record(searcher.stored_fields(docnum)["doc"]))
-                    for docnum in docs[query.offset : end]
-                ]
+            searcher = self._searcher()
+            expired = _mask_docs(searcher, _mask_query(query))
+            if scored:
+                if text_query is None:
+                    return []
+                return _best_scored(searcher, text_query, filters, expired, query.offset, end)
+            combined = filters if text_query is None else Q.And([filters, text_query])
+            docs = _first_in_order(searcher, combined, expired, end)
+            return [
+                Hit(_record(searcher.stored_fields(docnum)["doc"]))
+                for docnum in docs[query.offset : end]
+            ]
         except _NeedsRebuild:
             raise
         except Exception as err:

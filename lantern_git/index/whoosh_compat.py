@@ -14,7 +14,13 @@ lantern does four things itself, knowing how whoosh-reloaded 2.7 lays out its ob
 - The index's documents are counted from its table of contents (``FileIndex._segments``), not
   by opening a reader on every segment.
 
-A fifth needs no internals: lantern's storage remembers which of its files exist. While writing
+- A rebuild writes one segment per process, each process reading and parsing its share of the
+  record files itself (``SegmentWriter._finalize_segment``, then one table of contents for all,
+  as Whoosh's own ``MpWriter`` does with ``multisegment=True``). ``MpWriter`` leaves the reading
+  and parsing in the parent, a third of a rebuild's work, and feeds the children through pickled
+  job files.
+
+A sixth needs no internals: lantern's storage remembers which of its files exist. While writing
 a segment, Whoosh asks with a stat() for every posting of an unscored field whether the field
 has a length column (a tenth of a rebuild).
 
@@ -28,12 +34,14 @@ public API does the same work: slower, same answers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import mmap
 import os
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from io import BytesIO
 from itertools import repeat
 from typing import Any
@@ -48,6 +56,7 @@ COMPOUND_OPEN_USES = ("subset",)
 NUMERIC_READER_HAS = ("_typecode", "_dbfile", "_basepos", "_count", "_default")
 SEGMENT_READER_HAS = ("deleted_docs_set",)
 FILE_INDEX_HAS = ("_segments",)
+SEGMENT_WRITER_HAS = ("_finalize_segment", "_close_segment", "_commit_toc", "_finish", "_added")
 
 _usable: dict[str, bool] = {}
 
@@ -360,11 +369,133 @@ def _check_toc() -> bool:
     return all(hasattr(FileIndex, name) for name in FILE_INDEX_HAS)
 
 
+# ---------------------------------------------------------------- one segment per process
+
+
+def build_segments(
+    ix: Any,
+    work: Callable[[Any, Any, Callable[[int], None]], Any],
+    shares: list[Any],
+    limitmb: int,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """Fill the new, empty index ``ix`` with one segment per share, each written by its own
+    process calling ``work(writer, share, tick)`` (``tick(n)``: n more files done); the
+    results of ``work``, in the order of ``shares``. Nothing is committed unless every share
+    succeeded. ``work`` must be a module-level function (it is pickled where processes are
+    spawned rather than forked)."""
+    import multiprocessing
+    import threading
+
+    # Forking a process that runs other threads can copy a lock some thread holds; a server's
+    # process (threads) starts fresh interpreters instead, at the cost of their imports.
+    method = "fork" if threading.active_count() == 1 and sys.platform != "win32" else "spawn"
+    context: Any = multiprocessing.get_context(method)
+    messages = context.Queue()
+    writer = ix.writer()
+    children = [
+        context.Process(
+            target=_segment_child,
+            args=(ix.storage.folder, ix.indexname, work, share, number, limitmb, messages),
+            daemon=True,
+        )
+        for number, share in enumerate(shares)
+    ]
+    results: dict[int, Any] = {}
+    segments: dict[int, Any] = {}
+    try:
+        for child in children:
+            child.start()
+        while len(results) < len(children):
+            try:
+                message = messages.get(timeout=1.0)
+            except Exception:  # queue.Empty: a child that died without a word?
+                dead = [c for c in children if c.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"an index builder exited with {dead[0].exitcode}") from None
+                continue
+            kind, number, payload = message
+            if kind == "tick":
+                if progress is not None:
+                    progress(payload)
+            elif kind == "done":
+                segments[number], results[number] = payload
+            else:
+                raise RuntimeError(f"building the index failed: {payload}")
+        for child in children:
+            child.join()
+        writer._close_segment()
+        writer._commit_toc([segments[n] for n in sorted(segments) if segments[n] is not None])
+        writer._finish()
+    except BaseException:
+        for child in children:
+            if child.is_alive():
+                child.kill()
+            if child.pid is not None:
+                child.join()
+        try:
+            writer.cancel()
+        except Exception:
+            pass
+        raise
+    finally:
+        messages.close()
+    return [results[n] for n in range(len(shares))]
+
+
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """Python's cycle collector off while a segment is built. Whoosh keeps every posting of a
+    segment in memory as tuples until it writes them (2M at 50k records); each full collection
+    walks them all, and collections come ever more often as they pile up. Building makes no
+    reference cycles worth collecting."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _segment_child(
+    folder: str,
+    indexname: str,
+    work: Callable[[Any, Any, Callable[[int], None]], Any],
+    share: Any,
+    number: int,
+    limitmb: int,
+    messages: Any,
+) -> None:
+    from whoosh.writing import SegmentWriter
+
+    gc.disable()  # see no_collection: this process only builds one segment
+    try:
+        ix = LanternStorage(folder).open_index(indexname)
+        # _lk=False: the parent holds the index's lock for all of them, as MpWriter's children
+        writer = SegmentWriter(ix, _lk=False, limitmb=limitmb)
+        result = work(writer, share, lambda n: messages.put(("tick", number, n)))
+        segment = writer._finalize_segment() if writer._added else None
+        if segment is None:
+            writer._close_segment()
+        messages.put(("done", number, (segment, result)))
+    except BaseException as err:
+        messages.put(("error", number, f"{type(err).__name__}: {err}"))
+        raise
+
+
+def _check_segments() -> bool:
+    from whoosh.writing import SegmentWriter
+
+    return all(hasattr(SegmentWriter, name) for name in SEGMENT_WRITER_HAS[:-1])
+
+
 _CHECKS = {
     "parts": _check_parts,
     "numeric": _check_numeric,
     "deleted": _check_deleted,
     "toc": _check_toc,
+    "segments": _check_segments,
 }
 
 

@@ -4,10 +4,13 @@ The tools hold no policy. They add, show, list, search and change records exactl
 does (same library calls, same record objects, same error codes and messages); deciding what
 becomes memory and what to put in a context window stays with the agent that calls them.
 
-Every call opens the store afresh and closes it afterwards, so a long-lived server keeps no
-searcher, manifest or repository handle that a CLI write, a hand edit or a ``git pull`` could
-make stale. Calls run one at a time in a worker thread: the store is not thread-safe, and the
-writer lock serializes the server against other processes.
+The server keeps one store open for its whole life, watching the working tree
+(``Store(watch=True)``, see :mod:`lantern_git.index.watch`): a read with nothing changed answers
+from the searcher it kept, and a CLI write, a hand edit or a ``git pull`` is seen by the next
+call, from its notifications or, where they cannot be trusted, from the full freshness sweep.
+Its repository handle is kept too: libgit2 checks the files behind its refs and its index for
+changes before it uses them. Calls run one at a time in a worker thread: the store is not
+thread-safe, and the writer lock serializes the server against other processes.
 
 The SDK is imported only by :func:`build_server` and :func:`serve`, which only ``lantern mcp``
 calls, so the rest of lantern never pays for it.
@@ -822,7 +825,7 @@ class StoreTarget:
     create_on_write: bool = False
     author: str | None = None
 
-    def open(self, warn: Callable[[str], None]) -> Store:
+    def open(self, warn: Callable[[str], None], watch: bool = False) -> Store:
         from ..store import Store
 
         return Store(
@@ -831,6 +834,7 @@ class StoreTarget:
             author=self.author,
             create_on_write=self.create_on_write,
             warn=warn,
+            watch=watch,
         )
 
 
@@ -854,11 +858,30 @@ class Outcome:
 
 
 class ToolRunner:
-    """Runs tool calls one at a time against a freshly opened store."""
+    """Runs tool calls one at a time against the store it keeps open (and watches)."""
 
     def __init__(self, target: StoreTarget):
         self.target = target
         self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._warn: Callable[[str], None] = _stderr
+
+    def _open(self) -> Store:
+        store = self._store
+        if store is None or not store.exists:
+            # Until the store exists (a default store, created by its first write), each call
+            # opens it afresh; from then on the one kept store watches it.
+            if store is not None:
+                store.close()
+            store = self.target.open(lambda message: self._warn(message), watch=True)
+            self._store = store
+        return store
+
+    def close(self) -> None:
+        with self._lock:
+            store, self._store = self._store, None
+            if store is not None:
+                store.close()
 
     def run(self, name: str, arguments: dict | None) -> Outcome:
         tool = TOOLS_BY_NAME[name]
@@ -869,13 +892,12 @@ class ToolRunner:
             print(message, file=sys.stderr)
 
         with self._lock:
+            self._warn = warn
             try:
                 args = check_arguments(tool, arguments)
-                store = self.target.open(warn)
-                try:
-                    value, commit = tool.call(store, args)
-                finally:
-                    store.close()
+                store = self._open()
+                store.last_commit = None
+                value, commit = tool.call(store, args)
                 return Outcome(value, commit=commit, warnings=warnings)
             except LanternError as err:
                 return Outcome(err.to_dict(), is_error=True, warnings=warnings)
@@ -884,9 +906,15 @@ class ToolRunner:
                 message = f"{name} failed unexpectedly: {type(err).__name__}: {err}"
                 error = {"error": {"code": "internal_error", "message": message}}
                 return Outcome(error, is_error=True, warnings=warnings)
+            finally:
+                self._warn = _stderr
 
 
-def build_server(target: StoreTarget) -> Server:
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def build_server(target: StoreTarget, runner: ToolRunner | None = None) -> Server:
     """The MCP server object, with one handler for listing tools and one for calling them."""
     import anyio.to_thread
     from mcp import types
@@ -895,7 +923,7 @@ def build_server(target: StoreTarget) -> Server:
 
     from .. import __version__
 
-    runner = ToolRunner(target)
+    runner = runner or ToolRunner(target)
     tools = [
         types.Tool(
             name=spec.name,
@@ -947,10 +975,14 @@ def serve(target: StoreTarget) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(target)
+    runner = ToolRunner(target)
+    server = build_server(target, runner)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        runner.close()

@@ -1,0 +1,131 @@
+"""A store kept open with ``watch=True`` learns of changes from file-system notifications, and
+falls back to the full sweep whenever they cannot tell (see lantern_git.index.watch)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import git
+
+from lantern_git.recordfile import record_path
+from lantern_git.store import Store
+
+CLI = (sys.executable, "-m", "lantern_git")
+
+
+@pytest.fixture
+def watched(store_path):
+    kept = Store.open(str(store_path), watch=True)
+    assert kept.index.watch(), "file-system notifications are not available here"
+    kept.refresh()  # the first check after the watch began is a full sweep
+    yield kept
+    kept.close()
+
+
+def edit(root: str, record_id: str, old: str, new: str) -> None:
+    path = os.path.join(root, record_path(record_id))
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace(old, new))
+
+
+def test_nothing_changed_is_answered_without_a_sweep(store, watched):
+    store.add("The deploy window is Tuesday.", kind="fact")
+    watched.refresh()
+    report = watched.refresh()
+    assert (report.how, report.unchanged, report.scanned) == ("notified", True, 0)
+
+
+def test_a_hand_edit_is_checked_from_its_event_alone(store, watched):
+    record = store.add("The deploy window is Tuesday.", kind="fact")
+    watched.refresh()
+    edit(store.root, record.id, "Tuesday", "Fridays")
+    report = watched.refresh()
+    assert (report.how, report.scanned, report.updated) == ("notified", 1, 1)
+    assert [r.content for r in watched.list()] == ["The deploy window is Fridays."]
+
+
+def test_a_write_by_another_process_is_seen_by_the_very_next_read(store_path, watched):
+    # The other process has exited before the read begins, but its events may not have been
+    # handled yet: the read's barrier must wait for them.
+    for number in range(8):
+        content = f"Written elsewhere, number {number}."
+        result = subprocess.run(
+            [*CLI, "--store", str(store_path), "memory", "add", content, "--kind", "fact"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert content in [r.content for r in watched.list(limit=None)]
+
+
+def test_a_hand_edit_by_another_process_is_seen_by_the_very_next_read(store, watched):
+    record = store.add("Counter at 0.", kind="fact")
+    watched.refresh()
+    for number in range(1, 8):
+        script = (
+            "import sys\n"
+            "path, old, new = sys.argv[1:]\n"
+            "text = open(path, encoding='utf-8').read()\n"
+            "open(path, 'w', encoding='utf-8').write(text.replace(old, new))\n"
+        )
+        path = os.path.join(store.root, record_path(record.id))
+        subprocess.run(
+            [sys.executable, "-c", script, path, f"at {number - 1}.", f"at {number}."], check=True
+        )
+        assert [r.content for r in watched.list()] == [f"Counter at {number}."]
+
+
+def test_git_operations_make_the_next_read_sweep(store, watched):
+    store.add("first", kind="fact")
+    first = git(store.root, "rev-parse", "HEAD").strip()
+    store.add("second", kind="fact")
+    watched.refresh()
+    git(store.root, "checkout", "-q", first)
+    report = watched.refresh()
+    assert report.how == "swept"
+    assert [r.content for r in watched.list()] == ["first"]
+    git(store.root, "checkout", "-q", "main")
+    assert sorted(r.content for r in watched.list()) == ["first", "second"]
+
+
+def test_its_own_writes_are_indexed_by_the_next_read_without_a_sweep(store_path, watched):
+    watched.add("The first record makes the memory folder: that is swept.", kind="fact")
+    watched.refresh()
+    first = watched.add("Written by the watching store itself.", kind="fact")
+    second = watched.add("Written right after it.", kind="fact")
+    report = watched.refresh()
+    assert (report.how, report.updated) == ("notified", 2)
+    assert {first.id, second.id} <= {r.id for r in watched.list()}
+    # Another process sees them too, whether or not the watching store's read came first.
+    third = watched.add("Not yet read back by the watching store.", kind="fact")
+    other = Store.open(str(store_path))
+    assert {first.id, second.id, third.id} <= {r.id for r in other.list()}
+
+
+def test_a_stopped_watcher_falls_back_to_the_sweep(store, watched):
+    record = store.add("Before the watcher stopped.", kind="fact")
+    watched.refresh()
+    watched.index.stop_watching()
+    edit(store.root, record.id, "Before", "After")
+    assert [r.content for r in watched.list()] == ["After the watcher stopped."]
+
+
+def test_the_one_shot_cli_does_not_import_watchdog(store_path):
+    code = (
+        "import sys\n"
+        "from lantern_git.cli import cli\n"
+        f"cli.main(['memory', 'list', '--json', '--store', {str(store_path)!r}],"
+        " standalone_mode=False)\n"
+        "print('watchdog' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
