@@ -3,6 +3,7 @@
     python benchmarks/run.py            # 1,000, 10,000 and 100,000 records (~20 minutes)
     python benchmarks/run.py --quick    # 1,000 and 10,000 only (about four minutes)
     python benchmarks/run.py --sizes 1000,50000 --reps 9
+    python benchmarks/run.py --evidence [--quick]   # sources: ingest, append, verify, search
 
 Besides the library and the CLI, it measures what agents live with: a fresh ``git clone`` of the
 store (first and second list, then a list after a pull of 100 records), and ``lantern mcp``
@@ -485,6 +486,21 @@ def _peer_row(name, theirs, ours, unit, want):
     )
 
 
+def run_evidence(quick: bool) -> int:
+    """The two evidence benchmarks, one after the other, in this run."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    steps = [
+        [PY, os.path.join(here, "evidence.py"), *(["--quick"] if quick else [])],
+        [PY, os.path.join(here, "evidence_search.py"), *([] if quick else ["--full"])],
+    ]
+    for step in steps:
+        print(f"$ {' '.join(os.path.basename(a) for a in step[1:])}", flush=True)
+        code = subprocess.run(step, env=dict(os.environ, PYTHONPATH=REPO), check=False).returncode
+        if code:
+            return code
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 records only")
@@ -492,7 +508,15 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=15, help="repetitions of in-process figures")
     parser.add_argument("--dir", help="where to build the stores (default: <repo>/bench-stores)")
     parser.add_argument("--keep", action="store_true", help="keep the stores afterwards")
+    parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="the evidence benchmarks instead: ingest, append and verify (evidence.py), and "
+        "source search against git grep (evidence_search.py); with --quick, smaller sizes",
+    )
     args = parser.parse_args(argv)
+    if args.evidence:
+        return run_evidence(args.quick)
     if args.sizes:
         sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",")]
     else:
