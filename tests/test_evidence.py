@@ -559,3 +559,42 @@ def test_a_large_ingest_leaves_its_chunks_to_the_next_search(store):
     assert hits and hits[0].source_id == result.manifest.id
     assert store.chunks.counts()[0] == 2
     assert store.sources.search("otters")[0].source_id == small
+
+
+def test_a_read_only_store_answers_evidence_reads_and_refuses_ingest(store, store_path, tmp_path):
+    import stat as stat_module
+
+    from test_forgiving_writes import _as_reader
+
+    source_id = ingest(store).manifest.id
+    record = store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])
+    store.close()
+    paths = [store_path, *store_path.rglob("*")]
+    for p in paths:
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode & ~(stat_module.S_IWUSR | stat_module.S_IWGRP))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"TMPDIR": str(temp)}
+    s = ["--store", str(store_path)]
+    try:
+        hits = _as_reader(*s, "source", "search", "coffee", "--json", env=env)
+        assert hits.returncode == 0, hits.stderr
+        assert json.loads(hits.stdout)[0]["source_id"] == source_id
+        verified = _as_reader(*s, "verify", "--json", env=env)
+        assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
+        shown = _as_reader(*s, "memory", "show", record.id, "--evidence", "--json", env=env)
+        assert json.loads(shown.stdout)["evidence"][0]["lines"] == [3, 3]
+        refused = _as_reader(
+            *s,
+            "source",
+            "add",
+            "-",
+            "--json",
+            env={**env},
+        )
+        assert refused.returncode == 1 and "read_only" in refused.stderr
+    finally:
+        for p in paths:
+            if not p.is_symlink():
+                p.chmod(p.stat().st_mode | stat_module.S_IWUSR)
