@@ -585,14 +585,9 @@ def test_a_read_only_store_answers_evidence_reads_and_refuses_ingest(store, stor
         assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
         shown = _as_reader(*s, "memory", "show", record.id, "--evidence", "--json", env=env)
         assert json.loads(shown.stdout)["evidence"][0]["lines"] == [3, 3]
-        refused = _as_reader(
-            *s,
-            "source",
-            "add",
-            "-",
-            "--json",
-            env={**env},
-        )
+        note = temp / "note.md"
+        note.write_text("a new note\n")
+        refused = _as_reader(*s, "source", "add", str(note), "--json", env=env)
         assert refused.returncode == 1 and "read_only" in refused.stderr
     finally:
         for p in paths:
