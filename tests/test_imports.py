@@ -55,6 +55,7 @@ def _import_twice(store_path, *args) -> dict:
         "imported": 0,
         "skipped": result["imported"],
         "commit": None,
+        "sources": [],
     }
     assert snapshot(store_path) == state
     return result
