@@ -62,3 +62,29 @@ def test_the_second_list_in_a_fresh_clone_neither_rebuilds_nor_rereads(tmp_path)
     assert line.startswith("index: rebuilt 0 / re-read "), line
     assert not line.startswith("index: rebuilt 0 / re-read 0 "), line
     assert records[7].id in third.stdout
+
+
+def test_many_files_newer_than_the_stamp_but_as_read_are_not_rebuilt(store, monkeypatch):
+    """On a filesystem with whole-second times the stamp stays 3 s back, so a large clone's
+    files all look changed to the second command: it must still not rebuild."""
+    import os
+
+    from lantern_git.index import search as search_index
+
+    made = [store.add(f"Record {n}.", kind="fact") for n in range(30)]
+    time.sleep(0.2)  # past the fine-timestamp margin, so the build remembers every file
+    assert store.rebuild_index().updated == 30
+    stamp = os.path.join(store.root, ".lantern", "index", search_index.STAMP)
+    monkeypatch.setattr(search_index, "REBUILD_ABOVE", 10)
+
+    os.utime(stamp, ns=(0, 0))  # every file is newer than the stamp
+    report = Store.open(store.root).refresh()
+    assert (report.rebuilt, report.reread) == (False, 0)
+    assert report.scanned > 30
+
+    for record in made[:20]:  # now more than REBUILD_ABOVE were written since
+        path = os.path.join(store.root, record_path(record.id))
+        with open(path, "a", encoding="utf-8"):
+            os.utime(path)
+    os.utime(stamp, ns=(0, 0))
+    assert Store.open(store.root).refresh().rebuilt
