@@ -32,6 +32,7 @@ import itertools
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -97,6 +98,15 @@ class Watcher:
             def on_any_event(self, event: Any) -> None:
                 watcher._handle(event)
 
+        # Watchdog's inotify observer warns, with a page of its internal state, when a folder
+        # created under a recursive watch is added twice (once for the folder's own event, once
+        # by the walk of its parent); nothing is lost. Only that message, only from that module.
+        warnings.filterwarnings(
+            "ignore",
+            message="Callback with id",
+            category=RuntimeWarning,
+            module=r"watchdog\.observers\.inotify",
+        )
         try:
             os.makedirs(self.state_dir, exist_ok=True)
             observer = Observer()
