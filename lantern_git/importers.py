@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from .errors import InvalidInput, ValidationError
 from .fields import DEFAULT_SCOPE, MAX_FILE_BYTES
 from .record import Record
-from .transfer import SourceImport, parse_lines, read_import_source
+from .transfer import SourceImport, json_lines, parse_lines, read_import_source
 
 FORMATS = ("jsonl", "mcp-memory", "markdown")
 # The MCP memory server's line types.
@@ -126,20 +126,7 @@ def read_mcp_memory(
       "<from> <relationType> <to>", scoped ``entity:<from>``.
     """
     found: list[tuple[str, Record]] = []
-    for number, raw in enumerate(lines, start=1):
-        if progress:
-            progress(1)
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise _bad(number, "is not valid UTF-8") from None
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except ValueError as err:
-            raise _bad(number, f"is not valid JSON: {err}") from None
+    for number, item in json_lines(lines, progress):
         if not isinstance(item, dict) or item.get("type") not in MCP_TYPES:
             raise _bad(number, "type: must be 'entity' or 'relation'", "type")
         where = f"line {number}"

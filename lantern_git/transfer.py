@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInput, ValidationError
 from .fields import DEFAULT_SCOPE
@@ -135,22 +135,7 @@ def parse_lines(
 
     A source line (an export's ``{"source": ...}``) goes to ``sources``."""
     parsed = []
-    for number, raw in enumerate(lines, start=1):
-        if progress:
-            progress(1)
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise _bad(number, "is not valid UTF-8") from None
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise _bad(number, f"is not valid JSON: {err.msg} (column {err.colno})") from None
-        except ValueError as err:  # a number too long to convert, say
-            raise _bad(number, f"is not valid JSON: {err}") from None
+    for number, data in json_lines(lines, progress):
         if isinstance(data, dict) and "source" in data and sources is not None:
             try:
                 sources.append(SourceImport.from_dict(data))
@@ -167,6 +152,29 @@ def parse_lines(
         # when its content is edited later, and such records must move between stores unchanged.
         parsed.append((number, record))
     return parsed
+
+
+def json_lines(
+    lines: Iterable[str | bytes], progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each non-blank line of a JSON Lines file; the first line
+    that is not UTF-8 or not JSON raises, naming its number."""
+    for number, raw in enumerate(lines, start=1):
+        if progress:
+            progress(1)
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _bad(number, "is not valid UTF-8") from None
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise _bad(number, f"is not valid JSON: {err.msg} (column {err.colno})") from None
+        except ValueError as err:  # a number too long to convert, say
+            raise _bad(number, f"is not valid JSON: {err}") from None
 
 
 def with_computed_id(data: dict) -> dict:
