@@ -408,15 +408,7 @@ class ChunkIndex:
             self._forget()
             before = time.time_ns()
             files = _scan(self.root)
-            fresh = self.dir + ".new"
-            shutil.rmtree(fresh, ignore_errors=True)
-            try:
-                os.makedirs(fresh)
-            except OSError as err:
-                raise StoreError(
-                    f"cannot write the chunk index in {os.path.dirname(self.dir)}: {err.strerror}"
-                ) from None
-            ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
+            fresh, ix = whoosh_compat.create_beside(self.dir, _schema(), INDEX_NAME, "chunk index")
             total = sum(state[3] for listed in files.values() for state in listed)
             parallel = total >= PARALLEL_FROM_BYTES and sys.platform.startswith("linux")
             options: dict[str, Any] = {"procs": 2, "multisegment": True} if parallel else {}

@@ -819,16 +819,7 @@ class SearchIndex:
                 )
             scan = dict(record_files(self.root)) if scan is None else scan
             report.scanned = len(scan)
-            parent = os.path.dirname(self.dir)
-            fresh = self.dir + ".new"
-            shutil.rmtree(fresh, ignore_errors=True)
-            try:
-                os.makedirs(fresh)
-            except OSError as err:
-                raise StoreError(
-                    f"cannot write the search index in {parent}: {err.strerror}"
-                ) from None
-            ix = whoosh_compat.create_index(fresh, _schema(), INDEX_NAME)
+            fresh, ix = whoosh_compat.create_beside(self.dir, _schema(), INDEX_NAME, "search index")
             # The lstat of each file was taken after ``started`` and before its read.
             files = [
                 (path, _signature(st) if _settled(st, started) else None)

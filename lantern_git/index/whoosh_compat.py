@@ -39,6 +39,7 @@ import functools
 import gc
 import mmap
 import os
+import shutil
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -48,6 +49,8 @@ from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import StructFile
+
+from ..errors import StoreError
 
 # What each speed-up relies on, checked at its first use (tests add a name that does not exist
 # to see the fallback): names ``CompoundStorage.open_file`` uses, attributes of a
@@ -88,6 +91,20 @@ def open_index(folder: str, indexname: str) -> Any:
 def create_index(folder: str, schema: Any, indexname: str) -> Any:
     """A new index in ``folder``, as ``whoosh.index.create_in`` makes it, on lantern's storage."""
     return LanternStorage(folder).create_index(schema, indexname)
+
+
+def create_beside(folder: str, schema: Any, indexname: str, what: str) -> tuple[str, Any]:
+    """A new, empty index in ``folder + ".new"`` (what an earlier, cut-off build left there is
+    removed first), to be built and then swapped in for ``folder``: its path and the index."""
+    fresh = folder + ".new"
+    shutil.rmtree(fresh, ignore_errors=True)
+    try:
+        os.makedirs(fresh)
+    except OSError as err:
+        raise StoreError(
+            f"cannot write the {what} in {os.path.dirname(folder)}: {err.strerror}"
+        ) from None
+    return fresh, create_index(fresh, schema, indexname)
 
 
 class LanternStorage(FileStorage):
