@@ -290,7 +290,7 @@ def add_options(defaults: bool = True) -> Callable:
                 "source_refs",
                 multiple=True,
                 metavar="REF",
-                help="A reference to evidence (repeatable).",
+                help="Evidence (repeatable); a source:ID#La-Lb reference is checked and pinned.",
             ),
         ]
         for option in reversed(options):
