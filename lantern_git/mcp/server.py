@@ -57,7 +57,10 @@ INSTRUCTIONS = (
     "one documented order (active first, then priority desc, urgency desc, updated_at desc, id "
     "asc) and search by keyword relevance. Choosing which records to use is up to you. List "
     "and search return at most `limit` records per call; page with `offset` and "
-    "`next_offset`, and ask only for the `fields` you need."
+    "`next_offset`, and ask only for the `fields` you need. The evidence a memory comes from "
+    "(a transcript, a note, a tool output) can be stored verbatim with lantern_source_add and "
+    "found with lantern_source_search; pass a hit's `ref` in `source_refs` to cite those lines, "
+    "and lantern_verify later says whether each citation still holds."
 )
 
 # ---------------------------------------------------------------------------- schemas
