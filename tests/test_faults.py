@@ -24,6 +24,7 @@ from reliability_support import add_args, audit, cli, cli_env, make_store, recor
 from lantern_git.errors import GitError
 from lantern_git.git.repo import BULK_FILES, TMP_SUFFIX
 from lantern_git.record import Record
+from lantern_git.source import compute_source_id
 from lantern_git.store import Store
 
 BEFORE_REF = ["after-objects", "after-journal", "after-first-file", "after-files"]
@@ -49,7 +50,15 @@ def _op_args(op: str, seed: str) -> list[str]:
         "delete": ["memory", "delete", seed, "--reason", "crash test"],
         "revert": ["revert", "HEAD"],
         "import": ["import", "-"],
+        "ingest": ["source", "add", "-", "--uri", "crash:new"],
+        "append": ["source", "append", SEED_SOURCE, "-"],
+        "remove": ["source", "remove", SEED_SOURCE],
     }[op]
+
+
+# A source for append and remove to change, ingested before the crash.
+SEED_SOURCE = compute_source_id("crash:seed", b"")
+STDIN = {"ingest": "User: a new transcript\n", "append": "User: one more line\n"}
 
 
 # Enough records for the bulk path: no fsync per file, one sync() per phase instead.
@@ -69,6 +78,8 @@ CASES = (
         ("import", point)
         for point in ("after-first-file", "after-files", "after-ref", "after-index")
     ]
+    # Sources: a new body and manifest, a body grown in place, two files removed.
+    + [(op, point) for op in ("ingest", "append", "remove") for point in BEFORE_REF + AFTER_REF]
 )
 
 
@@ -78,8 +89,11 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
     if op in ("restore", "revert"):
         # Something to restore, and a commit to revert (the archive, HEAD).
         assert cli(path, "memory", "archive", seed).returncode == 0
+    if op in ("append", "remove"):
+        seeded_source = cli(path, "source", "add", "-", "--uri", "crash:seed", input="User: hi\n")
+        assert seeded_source.returncode == 0, seeded_source.stderr
     before = snapshot(path)
-    stdin = IMPORT_LINES if op == "import" else None
+    stdin = IMPORT_LINES if op == "import" else STDIN.get(op)
     killed = cli(path, *_op_args(op, seed), env=cli_env(LANTERN_FAULT=point), input=stdin)
     assert killed.returncode == -9, killed.stderr
     if op == "import":
@@ -126,6 +140,21 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
         assert json.loads(shown.stdout)["status"] == expected_status
     if op == "delete":
         assert (path / "memory" / seed[:2] / f"{seed}.md").exists() is (point in BEFORE_REF)
+    if op in ("ingest", "append", "remove"):
+        if point in AFTER_REF:
+            done = "HEAD~1" if next_is_write else "HEAD"
+            source = SEED_SOURCE if op != "ingest" else compute_source_id("crash:new", b"")
+            trailer = f"Lantern-Source: {source}"
+            assert trailer in git(path, "log", "-1", "--format=%B", done)
+        new = path / "sources" / compute_source_id("crash:new", b"")[:2]
+        if op == "ingest":
+            assert new.exists() is (point in AFTER_REF)
+        body = path / "sources" / SEED_SOURCE[:2] / f"{SEED_SOURCE}.txt"
+        if op == "append":
+            grown = body.read_text() == "User: hi\nUser: one more line\n"
+            assert grown is (point in AFTER_REF)
+        if op == "remove":
+            assert body.exists() is (point in BEFORE_REF)
     audit(path)
 
 
