@@ -77,7 +77,6 @@ class IngestResult:
 
     manifest: SourceManifest
     status: str
-    blob: str
 
     def to_dict(self) -> dict[str, Any]:
         return self.manifest.to_dict()
@@ -235,7 +234,6 @@ class Sources:
     ) -> tuple[IngestResult, dict[str, bytes | None]]:
         current = self._committed(tx, source_id)
         facts = describe(item.data)
-        blob = blob_id(item.data)
         if current is None:
             # Without a file name, the uri's (file:///notes/a.md is markdown).
             ext = extension_for(item.name or urlsplit(item.uri or "").path)
@@ -250,7 +248,7 @@ class Sources:
                 meta=dict(item.meta),
                 **facts,  # type: ignore[arg-type]
             )
-            return IngestResult(manifest, "added", blob), {
+            return IngestResult(manifest, "added"), {
                 body_path(source_id, ext): item.data,
                 manifest_path(source_id): manifest.to_yaml(),
             }
@@ -263,7 +261,7 @@ class Sources:
         if item.meta and item.meta != old.meta:
             changes["meta"] = dict(item.meta)
         if current.body == item.data and not changes:
-            return IngestResult(old, "unchanged", blob), {}
+            return IngestResult(old, "unchanged"), {}
         status = "updated"
         if current.body != item.data:
             changes.update(facts)
@@ -272,7 +270,7 @@ class Sources:
         files: dict[str, bytes | None] = {manifest_path(source_id): manifest.to_yaml()}
         if current.body != item.data:
             files[current.body_path] = item.data
-        return IngestResult(manifest, status, blob), files
+        return IngestResult(manifest, status), files
 
     def append(self, ref: str, text: str, *, reason: str | None = None) -> IngestResult:
         """Add ``text`` at the end of a source, on a new line: every earlier line keeps its
@@ -305,7 +303,7 @@ class Sources:
                 reason=reason,
                 sources=[source_id],
             )
-        return IngestResult(manifest, "appended", blob_id(body))
+        return IngestResult(manifest, "appended")
 
     def remove(self, ref: str, *, reason: str | None = None) -> SourceManifest:
         """Delete a source's two files in one commit; history keeps them, and references
