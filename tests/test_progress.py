@@ -78,3 +78,17 @@ def test_the_first_command_after_many_changed_files_shows_its_check(store, store
     _, terminal = on_a_terminal(store_path, "memory", "list")
     assert "checking changed record files" in terminal
     assert [r["priority"] for r in json.loads(stdout)] == [70, 70, 70]
+
+
+def test_an_ingest_of_many_files_draws_a_bar_and_not_beside_json(store_path, tmp_path):
+    docs = []
+    for n in range(25):
+        doc = tmp_path / f"note-{n}.md"
+        doc.write_text(f"note {n}\n")
+        docs.append(str(doc))
+    _, terminal = on_a_terminal(store_path, "source", "add", *docs[:21], progress="")
+    assert "ingesting" in terminal and "100%" in terminal
+    stdout, terminal = on_a_terminal(store_path, "source", "add", *docs, "--json", progress="")
+    assert "ingesting" not in terminal and len(json.loads(stdout)) == 25
+    _, terminal = on_a_terminal(store_path, "source", "add", *docs[:3], progress="")
+    assert "ingesting" not in terminal  # three files are done before a bar could be read

@@ -47,10 +47,6 @@ def read_stdin() -> bytes:
     return sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
 
 
-def _progress_wanted(count: int, as_json: bool) -> bool:
-    return count >= PROGRESS_FROM and not as_json and sys.stderr.isatty()
-
-
 def register(cli: click.Group, memory: click.Group) -> None:
     @cli.group("source")
     def source() -> None:
@@ -105,13 +101,17 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     )
                 )
         store = support.open_store(store_path, author)
-        if _progress_wanted(len(inputs), as_json):
-            with click.progressbar(length=len(inputs), label="ingesting", file=sys.stderr) as bar:
-                results = store.sources.add(
-                    inputs, reason=reason, progress=lambda n: bar.update(n - bar.pos)
-                )
-        else:
-            results = store.sources.add(inputs, reason=reason)
+        bar = support.progress_bar(len(inputs), "ingesting", PROGRESS_FROM, as_json=as_json)
+        done = [0]
+
+        def advance(count: int) -> None:
+            bar.update(count - done[0])
+            done[0] = count
+
+        try:
+            results = store.sources.add(inputs, reason=reason, progress=advance)
+        finally:
+            bar.finish()
         render.emit(results, as_json, render.source_write_lines)
 
     @source.command("append")

@@ -183,14 +183,17 @@ class _NoBar:
 PROGRESS_FROM = 2000
 
 
-def progress_bar(total: int, what: str) -> _Bar | _NoBar:
-    """A progress bar for an index job over ``total`` files where someone watches it: stderr
-    is a terminal, and never with --json. ``LANTERN_PROGRESS=always`` draws it for a job of
-    any size (so that a test can see it on a pseudo-terminal), ``never`` never."""
+def progress_bar(
+    total: int, what: str, at_least: int = PROGRESS_FROM, *, as_json: bool = False
+) -> _Bar | _NoBar:
+    """A progress bar for a job over ``total`` files (``at_least`` of them, or it is over before
+    the bar is read) where someone watches it: stderr is a terminal, and never with --json.
+    ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
+    pseudo-terminal), ``never`` never."""
     wanted = os.environ.get("LANTERN_PROGRESS", "")
-    if wanted == "never" or not sys.stderr.isatty():
+    if as_json or wanted == "never" or not sys.stderr.isatty():
         return _NoBar()
-    if wanted != "always" and total < PROGRESS_FROM:
+    if wanted != "always" and total < at_least:
         return _NoBar()
     return _Bar(total, what)
 
