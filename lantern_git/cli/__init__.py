@@ -79,7 +79,7 @@ def _emit_record(
     verb: str | Callable[[render.ShortIds], str] | None,
 ) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    render.emit_record(record, as_json, store.root, verb)
+    render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
 
 
 @memory.command("add")
@@ -334,6 +334,10 @@ sync.register(cli, memory)
 from . import source  # noqa: E402
 
 source.register(cli, memory)
+
+from . import review  # noqa: E402
+
+review.register(cli, memory)
 
 
 def main() -> None:
