@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .record import Record
     from .revert import RevertResult
-    from .review import ReviewList
+    from .review import ReviewDecision, ReviewList
     from .source import SourceManifest
     from .store import CloneResult, Deletion, InitResult
     from .timetravel import RecordDiff
@@ -566,6 +566,20 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
             )
             lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
+    return lines
+
+
+def decision_lines(decision: ReviewDecision) -> list[str]:
+    """``review accept|reject``: what was decided, and where it is recorded."""
+    count = len(decision.records)
+    what = f"{count} record{'s' if count != 1 else ''}"
+    verb = "accepted" if decision.op == "accept" else "rejected"
+    where = "onto the store's branch" if decision.op == "accept" else "on its review branch"
+    lines = [
+        f"{verb} {what} of lantern/review/{decision.branch} {where} "
+        f"({(decision.commit or '')[:10]})"
+    ]
+    lines.extend(f"  {record_id}" for record_id in decision.records)
     return lines
 
 

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from .index.search import Hit, Progress, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .revert import RevertResult
-    from .review import ReviewList
+    from .review import ReviewDecision, ReviewList
     from .sync import SyncReport
     from .timetravel import RecordDiff
     from .transaction import WriteTransaction
@@ -498,16 +498,17 @@ class Store:
 
     @contextlib.contextmanager
     def transaction(
-        self, *, require_head: bool = True, review: bool = True
+        self, *, require_head: bool = True, review: bool = True, branch: str | None = None
     ) -> Iterator[WriteTransaction]:
         """The one write path: see :mod:`lantern_git.transaction`. The default store is
         created by its first write. With review on (:attr:`review_ref`), its commits go to the
         review branch; ``review=False`` is for what moves the store's branch itself (init,
-        sync), never a writer's content."""
+        sync, accept), never a writer's content; ``branch`` sends them to that review branch
+        (a reject)."""
         from .transaction import write_transaction
 
         self.refuse_if_read_only()
-        review_ref = self.review_ref if review else None
+        review_ref = branch or (self.review_ref if review else None)
         if not self.exists and require_head:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
@@ -1018,6 +1019,57 @@ class Store:
         if not self.exists:
             return ReviewList()
         return review_list(self.git)
+
+    def review_accept(
+        self,
+        ids: Iterable[str] | None = None,
+        *,
+        branch: str | None = None,
+        reason: str | None = None,
+    ) -> ReviewDecision:
+        """Bring pending records (``ids``, or None for everything on the branch) of one review
+        branch onto the store's branch in one ``Lantern-Op: accept`` commit, this store's
+        author as the reviewer; they are no longer pending after. Refuses (``self_approval``)
+        a reviewer with the writer's actor and review name."""
+        from .review import accept, choose
+
+        wanted = None if ids is None else list(ids)
+        with self.transaction(review=False) as tx:
+            chosen, records = choose(self.git, wanted, branch)
+            return accept(
+                tx,
+                chosen,
+                records,
+                everything=wanted is None,
+                reason=reason,
+                reviewer=self.reviewer,
+            )
+
+    def review_reject(
+        self,
+        ids: Iterable[str] | None = None,
+        *,
+        branch: str | None = None,
+        reason: str | None = None,
+    ) -> ReviewDecision:
+        """Drop pending records (``ids``, or None for all) from their review branch with a
+        ``Lantern-Op: reject`` commit on it; the store's branch does not change."""
+        from .review import REVIEW_PREFIX as REVIEW_BRANCHES
+        from .review import choose, reject
+
+        wanted = None if ids is None else list(ids)
+        ref = choose(self.git, wanted, branch)[0].ref
+        with self.transaction(branch=ref) as tx:
+            # Chosen again under the writer lock: the branch may have moved meanwhile.
+            chosen, records = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            return reject(tx, chosen, records, everything=wanted is None, reason=reason)
+
+    @property
+    def reviewer(self) -> tuple[str, str]:
+        """Who accepts: (actor, review name), compared with a change's writer."""
+        from .review import review_name
+
+        return self.actor, review_name(self._review_name, self.actor)
 
     # ------------------------------------------------------------------ sync
 

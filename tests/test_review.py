@@ -426,3 +426,187 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
     result = _mcp(path, plain)
     assert not result.is_error and "pending" not in (result.meta or {})
     assert git(path, "rev-parse", "HEAD").strip() != before["head"]
+
+
+# -- accept and reject
+
+
+def test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot", author="Bot <bot@example.com>") as store:
+        added = store.add("proposed by the bot", kind="fact")
+        store.update(seed, priority=91)
+        review_commits = {r.id: r.commits for r in store.review_list().records}
+    head = git(path, "rev-parse", "HEAD").strip()
+    result = cli(
+        path,
+        "review",
+        "accept",
+        "--all",
+        "--reason",
+        "looks right",
+        "--json",
+        env=cli_env(LANTERN_AUTHOR="Reviewer <rev@example.com>"),
+    )
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["op"] == "accept" and sorted(decision["records"]) == sorted([added.id, seed])
+    repo = pygit2.Repository(str(path))
+    commit = repo[repo.head.target].peel(pygit2.Commit)
+    assert str(commit.id) == decision["commit"]
+    assert [str(p) for p in commit.parent_ids] == [head]  # one ordinary commit
+    assert commit.author.email == "rev@example.com"
+    trailers = parse_trailers(commit.message)
+    assert trailers["Lantern-Op"] == ["accept"]
+    assert sorted(trailers["Lantern-Record"]) == sorted([added.id, seed])
+    assert trailers["Lantern-Actor"] == ["cli"]
+    assert trailers["Lantern-Reason"] == ["looks right"]
+    assert trailers["Lantern-Review-Branch"] == ["lantern/review/bot"]
+    assert trailers["Lantern-Review-Actor"] == ["api"]
+    assert trailers["Lantern-Review-Author"] == ["Bot <bot@example.com>"]
+    assert set(trailers["Lantern-Review-Commit"]) == {
+        c for cs in review_commits.values() for c in cs
+    }
+    # The working tree, .git/index and the listing have it; nothing is pending any more.
+    assert git(path, "status", "--porcelain") == ""
+    listed = json.loads(cli(path, "memory", "list", "--json").stdout)
+    assert {r["id"]: r["priority"] for r in listed} == {added.id: 50, seed: 91}
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    # The bot's own commits stay in the review branch's history.
+    assert all(
+        repo.descendant_of(pygit2.Oid(hex=decision["review_tip"]), pygit2.Oid(hex=c))
+        for cs in review_commits.values()
+        for c in cs
+    )
+
+
+def test_accept_some_records_leaves_the_rest_pending_and_merges_a_moved_record(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        kept = store.add("accepted later, or never", kind="fact")
+        store.update(seed, urgency=33)
+    with opened(path) as store:
+        store.update(seed, priority=12)  # a person changes another field meanwhile
+    with opened(path, actor="cli") as store:
+        decision = store.review_accept([seed[:6]], reason="urgency is right")
+    assert decision.records == [seed]
+    seed_text = (path / record_path(seed)).read_text()
+    assert "priority: 12" in seed_text and "urgency: 33" in seed_text
+    assert not (path / record_path(kept.id)).exists()
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [(r.id, r.change, r.actors) for r in branch.records] == [(kept.id, "added", ["api"])]
+        # The accepted record is no longer pending, and the writer can go on writing.
+    with opened(path, review=True, review_name="bot") as store:
+        store.update(kept.id, priority=77)
+        (branch,) = store.review_list().branches
+        assert [r.id for r in branch.records] == [kept.id]
+        assert branch.records[0].record.priority == 77
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_reject_drops_records_from_the_review_branch_with_the_reason(seeded):
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        bad = store.add("a wrong fact", kind="fact")
+        store.archive(seed)
+    before = untouched(path)
+    result = cli(path, "review", "reject", bad.id[:7], "--reason", "not true", "--json")
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["op"] == "reject" and decision["records"] == [bad.id]
+    assert untouched(path) == before  # the store's branch does not change
+    commit = tip(path, API_BRANCH)
+    assert str(commit.id) == decision["commit"]
+    trailers = parse_trailers(commit.message)
+    assert trailers["Lantern-Op"] == ["reject"]
+    assert trailers["Lantern-Reason"] == ["not true"]
+    assert trailers["Lantern-Record"] == [bad.id]
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [r.id for r in branch.records] == [seed]
+    assert cli(path, "review", "reject", "--all").returncode == 0
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+
+
+def test_a_writer_cannot_accept_its_own_changes(seeded):
+    path, _ = seeded
+    env = cli_env(LANTERN_REVIEW="1")
+    assert cli(path, *add_args("self-serving"), env=env).returncode == 0
+    before = untouched(path)
+    branch_before = tip(path, CLI_BRANCH).id
+    refused = cli(path, "review", "accept", "--all", "--json", env=env)
+    assert refused.returncode == 2
+    assert json.loads(refused.stderr)["error"]["code"] == "self_approval"
+    assert untouched(path) == before and tip(path, CLI_BRANCH).id == branch_before
+    # Another writer name is another reviewer: a person accepting as themselves may.
+    ok = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="raphael"))
+    assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (["accept"], "usage_error", 2),
+        (["accept", "--all", "0123"], "usage_error", 2),
+        (["accept", "ffff"], "not_found", 3),
+        (["reject", "xyz!"], "invalid_id", 2),
+        (["accept", "--all", "--branch", "no-such"], "not_found", 3),
+        (["accept", "--all", "--branch", "../main"], "invalid_review_name", 2),
+    ],
+)
+def test_bad_review_decisions_change_nothing(seeded, args, code, exit_code):
+    path, _ = seeded
+    with opened(path, review=True) as store:
+        store.add("pending", kind="fact")
+    before = {**untouched(path), "review": tip(path, API_BRANCH).id}
+    result = cli(path, "review", *args, "--json")
+    assert result.returncode == exit_code, result.stderr
+    assert json.loads(result.stderr.strip().splitlines()[-1])["error"]["code"] == code
+    assert {**untouched(path), "review": tip(path, API_BRANCH).id} == before
+
+
+def test_accept_needs_a_branch_when_several_have_changes(seeded):
+    path, _ = seeded
+    for name in ("one", "two"):
+        with opened(path, review=True, review_name=name) as store:
+            store.add(f"from {name}", kind="fact")
+    result = cli(path, "review", "accept", "--all", "--json")
+    assert result.returncode == 2
+    assert json.loads(result.stderr)["error"]["code"] == "ambiguous_branch"
+    assert cli(path, "review", "accept", "--all", "--branch", "two").returncode == 0
+    with opened(path) as store:
+        assert [b.name for b in store.review_list().branches] == ["one"]
+
+
+@pytest.mark.parametrize(
+    "point", ["after-journal", "after-ref", "after-first-file", "after-files", "after-index"]
+)
+def test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted(seeded, point):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        added = store.add("to be accepted", kind="fact")
+        store.update(seed, priority=61)
+    head = git(path, "rev-parse", "HEAD").strip()
+    killed = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9
+    after = cli(path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    pending = {r["id"] for b in json.loads(after.stdout)["branches"] for r in b["records"]}
+    now = git(path, "rev-parse", "HEAD").strip()
+    if now == head:
+        # before the store's branch moved: all still pending, the files as they were
+        assert pending == {added.id, seed}
+        assert not (path / record_path(added.id)).exists()
+    else:
+        assert pending == set()
+        assert (path / record_path(added.id)).exists()
+        assert "priority: 61" in (path / record_path(seed)).read_text()
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".lantern" / "journal.json").exists()
+    # Whatever was left, accepting again finishes the job.
+    if pending:
+        again = cli(path, "review", "accept", "--all")
+        assert again.returncode == 0, again.stderr
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert "priority: 61" in (path / record_path(seed)).read_text()

@@ -470,44 +470,72 @@ class GitRepo:
         extra_trailers: Iterable[str] = (),
     ) -> pygit2.Oid:
         """Commit ``files`` onto ``ref_name``, a branch that is not checked out (a review
-        branch), on top of its tip, or of HEAD's commit when it does not exist yet.
+        branch), on top of its tip; on top of HEAD's commit when it does not exist yet, or when
+        HEAD's branch already contains it (everything on it was accepted), so it starts fresh.
 
-        Only that ref moves: HEAD's branch, the working tree and ``.git/index`` are left
-        alone. Objects first (unreferenced), then the journal, then one compare-and-swap of
-        the ref, which git does by writing ``<ref>.lock`` and renaming it over the ref: a kill
-        at any step leaves the old ref or the new one. :func:`recover` clears a ``.lock`` the
-        killed writer left and drops the journal.
+        Only that ref moves (:meth:`move_branch`): HEAD's branch, the working tree and
+        ``.git/index`` are left alone.
         """
         self.check_writable()
-        if ref_name == self.branch_ref() or not pygit2.reference_is_valid_name(ref_name):
-            raise GitError(f"{ref_name} cannot take a side commit (it is HEAD's, or not a ref)")
+        self.check_side_branch(ref_name)
         for path in files:
             self.check_inside(path)
         tip = self.branch_tip(ref_name)
-        parent = tip if tip is not None else self.head_oid()
+        head = self.head_oid()
+        parent = tip
+        if tip is None or (head is not None and self.repo.merge_base(tip, head) == tip):
+            parent = head
         commit, _, _ = self._objects(parent, files, None, summary, prov, extra_trailers)
         fault("after-objects")
+        self.move_branch(ref_name, tip, commit, prov.op, summary, journal_dir=journal_dir)
+        return commit
+
+    def check_side_branch(self, ref_name: str) -> None:
+        """Refuse a ref that is HEAD's branch or not a valid branch name."""
+        if not ref_name.startswith("refs/heads/") or ref_name == self.branch_ref():
+            raise GitError(f"{ref_name} is not a branch other than the checked-out one")
+        if not pygit2.reference_is_valid_name(ref_name):
+            raise GitError(f"{ref_name} is not a valid ref name")
+
+    def move_branch(
+        self,
+        ref_name: str,
+        old: pygit2.Oid | None,
+        new: pygit2.Oid,
+        op: str,
+        summary: str,
+        *,
+        journal_dir: str,
+    ) -> None:
+        """Move a branch that is not checked out from ``old`` (None: create it) to the
+        existing commit ``new``, and nothing else.
+
+        The journal first, then one compare-and-swap of the ref, which git does by writing
+        ``<ref>.lock`` and renaming it over the ref: a kill at any step leaves the old ref or
+        the new one, and :func:`recover` drops the journal and clears a ``.lock`` the killed
+        writer left. The ref having moved meanwhile fails the write, changing nothing.
+        """
+        self.check_side_branch(ref_name)
         self._write_journal(
             journal_dir,
             {
-                "op": prov.op,
+                "op": op,
                 "ref": ref_name,
-                "head_before": str(tip) if tip is not None else None,
-                "commit": str(commit),
+                "head_before": str(old) if old is not None else None,
+                "commit": str(new),
                 "files": {},
                 "worktree": False,
             },
         )
         fault("after-journal")
         try:
-            self._move_ref(ref_name, tip, commit, summary)
+            self._move_ref(ref_name, old, new, summary)
         except BaseException as err:
             undone = self._undo(journal_dir)
             if isinstance(err, (OSError, pygit2.GitError)):
                 raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
             raise
         fault("after-ref")
-        return commit
 
     def _write_journal(self, journal_dir: str, journal: dict) -> None:
         journal_path = os.path.join(journal_dir, JOURNAL)
