@@ -9,6 +9,7 @@ does the writing, so every writer takes the same path with review on or off.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import pygit2
 
 from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval, UncommittedChanges
 from .git.repo import BLOB_MODE, EXECUTABLE_MODE, LINK_MODE
+from .record import Record
 from .recordfile import record_path
 
 if TYPE_CHECKING:
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
     from .git.repo import Entry, GitRepo
     from .history import Change, LogEntry
-    from .record import Record
     from .recordfile import Problem
     from .transaction import WriteTransaction
 
@@ -441,3 +442,30 @@ def _worktree_entry(git: GitRepo, path: str) -> Entry | None:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
     return str(pygit2.hash(data)), EXECUTABLE_MODE if executable else BLOB_MODE
+
+
+# ---------------------------------------------------------------------------- --include-pending
+
+
+class PendingVersion(Record):
+    """A record as a review branch has it, not accepted yet: its object says ``"pending":
+    true`` (CONTRACT §12); everything else reads it as the record it is."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "pending": True}
+
+    @classmethod
+    def of(cls, record: Record) -> PendingVersion:
+        return cls(**{f.name: getattr(record, f.name) for f in dataclasses.fields(Record)})
+
+
+def pending_versions(review: ReviewList) -> dict[str, PendingVersion | None]:
+    """id -> the record as it would be once every review branch is accepted (None: removed
+    there). Where two branches change one record, the first by name is shown."""
+    versions: dict[str, PendingVersion | None] = {}
+    for pending in review.records:
+        if pending.id not in versions:
+            versions[pending.id] = (
+                PendingVersion.of(pending.record) if pending.record is not None else None
+            )
+    return versions

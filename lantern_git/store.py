@@ -554,13 +554,23 @@ class Store:
         """A record file's text and record, as the working tree has it."""
         return load(self.root, record_id)
 
-    def get(self, ref: str, *, at: str | int | None = None) -> Record:
+    def get(
+        self, ref: str, *, at: str | int | None = None, include_pending: bool = False
+    ) -> Record:
         """One record, by id or unique id prefix.
 
         ``at`` (a git revision or a time, as ``list``'s) reads it from git's tree at that point
         instead, where the prefix is resolved too: a record deleted since is found.
+        ``include_pending``: as it would be once the review branches are accepted (a
+        :class:`~lantern_git.review.PendingVersion` where one changed it).
         """
         self.recover()
+        if include_pending:
+            if at is not None:
+                raise InvalidInput(
+                    "at: cannot be combined with --include-pending", code="usage_error"
+                )
+            return self._get_pending(ref)
         if at is not None:
             from .timetravel import record_at
 
@@ -569,6 +579,22 @@ class Store:
                 raise NotFound(f"no record with id {prefix}")
             return record_at(self.git, prefix, at)
         return self.read(self.resolve_id(ref))[1]
+
+    def _get_pending(self, ref: str) -> Record:
+        from .review import pending_versions
+
+        prefix = check_id_prefix(ref)
+        versions = pending_versions(self.review_list())
+        found = set(record_candidates(self.root, prefix)) if self.exists else set()
+        for record_id, version in versions.items():
+            if record_id.startswith(prefix):
+                (found.add if version is not None else found.discard)(record_id)
+        if not found:
+            raise NotFound(f"no record with id {'prefix ' if len(prefix) < 16 else ''}{prefix}")
+        if len(found) > 1:
+            raise AmbiguousId(prefix, sorted(found))
+        record_id = found.pop()
+        return versions.get(record_id) or self.read(record_id)[1]
 
     # ------------------------------------------------------------------ listing
 
@@ -581,11 +607,19 @@ class Store:
         return report
 
     def list(
-        self, query: RecordQuery | None = None, *, at: str | int | None = None, **filters: Any
+        self,
+        query: RecordQuery | None = None,
+        *,
+        at: str | int | None = None,
+        include_pending: bool = False,
+        **filters: Any,
     ) -> builtins.list[Record]:
         """Records in the contract's order: active first, priority, urgency, newest, id.
 
         ``at`` (a git revision or a time) answers from git's tree at that point instead.
+        ``include_pending``: as the list would be once the review branches are accepted; a
+        record a review branch added or changed is its
+        :class:`~lantern_git.review.PendingVersion`, one it removed is left out.
         """
         from .query import RecordQuery
 
@@ -593,6 +627,8 @@ class Store:
         _check_query(query)
         if not self.exists:
             return []
+        if include_pending:
+            return self._list_pending(query, at)
         if query.cites is not None and len(query.cites) < 16:
             query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
         if query.cites is not None:
@@ -606,6 +642,26 @@ class Store:
 
             return list_at(self.git, at, query, warn=self.warn)
         return [hit.record for hit in self._fresh(query, scored=False)]
+
+    def _list_pending(self, query: RecordQuery, at: str | int | None) -> builtins.list[Record]:
+        from .query import sort_key
+        from .review import pending_versions
+
+        if at is not None or query.text:
+            raise InvalidInput(
+                "--include-pending cannot be combined with --at or --query (pending records "
+                "are read from their review branches, not the index)",
+                code="usage_error",
+            )
+        versions = pending_versions(self.review_list())
+        whole = dataclasses.replace(query, limit=None, offset=0)
+        records: builtins.list[Record] = [r for r in self.list(whole) if r.id not in versions]
+        if query.cites is not None:
+            query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
+        records.extend(v for v in versions.values() if v is not None and query.matches(v))
+        records.sort(key=sort_key)
+        end = query.offset + query.limit if query.limit else None
+        return records[query.offset : end]
 
     def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.

@@ -610,3 +610,45 @@ def test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted(seed
         assert again.returncode == 0, again.stderr
     assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
     assert "priority: 61" in (path / record_path(seed)).read_text()
+
+
+# -- --include-pending
+
+
+def test_list_and_show_include_pending_records_marked_pending(seeded):
+    path, seed = seeded
+    with opened(path) as store:
+        gone = store.add("removed on the review branch", kind="fact")
+    with opened(path, review=True) as store:
+        added = store.add("a pending fact", kind="fact", priority=99)
+        store.update(seed, priority=1)
+        store.delete(gone.id)
+    plain = json.loads(cli(path, "memory", "list", "--json").stdout)
+    assert {r["id"] for r in plain} == {seed, gone.id}
+    assert all("pending" not in r for r in plain)
+    result = cli(path, "memory", "list", "--include-pending", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    # In the list's order, as if accepted: the pending add first (priority 99), the seed last.
+    assert [(r["id"], r.get("pending")) for r in listed] == [(added.id, True), (seed, True)]
+    assert listed[1]["priority"] == 1
+    limited = json.loads(
+        cli(path, "memory", "list", "--include-pending", "--min-priority", "50", "--json").stdout
+    )
+    assert [r["id"] for r in limited] == [added.id]
+    shown = json.loads(
+        cli(path, "memory", "show", added.id[:8], "--include-pending", "--json").stdout
+    )
+    assert shown["pending"] is True and shown["content"] == "a pending fact"
+    assert cli(path, "memory", "show", added.id, "--json").returncode == 3
+    # A record no review branch touched is shown as it is, without the mark.
+    with opened(path) as store:
+        other = store.add("untouched by review", kind="fact")
+    plain_show = json.loads(
+        cli(path, "memory", "show", other.id, "--include-pending", "--json").stdout
+    )
+    assert "pending" not in plain_show
+    removed = cli(path, "memory", "show", gone.id, "--include-pending", "--json")
+    assert removed.returncode == 3
+    refused = cli(path, "memory", "list", "--include-pending", "--query", "fact", "--json")
+    assert refused.returncode == 2
