@@ -203,10 +203,15 @@ def emit_record(
         emit(record, as_json, lambda r: write_line(shown, r, short))
 
 
-def emit_deletion(deletion: Deletion, as_json: bool, root: str | None) -> None:
-    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``."""
+def emit_deletion(
+    deletion: Deletion, as_json: bool, root: str | None, *, pending: bool = False
+) -> None:
+    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``;
+    ``pending`` (the removal went to a review branch) adds ``"pending": true``."""
     short = ShortIds(root)
-    emit(deletion, as_json, lambda d: write_line("deleted", d.record, short))
+    verb = "deleted (pending review)" if pending else "deleted"
+    value = deletion.to_dict() | {"pending": True} if pending else deletion
+    emit(value, as_json, lambda _: write_line(verb, deletion.record, short))
 
 
 def emit_existing(

@@ -162,6 +162,11 @@ def test_review_mode_from_the_environment_names_the_branch_after_the_actor(seede
     text = cli(path, "memory", "archive", document["id"], env=cli_env(LANTERN_REVIEW="1"))
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("archived (pending review) ")
+    deleted = cli(
+        path, "memory", "delete", document["id"], "--json", env=cli_env(LANTERN_REVIEW="1")
+    )
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout)["pending"] is True
     assert untouched(path) == before
     # Off by default: the same command without the variable writes to the store's branch.
     plain = cli(path, *add_args("an ordinary write"))
@@ -652,3 +657,19 @@ def test_list_and_show_include_pending_records_marked_pending(seeded):
     assert removed.returncode == 3
     refused = cli(path, "memory", "list", "--include-pending", "--query", "fact", "--json")
     assert refused.returncode == 2
+
+
+def test_an_mcp_server_follows_lantern_review_from_its_environment(seeded, monkeypatch):
+    path, _ = seeded
+    monkeypatch.setenv("LANTERN_REVIEW", "1")
+    monkeypatch.setenv("LANTERN_REVIEW_NAME", "assistant")
+
+    async def body(client):
+        return await client.call_tool(
+            "lantern_memory_add", {"content": "proposed over mcp", "kind": "fact"}
+        )
+
+    result = _mcp(path, body)
+    assert not result.is_error, result.content[0].text
+    assert result.meta["pending"] is True
+    assert tip(path, "refs/heads/lantern/review/assistant") is not None

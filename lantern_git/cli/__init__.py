@@ -320,7 +320,7 @@ def memory_delete(
     """
     store = support.open_store(store_path, author)
     deletion = store.delete(record_id, reason=reason)
-    render.emit_deletion(deletion, as_json, store.root)
+    render.emit_deletion(deletion, as_json, store.root, pending=store.last_pending)
 
 
 @cli.group("index")
