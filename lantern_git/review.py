@@ -390,9 +390,9 @@ def accept(
     prov = tx.provenance("accept", ids, reason=reason)
     commit = git.create_commit(merged.tree, [head] if head else [], summary, prov, trailers)
     rest = {p: e for p, e in pending.items() if p not in paths}
-    carried = merge_trees(
-        git, base_tree, merged_tree, _tree(git, git.build_tree(base_tree, rest)), strict=False
-    )
+    # Strict: a change still pending that cannot be carried over stops the accept here, before
+    # anything moved, rather than being dropped.
+    carried = merge_trees(git, base_tree, merged_tree, _tree(git, git.build_tree(base_tree, rest)))
     review_tip = git.create_commit(
         carried.tree, [tip, commit], f"{summary}: the rest stays pending", prov, trailers
     )
