@@ -101,6 +101,13 @@ class CannotRevert(InvalidInput):
     code = "cannot_revert"
 
 
+class SelfApproval(InvalidInput):
+    """``review accept`` by the writer of the changes (its actor and review name): a writer
+    never accepts its own changes (CONTRACT §12). Nothing was written. Exit 2."""
+
+    code = "self_approval"
+
+
 class NotFound(LanternError):
     code = "not_found"
     exit_code = 3

@@ -136,6 +136,15 @@ def store_log(git: GitRepo, limit: int | None = 20) -> list[LogEntry]:
     return entries
 
 
+def branch_log(git: GitRepo, tip: pygit2.Oid, since: pygit2.Oid | None) -> list[LogEntry]:
+    """The commits reachable from ``tip`` and not from ``since`` (``git log since..tip``),
+    newest first."""
+    walker = git.repo.walk(tip, _TOPO_TIME)
+    if since is not None:
+        walker.hide(since)
+    return [_entry(commit) for commit in walker]
+
+
 def _blob_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
     try:
         return tree[path].id

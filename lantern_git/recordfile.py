@@ -241,6 +241,19 @@ def record_files(root: str) -> Iterator[tuple[str, os.stat_result]]:
                 yield prefix + name, entry.stat(follow_symlinks=False)
 
 
+def record_candidates(root: str, prefix: str) -> list[str]:
+    """The ids of the record files in the working tree that start with ``prefix`` (a checked
+    prefix, 4 to 16 hex digits): one listing of its shard folder, no file read."""
+    if len(prefix) == 16:
+        return [prefix] if os.path.lexists(os.path.join(root, record_path(prefix))) else []
+    try:
+        names = os.listdir(os.path.join(root, MEMORY_DIR, prefix[:2]))
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    stems = (n.removesuffix(RECORD_SUFFIX) for n in names if n.endswith(RECORD_SUFFIX))
+    return [n for n in stems if n.startswith(prefix) and ID_RE.fullmatch(n)]
+
+
 def load(root: str, record_id: str) -> tuple[str, Record]:
     """The record of ``record_id`` as the working tree has it, with its text.
 

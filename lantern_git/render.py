@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .index.search import RefreshReport
     from .record import Record
     from .revert import RevertResult
+    from .review import ReviewDecision, ReviewList
     from .source import SourceManifest
     from .store import CloneResult, Deletion, InitResult
     from .timetravel import RecordDiff
@@ -182,22 +183,35 @@ def emit_record(
     as_json: bool,
     root: str | None,
     verb: str | Callable[[ShortIds], str] | None = None,
+    *,
+    pending: bool = False,
 ) -> None:
     """A record a command wrote or showed: its object, else a :func:`write_line` for ``verb``
-    (which may need the id shortener, as supersede's does), or every field without one."""
+    (which may need the id shortener, as supersede's does), or every field without one.
+
+    ``pending``: the write went to a review branch (CONTRACT §12): the object gets
+    ``"pending": true`` and the line says it awaits review."""
     short = ShortIds(root)
     if callable(verb):
         verb = verb(short)
-    if verb is None:
+    if pending and as_json:
+        emit(record.to_dict() | {"pending": True}, as_json, record_lines)
+    elif verb is None:
         emit(record, as_json, record_lines)
     else:
-        emit(record, as_json, lambda r: write_line(verb, r, short))
+        shown = f"{verb} (pending review)" if pending else verb
+        emit(record, as_json, lambda r: write_line(shown, r, short))
 
 
-def emit_deletion(deletion: Deletion, as_json: bool, root: str | None) -> None:
-    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``."""
+def emit_deletion(
+    deletion: Deletion, as_json: bool, root: str | None, *, pending: bool = False
+) -> None:
+    """``memory delete``: ``{"id", "commit", "record"}``, or ``deleted 61f4c33  Ana ...``;
+    ``pending`` (the removal went to a review branch) adds ``"pending": true``."""
     short = ShortIds(root)
-    emit(deletion, as_json, lambda d: write_line("deleted", d.record, short))
+    verb = "deleted (pending review)" if pending else "deleted"
+    value = deletion.to_dict() | {"pending": True} if pending else deletion
+    emit(value, as_json, lambda _: write_line(verb, deletion.record, short))
 
 
 def emit_existing(
@@ -524,6 +538,53 @@ def diff_lines(diff: RecordDiff, short: ShortIds) -> list[str]:
             f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in change.changes
         )
     lines.extend(f"problem  {problem}" for problem in diff.problems)
+    return lines
+
+
+def emit_review(review: ReviewList, as_json: bool, root: str | None) -> None:
+    """``lantern review``: its object, or per branch its pending records and field changes."""
+    short = ShortIds(root)
+    emit(review, as_json, lambda r: review_lines(r, short))
+
+
+def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
+    """A heading per review branch, then its records as ``lantern diff`` shows them, with who
+    wrote each and whether the store's branch changed it meanwhile."""
+    if not review.branches:
+        return ["nothing awaits review"]
+    width = terminal_width() - 20
+    lines: list[str] = []
+    for branch in review.branches:
+        count = len(branch.records)
+        lines.append(
+            f"lantern/review/{branch.name}: {count} record{'s' if count != 1 else ''}, "
+            f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
+        )
+        for pending in branch.records:
+            shown = pending.record or pending.before
+            content = truncate(shown.content, width) if shown is not None else ""
+            note = " (also changed on the store's branch)" if pending.moved else ""
+            lines.append(f"  {pending.change:<8} {short(pending.id)}  {content}{note}")
+            lines.extend(
+                f"      {c.field}: {value_text(c.old)} -> {value_text(c.new)}"
+                for c in pending.changes
+            )
+            lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
+        lines.extend(f"  problem  {problem}" for problem in branch.problems)
+    return lines
+
+
+def decision_lines(decision: ReviewDecision) -> list[str]:
+    """``review accept|reject``: what was decided, and where it is recorded."""
+    count = len(decision.records)
+    what = f"{count} record{'s' if count != 1 else ''}"
+    verb = "accepted" if decision.op == "accept" else "rejected"
+    where = "onto the store's branch" if decision.op == "accept" else "on its review branch"
+    lines = [
+        f"{verb} {what} of lantern/review/{decision.branch} {where} "
+        f"({(decision.commit or '')[:10]})"
+    ]
+    lines.extend(f"  {record_id}" for record_id in decision.records)
     return lines
 
 

@@ -48,7 +48,7 @@ from .record import (
     validate_source_refs,
     validate_timestamp,
 )
-from .recordfile import MEMORY_DIR, RECORD_SUFFIX, load, record_path
+from .recordfile import load, record_candidates, record_path
 
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .index.search import Hit, Progress, RefreshReport, SearchIndex
     from .query import RecordQuery
     from .revert import RevertResult
+    from .review import ReviewDecision, ReviewList
     from .sync import SyncReport
     from .timetravel import RecordDiff
     from .transaction import WriteTransaction
@@ -160,6 +161,8 @@ class Store:
         create_on_write: bool = False,
         warn: Callable[[str], None] | None = None,
         watch: bool = False,
+        review: bool | None = None,
+        review_name: str | None = None,
     ):
         self.root = os.path.abspath(root)
         # Learn of changes from file-system notifications (a long-running process): see
@@ -173,6 +176,11 @@ class Store:
         self.create_on_write = create_on_write
         self.warn = warn or (lambda message: print(message, file=sys.stderr))
         self.last_commit: str | None = None
+        # Whether the last write went to a review branch (its records are "pending").
+        self.last_pending = False
+        self._review = review
+        self._review_name = review_name
+        self._configured_review: object = None
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
         # Set by :meth:`clone`: what the clone set up.
@@ -307,6 +315,19 @@ class Store:
                 f"{self.root} uses store format {version}, but this lantern knows formats up to "
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
+        self._configured_review = data.get("review")
+
+    @property
+    def review_ref(self) -> str | None:
+        """The review branch this store's writes go to (README, "Review before memory"), or
+        None when review is off: ``Store(review=...)``, else ``LANTERN_REVIEW``, else
+        ``review: true`` in ``lantern.yaml``. Its name: ``Store(review_name=...)``, else
+        ``LANTERN_REVIEW_NAME``, else the actor."""
+        from .review import review_enabled, review_name, review_ref
+
+        if not review_enabled(self._review, self._configured_review):
+            return None
+        return review_ref(review_name(self._review_name, self.actor))
 
     def _register_merge_driver(self) -> None:
         """A plain ``git clone`` of a store lacks the merge driver its ``.gitattributes`` names
@@ -411,7 +432,7 @@ class Store:
         ensure_pull_strategy(git.repo, self.warn)
         # The transaction repairs an interrupted write first: this commit would overwrite its
         # journal.
-        with self.transaction(require_head=False) as tx:
+        with self.transaction(require_head=False, review=False) as tx:
             head_tree = git.head_tree()
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}
@@ -476,17 +497,24 @@ class Store:
             )
 
     @contextlib.contextmanager
-    def transaction(self, *, require_head: bool = True) -> Iterator[WriteTransaction]:
+    def transaction(
+        self, *, require_head: bool = True, review: bool = True, branch: str | None = None
+    ) -> Iterator[WriteTransaction]:
         """The one write path: see :mod:`lantern_git.transaction`. The default store is
-        created by its first write."""
+        created by its first write. With review on (:attr:`review_ref`), its commits go to the
+        review branch; ``review=False`` is for what moves the store's branch itself (init,
+        sync, accept), never a writer's content; ``branch`` sends them to that review branch
+        (a reject)."""
         from .transaction import write_transaction
 
         self.refuse_if_read_only()
+        review_ref = branch or (self.review_ref if review else None)
         if not self.exists and require_head:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
             self.initialize()
         self.last_commit = None
+        self.last_pending = False
         with write_transaction(
             self.root,
             self.state_dir,
@@ -498,11 +526,13 @@ class Store:
             warn=self.warn,
             require_head=require_head,
             chunks=lambda: self.chunks,
+            review_ref=review_ref,
         ) as tx:
             try:
                 yield tx
             finally:
                 self.last_commit = tx.last_commit
+                self.last_pending = tx.pending_review
 
     # ------------------------------------------------------------------ reading records
 
@@ -511,17 +541,9 @@ class Store:
         prefix = check_id_prefix(ref)
         if not self.exists:
             raise NotFound(f"no record with id {prefix}")
-        if len(prefix) == 16:
-            if os.path.lexists(os.path.join(self.root, record_path(prefix))):
-                return prefix
+        candidates = record_candidates(self.root, prefix)
+        if not candidates and len(prefix) == 16:
             raise NotFound(f"no record with id {prefix}")
-        shard = os.path.join(self.root, MEMORY_DIR, prefix[:2])
-        try:
-            names = os.listdir(shard)
-        except (FileNotFoundError, NotADirectoryError):
-            names = []
-        stems = (n.removesuffix(RECORD_SUFFIX) for n in names if n.endswith(RECORD_SUFFIX))
-        candidates = [n for n in stems if n.startswith(prefix) and ID_RE.fullmatch(n)]
         if not candidates:
             raise NotFound(f"no record with id prefix {prefix}")
         if len(candidates) > 1:
@@ -532,13 +554,23 @@ class Store:
         """A record file's text and record, as the working tree has it."""
         return load(self.root, record_id)
 
-    def get(self, ref: str, *, at: str | int | None = None) -> Record:
+    def get(
+        self, ref: str, *, at: str | int | None = None, include_pending: bool = False
+    ) -> Record:
         """One record, by id or unique id prefix.
 
         ``at`` (a git revision or a time, as ``list``'s) reads it from git's tree at that point
         instead, where the prefix is resolved too: a record deleted since is found.
+        ``include_pending``: as it would be once the review branches are accepted (a
+        :class:`~lantern_git.review.PendingVersion` where one changed it).
         """
         self.recover()
+        if include_pending:
+            if at is not None:
+                raise InvalidInput(
+                    "at: cannot be combined with --include-pending", code="usage_error"
+                )
+            return self._get_pending(ref)
         if at is not None:
             from .timetravel import record_at
 
@@ -547,6 +579,22 @@ class Store:
                 raise NotFound(f"no record with id {prefix}")
             return record_at(self.git, prefix, at)
         return self.read(self.resolve_id(ref))[1]
+
+    def _get_pending(self, ref: str) -> Record:
+        from .review import pending_versions
+
+        prefix = check_id_prefix(ref)
+        versions = pending_versions(self.review_list())
+        found = set(record_candidates(self.root, prefix)) if self.exists else set()
+        for record_id, version in versions.items():
+            if record_id.startswith(prefix):
+                (found.add if version is not None else found.discard)(record_id)
+        if not found:
+            raise NotFound(f"no record with id {'prefix ' if len(prefix) < 16 else ''}{prefix}")
+        if len(found) > 1:
+            raise AmbiguousId(prefix, sorted(found))
+        record_id = found.pop()
+        return versions.get(record_id) or self.read(record_id)[1]
 
     # ------------------------------------------------------------------ listing
 
@@ -559,11 +607,19 @@ class Store:
         return report
 
     def list(
-        self, query: RecordQuery | None = None, *, at: str | int | None = None, **filters: Any
+        self,
+        query: RecordQuery | None = None,
+        *,
+        at: str | int | None = None,
+        include_pending: bool = False,
+        **filters: Any,
     ) -> builtins.list[Record]:
         """Records in the contract's order: active first, priority, urgency, newest, id.
 
         ``at`` (a git revision or a time) answers from git's tree at that point instead.
+        ``include_pending``: as the list would be once the review branches are accepted; a
+        record a review branch added or changed is its
+        :class:`~lantern_git.review.PendingVersion`, one it removed is left out.
         """
         from .query import RecordQuery
 
@@ -571,6 +627,8 @@ class Store:
         _check_query(query)
         if not self.exists:
             return []
+        if include_pending:
+            return self._list_pending(query, at)
         if query.cites is not None and len(query.cites) < 16:
             query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
         if query.cites is not None:
@@ -584,6 +642,26 @@ class Store:
 
             return list_at(self.git, at, query, warn=self.warn)
         return [hit.record for hit in self._fresh(query, scored=False)]
+
+    def _list_pending(self, query: RecordQuery, at: str | int | None) -> builtins.list[Record]:
+        from .query import sort_key
+        from .review import pending_versions
+
+        if at is not None or query.text:
+            raise InvalidInput(
+                "--include-pending cannot be combined with --at or --query (pending records "
+                "are read from their review branches, not the index)",
+                code="usage_error",
+            )
+        versions = pending_versions(self.review_list())
+        whole = dataclasses.replace(query, limit=None, offset=0)
+        records: builtins.list[Record] = [r for r in self.list(whole) if r.id not in versions]
+        if query.cites is not None:
+            query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
+        records.extend(v for v in versions.values() if v is not None and query.matches(v))
+        records.sort(key=sort_key)
+        end = query.offset + query.limit if query.limit else None
+        return records[query.offset : end]
 
     def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.
@@ -659,7 +737,7 @@ class Store:
             if record.source_refs:
                 record = record.evolve(source_refs=self.sources.pin(record.source_refs))
             path = record_path(record.id)
-            if os.path.lexists(os.path.join(self.root, path)):
+            if tx.exists(record.id):
                 return tx.read(record.id)[1]
             text = record.to_markdown()
             tx.commit(
@@ -747,7 +825,7 @@ class Store:
         if isinstance(expires_at, Unset):
             expires_at = None
         with self.transaction() as tx:
-            old_id = self.resolve_id(old_ref)
+            old_id = tx.resolve_id(old_ref)
             old_text, old = tx.read(old_id)
             tx.ensure_committed(old_id, old_text)
             if old.status != "active":
@@ -773,7 +851,7 @@ class Store:
                 source_refs=self.sources.pin(_ref_list(source_refs)),
             )
             new_path = record_path(new.id)
-            if os.path.lexists(os.path.join(self.root, new_path)):
+            if tx.exists(new.id):
                 raise InvalidInput(
                     f"a record with this content already exists ({new.id}); "
                     "restore or update it instead",
@@ -803,7 +881,7 @@ class Store:
         history must not leave a copy in a commit message.
         """
         with self.transaction() as tx:
-            record_id = self.resolve_id(ref)
+            record_id = tx.resolve_id(ref)
             text, record = tx.read(record_id)
             tx.ensure_committed(record_id, text)
             commit = tx.commit(
@@ -838,7 +916,7 @@ class Store:
         self, ref: str, op: str, change: Callable[[Record], Record], reason: str | None
     ) -> Record:
         with self.transaction() as tx:
-            record_id = self.resolve_id(ref)
+            record_id = tx.resolve_id(ref)
             text, record = tx.read(record_id)
             tx.ensure_committed(record_id, text)
             changed = change(record)
@@ -986,6 +1064,69 @@ class Store:
                 tx, (record for _, record in found), reason=reason, sources=sources
             )
 
+    # ------------------------------------------------------------------ review
+
+    def review_list(self) -> ReviewList:
+        """Every review branch's pending changes, record by record (README, "Review before
+        memory"): what each writer changed since its branch left the store's branch."""
+        from .review import ReviewList, review_list
+
+        self.recover()
+        if not self.exists:
+            return ReviewList()
+        return review_list(self.git)
+
+    def review_accept(
+        self,
+        ids: Iterable[str] | None = None,
+        *,
+        branch: str | None = None,
+        reason: str | None = None,
+    ) -> ReviewDecision:
+        """Bring pending records (``ids``, or None for everything on the branch) of one review
+        branch onto the store's branch in one ``Lantern-Op: accept`` commit, this store's
+        author as the reviewer; they are no longer pending after. Refuses (``self_approval``)
+        a reviewer with the writer's actor and review name."""
+        from .review import accept, choose
+
+        wanted = None if ids is None else list(ids)
+        with self.transaction(review=False) as tx:
+            chosen, records = choose(self.git, wanted, branch)
+            return accept(
+                tx,
+                chosen,
+                records,
+                everything=wanted is None,
+                reason=reason,
+                reviewer=self.reviewer,
+            )
+
+    def review_reject(
+        self,
+        ids: Iterable[str] | None = None,
+        *,
+        branch: str | None = None,
+        reason: str | None = None,
+    ) -> ReviewDecision:
+        """Drop pending records (``ids``, or None for all) from their review branch with a
+        ``Lantern-Op: reject`` commit on it; the store's branch does not change."""
+        from .review import REVIEW_PREFIX as REVIEW_BRANCHES
+        from .review import choose, reject
+
+        wanted = None if ids is None else list(ids)
+        ref = choose(self.git, wanted, branch)[0].ref
+        with self.transaction(branch=ref) as tx:
+            # Chosen again under the writer lock: the branch may have moved meanwhile.
+            chosen, records = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            return reject(tx, chosen, records, everything=wanted is None, reason=reason)
+
+    @property
+    def reviewer(self) -> tuple[str, str]:
+        """Who accepts: (actor, review name), compared with a change's writer."""
+        from .review import review_name
+
+        return self.actor, review_name(self._review_name, self.actor)
+
     # ------------------------------------------------------------------ sync
 
     def sync(self, remote: str | None = None, *, push: bool = True) -> SyncReport:
@@ -995,7 +1136,7 @@ class Store:
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
-        with self.transaction(require_head=False) as tx:
+        with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
             report = sync(tx, remote, push=push)
             self.refresh()

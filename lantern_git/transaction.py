@@ -12,6 +12,12 @@ repository that git is in the middle of changing. Each :meth:`~WriteTransaction.
 :meth:`~WriteTransaction.advance` for a commit made elsewhere, as sync's) is one journaled
 write through the git layer: objects, journal, working files, branch, ``.git/index``; then the
 search index learns of the record files it touched, and the journal is dropped.
+
+With ``review_ref`` set (review mode, :mod:`lantern_git.review`) the same commits go to that
+branch instead, and the transaction's reads (:meth:`~WriteTransaction.read`,
+:meth:`~WriteTransaction.exists`, :meth:`~WriteTransaction.resolve_id`) see each record as the
+review branch has it when the branch changed it, else as the working tree has it: the writers
+themselves do not know which branch they write to.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
-from .errors import GitError, UncommittedChanges
+from .errors import AmbiguousId, GitError, NotFound, StoreError, UncommittedChanges
 from .fields import JOURNAL, TMP_SUFFIX
-from .recordfile import expected_id, load, record_path
+from .record import check_id_prefix
+from .recordfile import expected_id, load, parse, record_candidates, record_path
 from .source import parse_source_path
 
 if TYPE_CHECKING:
@@ -88,8 +95,12 @@ class WriteTransaction:
         author: str | None,
         warn: Warn,
         chunks: Callable[[], IndexNotes] | None = None,
+        review_ref: str | None = None,
     ):
         self.root = root
+        # Set: every commit goes to this branch, never to the store's (review mode).
+        self.review_ref = review_ref
+        self._pending: dict[str, Entry | None] | None = None
         self.state_dir = state_dir
         self.git = git
         self._index = index
@@ -103,13 +114,67 @@ class WriteTransaction:
     def last_commit(self) -> str | None:
         return self.commits[-1] if self.commits else None
 
+    @property
+    def pending_review(self) -> bool:
+        """Whether this transaction's commits await review (they went to a review branch)."""
+        return self.review_ref is not None and bool(self.commits)
+
     # -- reading what is about to change
 
+    def pending(self) -> Mapping[str, Entry | None]:
+        """What the review branch changed since it left the store's branch (path -> entry,
+        None where it removed the path); empty outside review mode."""
+        if self._pending is None:
+            self._pending = (
+                {} if self.review_ref is None else self.git.branch_changes(self.review_ref)
+            )
+        return self._pending
+
     def read(self, record_id: str) -> tuple[str, Record]:
-        """The record file of ``record_id`` in the working tree: its text and record."""
-        return load(self.root, record_id)
+        """The record of ``record_id`` as this writer sees it, with its text: the review
+        branch's version when the branch changed it, else the working tree's."""
+        path = record_path(record_id)
+        pending = self.pending()
+        if path not in pending:
+            return load(self.root, record_id)
+        entry = pending[path]
+        if entry is None:
+            raise NotFound(f"no record with id {record_id} (its removal awaits review)")
+        data = self.git.blob_data(entry[0])
+        record, problem = parse(path, data)
+        if record is None:
+            raise StoreError(f"{problem} on {self.review_ref}", code="invalid_record")
+        return data.decode("utf-8"), record
+
+    def exists(self, record_id: str) -> bool:
+        """Whether this writer sees a file for ``record_id`` (as :meth:`read` would)."""
+        path = record_path(record_id)
+        pending = self.pending()
+        if path in pending:
+            return pending[path] is not None
+        return os.path.lexists(os.path.join(self.root, path))
+
+    def resolve_id(self, ref: str) -> str:
+        """The full id for an id or unique prefix, among the records this writer sees."""
+        prefix = check_id_prefix(ref)
+        found = set(record_candidates(self.root, prefix))
+        for path, entry in self.pending().items():
+            record_id = expected_id(path)
+            if record_id is not None and record_id.startswith(prefix):
+                if entry is None:
+                    found.discard(record_id)
+                else:
+                    found.add(record_id)
+        if not found:
+            what = "id" if len(prefix) == 16 else "id prefix"
+            raise NotFound(f"no record with {what} {prefix}")
+        if len(found) > 1:
+            raise AmbiguousId(prefix, sorted(found))
+        return found.pop()
 
     def ensure_committed(self, record_id: str, text: str) -> None:
+        if record_path(record_id) in self.pending():
+            return  # read from the review branch: a commit, not a hand edit
         ensure_committed(self.git, record_id, text)
 
     # -- writing
@@ -158,6 +223,20 @@ class WriteTransaction:
         committed content (a user's uncommitted edits that stay theirs, uncommitted).
         """
         prov = self.provenance(op, record_ids, reason=reason, sources=sources)
+        if self.review_ref is not None:
+            if worktree:
+                raise GitError(f"a {op} that keeps working files cannot go to a review branch")
+            oid = self.git.commit_to_branch(
+                self.review_ref,
+                files,
+                summary,
+                prov,
+                journal_dir=self.state_dir,
+                extra_trailers=extra_trailers,
+            )
+            self._pending = None
+            # The working tree did not change: nothing for the search index to learn.
+            return self._finish(oid, [], rebuild_index=False)
         oid = self.git.commit_files(
             files,
             summary,
@@ -183,6 +262,8 @@ class WriteTransaction:
         ``changes`` are the paths that differ between the two commits' trees. A path the new
         commit adds that is here already but not committed is refused, never overwritten.
         """
+        if self.review_ref is not None:
+            raise GitError(f"a {op} moves the store's branch and cannot go to a review branch")
         old_tree = self.git.head_tree()
         for path in changes:
             self.git.check_inside(path)
@@ -229,6 +310,7 @@ def write_transaction(
     warn: Warn,
     require_head: bool = True,
     chunks: Callable[[], IndexNotes] | None = None,
+    review_ref: str | None = None,
 ) -> Iterator[WriteTransaction]:
     """Hold the writer lock, repair an interrupted write, check the repository, then yield."""
     from .git.repo import recover as recover_write
@@ -244,5 +326,13 @@ def write_transaction(
                 f"commit the store files first with: lantern init {root}"
             )
         yield WriteTransaction(
-            root, state_dir, git, index, actor=actor, author=author, warn=warn, chunks=chunks
+            root,
+            state_dir,
+            git,
+            index,
+            actor=actor,
+            author=author,
+            warn=warn,
+            chunks=chunks,
+            review_ref=review_ref,
         )

@@ -41,6 +41,7 @@ TOOL_NAMES = {
     "lantern_source_show",
     "lantern_source_search",
     "lantern_verify",
+    "lantern_review_list",
 }
 READ_ONLY = {
     "lantern_memory_show",
@@ -53,6 +54,7 @@ READ_ONLY = {
     "lantern_source_show",
     "lantern_source_search",
     "lantern_verify",
+    "lantern_review_list",
 }
 CLI = (sys.executable, "-m", "lantern_git")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_policy.py"

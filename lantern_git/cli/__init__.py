@@ -79,7 +79,7 @@ def _emit_record(
     verb: str | Callable[[render.ShortIds], str] | None,
 ) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    render.emit_record(record, as_json, store.root, verb)
+    render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
 
 
 @memory.command("add")
@@ -132,16 +132,25 @@ def memory_add(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @click.option("--cites", default=None, metavar="SOURCE_ID", help="Only records citing it.")
+@click.option(
+    "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
+)
 @output_options(RECORD_KEYS)
 @common
 def memory_list(
-    as_json: bool, store_path: str | None, at: str | None, output: Any, **filters: Any
+    as_json: bool,
+    store_path: str | None,
+    at: str | None,
+    include_pending: bool,
+    output: Any,
+    **filters: Any,
 ) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
-    records = store.list(RecordQuery.from_options(**filters), at=at)
+    query = RecordQuery.from_options(**filters)
+    records = store.list(query, at=at, include_pending=include_pending)
     render.emit_listing(records, output, store.root)
 
 
@@ -167,13 +176,21 @@ def memory_search(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @click.option("--evidence", is_flag=True, help="With the lines each source reference names.")
+@click.option(
+    "--include-pending", is_flag=True, help="As a review branch has it, if one changed it."
+)
 @common
 def memory_show(
-    record_id: str, at: str | None, evidence: bool, as_json: bool, store_path: str | None
+    record_id: str,
+    at: str | None,
+    evidence: bool,
+    include_pending: bool,
+    as_json: bool,
+    store_path: str | None,
 ) -> None:
     """One record, with every field (--at: as it was then, even if deleted since)."""
     store = support.open_store(store_path)
-    record = store.get(record_id, at=at)
+    record = store.get(record_id, at=at, include_pending=include_pending)
     if evidence:
         cited = store.sources.evidence(record)
         document = record.to_dict() | {"evidence": cited}
@@ -303,7 +320,7 @@ def memory_delete(
     """
     store = support.open_store(store_path, author)
     deletion = store.delete(record_id, reason=reason)
-    render.emit_deletion(deletion, as_json, store.root)
+    render.emit_deletion(deletion, as_json, store.root, pending=store.last_pending)
 
 
 @cli.group("index")
@@ -334,6 +351,10 @@ sync.register(cli, memory)
 from . import source  # noqa: E402
 
 source.register(cli, memory)
+
+from . import review  # noqa: E402
+
+review.register(cli, memory)
 
 
 def main() -> None:

@@ -4,6 +4,8 @@ A write goes: blobs, tree and commit objects first (unreferenced, harmless), the
 ``.lantern/``, then the working files (atomic renames), then the branch ref, then ``.git/index``
 entries for just those paths. A crash anywhere is repaired by :func:`recover`: the journal says
 whether the ref moved, so the write is either completed or rolled back, never left half-way.
+A write to a branch that is not checked out (a review branch, :meth:`GitRepo.commit_to_branch`)
+is the same without the working files and the index: objects, journal, one ref.
 
 The tree is built from HEAD's tree with TreeBuilders, never by rewriting the whole index, so a
 commit costs the same at 1,000 and 100,000 records.
@@ -29,7 +31,8 @@ from ..recordfile import MEMORY_DIR, expected_id
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
 # after-search-index; during-recovery: inside recover(), after it put back one file), so tests
-# can check that recover() repairs a write cut off there.
+# can check that recover() repairs a write cut off there. A review branch's write
+# (commit_to_branch) has after-objects, after-journal, after-ref and after-search-index.
 # Read once at import; unset, each point costs one comparison.
 FAULT = os.environ.get("LANTERN_FAULT") or None
 # Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
@@ -384,33 +387,7 @@ class GitRepo:
         for path in files:
             self.check_inside(path)
         head = self.head_oid()
-        # A bulk write (import) flushes everything with one sync() per phase instead of an
-        # fsync per object and per file: the same guarantee (nothing is referenced before it
-        # is on disk) at a fraction of the cost.
-        bulk = len(files) >= BULK_FILES
-        if bulk:
-            _libgit2_fsync(False)
-        try:
-            base_tree = self.repo[head].peel(pygit2.Tree) if head is not None else None
-            changes: dict[str, Entry | None] = {
-                path: (str(self.repo.create_blob(data)), BLOB_MODE) if data is not None else None
-                for path, data in files.items()
-            }
-            kept = {
-                path: str(self.repo.create_blob(data)) for path, data in (worktree or {}).items()
-            }
-            tree = self.build_tree(base_tree, changes)
-            parents = [head] if head is not None else []
-            commit = self.create_commit(tree, parents, summary, prov, extra_trailers)
-        except (pygit2.GitError, OSError) as err:
-            raise GitError(
-                f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
-            ) from None
-        finally:
-            if bulk:
-                _libgit2_fsync(_fsync_enabled)
-        if bulk:
-            os.sync()
+        commit, changes, kept = self._objects(head, files, worktree, summary, prov, extra_trailers)
         fault("after-objects")
         self.apply(
             prov.op,
@@ -423,6 +400,153 @@ class GitRepo:
             contents={p: d for p, d in files.items() if d is not None and p not in kept},
         )
         return commit
+
+    def _objects(
+        self,
+        parent: pygit2.Oid | None,
+        files: Mapping[str, bytes | None],
+        worktree: Mapping[str, bytes] | None,
+        summary: str,
+        prov: Provenance,
+        extra_trailers: Iterable[str],
+    ) -> tuple[pygit2.Oid, dict[str, Entry | None], dict[str, str]]:
+        """Blobs, tree and commit of a write on top of ``parent``: (commit, changed entries,
+        kept working-file blobs). Nothing references them yet."""
+        # A bulk write (import) flushes everything with one sync() per phase instead of an
+        # fsync per object and per file: the same guarantee (nothing is referenced before it
+        # is on disk) at a fraction of the cost.
+        bulk = len(files) >= BULK_FILES
+        if bulk:
+            _libgit2_fsync(False)
+        try:
+            base_tree = self.repo[parent].peel(pygit2.Tree) if parent is not None else None
+            changes: dict[str, Entry | None] = {
+                path: (str(self.repo.create_blob(data)), BLOB_MODE) if data is not None else None
+                for path, data in files.items()
+            }
+            kept = {
+                path: str(self.repo.create_blob(data)) for path, data in (worktree or {}).items()
+            }
+            tree = self.build_tree(base_tree, changes)
+            parents = [parent] if parent is not None else []
+            commit = self.create_commit(tree, parents, summary, prov, extra_trailers)
+        except (pygit2.GitError, OSError) as err:
+            raise GitError(
+                f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
+            ) from None
+        finally:
+            if bulk:
+                _libgit2_fsync(_fsync_enabled)
+        if bulk:
+            os.sync()
+        return commit, changes, kept
+
+    def branch_tip(self, ref_name: str) -> pygit2.Oid | None:
+        """Where a branch ref points, or None when there is no such branch."""
+        ref = self.repo.references.get(ref_name)
+        target = ref.resolve().target if ref is not None else None
+        return target if isinstance(target, pygit2.Oid) else None
+
+    def branch_changes(self, ref_name: str) -> dict[str, Entry | None]:
+        """What ``ref_name`` changed since it left HEAD's line: path -> its entry at the
+        branch's tip (None: removed there), against their merge base. Empty when the branch
+        does not exist."""
+        tip = self.branch_tip(ref_name)
+        if tip is None:
+            return {}
+        head = self.head_oid()
+        base = self.repo.merge_base(tip, head) if head is not None else None
+        base_tree = self.repo[base].peel(pygit2.Tree) if base is not None else None
+        return self.tree_changes(base_tree, self.repo[tip].peel(pygit2.Tree))
+
+    def commit_to_branch(
+        self,
+        ref_name: str,
+        files: Mapping[str, bytes | None],
+        summary: str,
+        prov: Provenance,
+        *,
+        journal_dir: str,
+        extra_trailers: Iterable[str] = (),
+    ) -> pygit2.Oid:
+        """Commit ``files`` onto ``ref_name``, a branch that is not checked out (a review
+        branch), on top of its tip; on top of HEAD's commit when it does not exist yet, or when
+        HEAD's branch already contains it (everything on it was accepted), so it starts fresh.
+
+        Only that ref moves (:meth:`move_branch`): HEAD's branch, the working tree and
+        ``.git/index`` are left alone.
+        """
+        self.check_writable()
+        self.check_side_branch(ref_name)
+        for path in files:
+            self.check_inside(path)
+        tip = self.branch_tip(ref_name)
+        head = self.head_oid()
+        parent = tip
+        if tip is None or (head is not None and self.repo.merge_base(tip, head) == tip):
+            parent = head
+        commit, _, _ = self._objects(parent, files, None, summary, prov, extra_trailers)
+        fault("after-objects")
+        self.move_branch(ref_name, tip, commit, prov.op, summary, journal_dir=journal_dir)
+        return commit
+
+    def check_side_branch(self, ref_name: str) -> None:
+        """Refuse a ref that is HEAD's branch or not a valid branch name."""
+        if not ref_name.startswith("refs/heads/") or ref_name == self.branch_ref():
+            raise GitError(f"{ref_name} is not a branch other than the checked-out one")
+        if not pygit2.reference_is_valid_name(ref_name):
+            raise GitError(f"{ref_name} is not a valid ref name")
+
+    def move_branch(
+        self,
+        ref_name: str,
+        old: pygit2.Oid | None,
+        new: pygit2.Oid,
+        op: str,
+        summary: str,
+        *,
+        journal_dir: str,
+    ) -> None:
+        """Move a branch that is not checked out from ``old`` (None: create it) to the
+        existing commit ``new``, and nothing else.
+
+        The journal first, then one compare-and-swap of the ref, which git does by writing
+        ``<ref>.lock`` and renaming it over the ref: a kill at any step leaves the old ref or
+        the new one, and :func:`recover` drops the journal and clears a ``.lock`` the killed
+        writer left. The ref having moved meanwhile fails the write, changing nothing.
+        """
+        self.check_side_branch(ref_name)
+        self._write_journal(
+            journal_dir,
+            {
+                "op": op,
+                "ref": ref_name,
+                "head_before": str(old) if old is not None else None,
+                "commit": str(new),
+                "files": {},
+                "worktree": False,
+            },
+        )
+        fault("after-journal")
+        try:
+            self._move_ref(ref_name, old, new, summary)
+        except BaseException as err:
+            undone = self._undo(journal_dir)
+            if isinstance(err, (OSError, pygit2.GitError)):
+                raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
+            raise
+        fault("after-ref")
+
+    def _write_journal(self, journal_dir: str, journal: dict) -> None:
+        journal_path = os.path.join(journal_dir, JOURNAL)
+        try:
+            os.makedirs(journal_dir, exist_ok=True)
+            atomic_write(journal_path, json.dumps(journal).encode())
+        except OSError as err:
+            raise GitError(
+                f"cannot write the write journal {journal_path}: {_os_error_text(err)}; "
+                "nothing changed"
+            ) from None
 
     def apply(
         self,
@@ -479,15 +603,7 @@ class GitRepo:
             "commit": str(commit),
             "files": files,
         }
-        journal_path = os.path.join(journal_dir, JOURNAL)
-        try:
-            os.makedirs(journal_dir, exist_ok=True)
-            atomic_write(journal_path, json.dumps(journal).encode())
-        except OSError as err:
-            raise GitError(
-                f"cannot write the write journal {journal_path}: {_os_error_text(err)}; "
-                "nothing changed"
-            ) from None
+        self._write_journal(journal_dir, journal)
         fault("after-journal")
         try:
             for number, (path, change) in enumerate(files.items()):
@@ -614,7 +730,8 @@ class GitRepo:
         if existing is None:
             if old is not None:
                 raise GitError(f"{ref_name} disappeared during the write")
-            self.repo.references.create(ref_name, new)
+            # Not forced: a ref that appeared meanwhile makes this fail, never overwritten.
+            self.repo.create_reference_direct(ref_name, new, False, message=log_message)
             return
         if existing.target != old:
             raise GitError(f"{ref_name} moved during the write; nothing was committed")
@@ -697,6 +814,19 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
     if clear_locks:
         _clear_stale_git_locks(git, ref_name, journal_mtime)
     repo = git.repo
+    if journal.get("worktree") is False:
+        # A side branch's write (commit_to_branch): one ref, no files; the ref says it all.
+        tip = git.branch_tip(ref_name)
+        where = ref_name.removeprefix("refs/heads/")
+        if tip is not None and str(tip) == commit:
+            outcome = f"completed an interrupted {op} on {where} (commit {commit[:7]})"
+        elif (str(tip) if tip is not None else None) == head_before:
+            outcome = f"rolled back an interrupted {op} on {where}; nothing of it was committed"
+        else:
+            outcome = f"found an interrupted {op} on {where}, which has since moved; left as is"
+        os.unlink(journal_path)
+        _fsync_dir(journal_dir)
+        return "lantern: " + outcome
     ref = repo.references.get(ref_name)
     head = str(ref.target) if ref is not None else None
     head_ref = repo.references.get("HEAD")

@@ -397,6 +397,10 @@ def _status(store: Store, args: dict) -> tuple[dict, str | None]:
     return store.status(), None
 
 
+def _review_list(store: Store, args: dict) -> tuple[dict, str | None]:
+    return store.review_list().to_dict(), None
+
+
 _WRITE_NOTE = (
     " Each change is one git commit with the trailer Lantern-Actor: mcp, and "
     "`lantern_memory_history` shows every change."
@@ -711,6 +715,25 @@ TOOLS: tuple[ToolSpec, ...] = (
         idempotent=True,
         call=_status,
     ),
+    # Review is read-only over MCP on purpose: an agent never accepts its own writes
+    # (CONTRACT §12, no self-approval); accept and reject are for a person, on the CLI.
+    ToolSpec(
+        name="lantern_review_list",
+        title="Memory writes awaiting review",
+        description=(
+            "Return the changes writers left on review branches (lantern/review/<name>) that no "
+            "person has accepted yet, record by record: added records whole, changed fields "
+            "old -> new, removed records, with the commits, actors and authors that made them. "
+            "The same object as `lantern review --json`. Read-only: accepting and rejecting are "
+            "for a person."
+        ),
+        input_schema=_object({}),
+        output_schema={"type": "object"},
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_review_list,
+    ),
 )
 
 ALL_TOOLS: tuple[ToolSpec, ...] = TOOLS + EVIDENCE_TOOLS
@@ -827,6 +850,8 @@ class StoreTarget:
     path: str
     create_on_write: bool = False
     author: str | None = None
+    # ``lantern mcp --review``: True; None leaves it to LANTERN_REVIEW and lantern.yaml.
+    review: bool | None = None
 
     def open(self, warn: Callable[[str], None], watch: bool = False) -> Store:
         from ..store import Store
@@ -838,6 +863,7 @@ class StoreTarget:
             create_on_write=self.create_on_write,
             warn=warn,
             watch=watch,
+            review=self.review,
         )
 
 
@@ -850,11 +876,15 @@ class Outcome:
     is_error: bool = False
     commit: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The commit went to a review branch: its record awaits a person (CONTRACT §12).
+    pending: bool = False
 
     def meta(self) -> dict | None:
         meta: dict[str, Any] = {}
         if self.commit:
             meta["lantern/commit"] = self.commit
+        if self.pending:
+            meta["pending"] = True
         if self.warnings:
             meta["lantern/warnings"] = self.warnings
         return meta or None
@@ -900,8 +930,9 @@ class ToolRunner:
                 args = check_arguments(tool, arguments)
                 store = self._open()
                 store.last_commit = None
+                store.last_pending = False
                 value, commit = tool.call(store, args)
-                return Outcome(value, commit=commit, warnings=warnings)
+                return Outcome(value, commit=commit, warnings=warnings, pending=store.last_pending)
             except LanternError as err:
                 return Outcome(err.to_dict(), is_error=True, warnings=warnings)
             except Exception as err:  # a bug must not take the server down with it

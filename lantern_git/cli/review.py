@@ -1,0 +1,61 @@
+"""``lantern review``: what writers left on review branches, record by record (README, "Review
+before memory")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from .. import render
+from . import support
+from .support import common, reason_option, writer
+
+
+def register(cli: click.Group, memory: click.Group) -> None:
+    cli.add_command(review_command)
+
+
+@click.group("review", invoke_without_command=True)
+@common
+@click.pass_context
+def review_command(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
+    """Pending changes on review branches, record by record: fields old -> new."""
+    if ctx.invoked_subcommand is not None:
+        return
+    store = support.open_store(store_path)
+    render.emit_review(store.review_list(), as_json, store.root)
+
+
+def _decision_options(func: Callable) -> Callable:
+    func = click.argument("ids", nargs=-1, metavar="ID...")(func)
+    func = click.option(
+        "--all", "everything", is_flag=True, help="Every pending change of the branch."
+    )(func)
+    func = click.option(
+        "--branch", default=None, metavar="NAME", help="The review branch (lantern/review/NAME)."
+    )(func)
+    return writer(reason_option(func))
+
+
+def _decide(op: str, ids, everything, branch, reason, as_json, store_path, author) -> None:
+    if bool(ids) == everything:
+        raise click.UsageError("give record ids, or --all (not both)")
+    store = support.open_store(store_path, author)
+    call = store.review_accept if op == "accept" else store.review_reject
+    decision = call(None if everything else list(ids), branch=branch, reason=reason)
+    render.emit(decision, as_json, render.decision_lines)
+
+
+@review_command.command("accept")
+@_decision_options
+def accept_command(ids, everything, branch, reason, as_json, store_path, author) -> None:
+    """Bring pending records onto the store's branch in one commit, you as its author."""
+    _decide("accept", ids, everything, branch, reason, as_json, store_path, author)
+
+
+@review_command.command("reject")
+@_decision_options
+def reject_command(ids, everything, branch, reason, as_json, store_path, author) -> None:
+    """Drop pending records from their review branch, with a commit recording why."""
+    _decide("reject", ids, everything, branch, reason, as_json, store_path, author)

@@ -1,0 +1,471 @@
+"""Review before memory (CONTRACT §12): writes wait on a branch until a person accepts them.
+
+With review on, the write transaction commits to ``refs/heads/lantern/review/<name>`` instead
+of the store's branch (:meth:`~lantern_git.git.repo.GitRepo.commit_to_branch`): one branch per
+writer name, based on the store's branch, whose ref, working tree and ``.git/index`` stay as
+they are. This module names those branches and decides when review is on; the transaction
+does the writing, so every writer takes the same path with review on or off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval, UncommittedChanges
+from .git.repo import BLOB_MODE, EXECUTABLE_MODE, LINK_MODE
+from .record import Record
+from .recordfile import record_path
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .git.repo import Entry, GitRepo
+    from .history import Change, LogEntry
+    from .recordfile import Problem
+    from .transaction import WriteTransaction
+
+REVIEW_PREFIX = "refs/heads/lantern/review/"
+# Strict on purpose: whatever passes is a valid ref name component on every platform (no dots,
+# so no "..", ".lock" or trailing "."; no slashes, so no nesting under another writer's branch).
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def check_review_name(name: object) -> str:
+    """A writer name for a review branch, or InvalidInput (exit 2) saying what is allowed."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidInput(
+            f"review name: {name!r} is not a valid name; use 1 to 64 letters, digits, '-' or "
+            "'_', starting with a letter or digit",
+            code="invalid_review_name",
+        )
+    return name
+
+
+def review_ref(name: str) -> str:
+    """The review branch of writer ``name``: ``refs/heads/lantern/review/<name>``."""
+    return REVIEW_PREFIX + check_review_name(name)
+
+
+def review_enabled(explicit: bool | None, configured: object) -> bool:
+    """Whether writes go to a review branch: the caller's choice (``Store(review=...)``, ``lantern
+    mcp --review``), else ``LANTERN_REVIEW``, else the store's ``lantern.yaml`` ``review`` key."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("LANTERN_REVIEW")
+    if env is not None:
+        value = env.strip().lower()
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+        raise InvalidInput(
+            f"LANTERN_REVIEW: {env!r} is not 1 or 0 (or true/false)", code="invalid_review"
+        )
+    if configured is None:
+        return False
+    if not isinstance(configured, bool):
+        raise InvalidInput(
+            f"lantern.yaml: 'review' must be true or false, got {configured!r}",
+            code="invalid_review",
+        )
+    return configured
+
+
+def review_name(explicit: str | None, actor: str) -> str:
+    """The writer name: the caller's, else ``LANTERN_REVIEW_NAME``, else the actor."""
+    return check_review_name(explicit or os.environ.get("LANTERN_REVIEW_NAME") or actor)
+
+
+# ---------------------------------------------------------------------------- lantern review
+
+
+@dataclass
+class PendingRecord:
+    """One record a review branch changed: how (``added``, ``changed``, ``removed``), the
+    record as the branch has it, its fields old -> new against where the branch left the store's
+    branch, and who wrote it there."""
+
+    id: str
+    change: str
+    record: Record | None
+    before: Record | None
+    changes: list[Change]
+    # The store's branch changed this record too since the review branch left it: accepting
+    # it is then a record-aware three-way merge.
+    moved: bool
+    commits: list[str] = field(default_factory=list)
+    actors: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "change": self.change,
+            "record": self.record.to_dict() if self.record is not None else None,
+            "changes": [c.to_dict() for c in self.changes],
+            "moved": self.moved,
+            "commits": list(self.commits),
+            "actors": list(self.actors),
+            "authors": list(self.authors),
+        }
+
+
+@dataclass
+class ReviewBranch:
+    """One writer's review branch: where it left the store's branch, its commits (newest
+    first), and the records they change, in id order."""
+
+    name: str
+    ref: str
+    tip: str
+    base: str | None
+    commits: list[LogEntry]
+    records: list[PendingRecord]
+    problems: list[Problem]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ref": self.ref,
+            "tip": self.tip,
+            "base": self.base,
+            "commits": [c.to_dict() for c in self.commits],
+            "records": [r.to_dict() for r in self.records],
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+@dataclass
+class ReviewList:
+    """``lantern review``: every review branch with pending changes, by name."""
+
+    branches: list[ReviewBranch] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[PendingRecord]:
+        return [r for b in self.branches for r in b.records]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"branches": [b.to_dict() for b in self.branches]}
+
+
+def review_branches(git: GitRepo) -> list[tuple[str, str]]:
+    """(name, ref) of every review branch, by name."""
+    refs = (r for r in git.repo.references if r.startswith(REVIEW_PREFIX))
+    return sorted((ref.removeprefix(REVIEW_PREFIX), ref) for ref in refs)
+
+
+def review_list(git: GitRepo) -> ReviewList:
+    """Each review branch's pending changes, record by record, against the point where it
+    left the store's branch (their merge base; the store's branch itself for a branch with no
+    common history): what the writer changed, which accepting it would bring. A branch the store's
+    branch already contains is left out."""
+    from .history import branch_log
+    from .timetravel import record_at, record_diff
+
+    answer = ReviewList()
+    head = git.head_oid()
+    head_tree = git.head_tree()
+    for name, ref in review_branches(git):
+        tip = git.branch_tip(ref)
+        if tip is None or head is None:
+            continue
+        base = git.repo.merge_base(tip, head)
+        if base == tip:
+            continue
+        since = base if base is not None else head
+        since_tree = git.repo[since].peel(pygit2.Tree)
+        if not git.tree_changes(since_tree, git.repo[tip].peel(pygit2.Tree)):
+            continue  # everything on it was accepted or rejected
+        diff = record_diff(git, str(since), str(tip))
+        commits = branch_log(git, tip, base)
+        touched = _touched_by(git, tip, base)
+        records: list[PendingRecord] = []
+        entries: list[tuple[str, str, Record | None, Record | None, list[Change]]] = [
+            *(("added", r.id, r, None, []) for r in diff.added),
+            *(("removed", r.id, None, r, []) for r in diff.removed),
+            *(
+                (
+                    "changed",
+                    c.id,
+                    record_at(git, c.id, str(tip)),
+                    record_at(git, c.id, str(since)),
+                    c.changes,
+                )
+                for c in diff.changed
+            ),
+        ]
+        for change, record_id, record, before, changes in entries:
+            path = record_path(record_id)
+            who = [c for c in commits if c.commit in touched.get(path, ())]
+            records.append(
+                PendingRecord(
+                    record_id,
+                    change,
+                    record,
+                    before,
+                    changes,
+                    moved=git.entry_at(head_tree, path) != git.entry_at(since_tree, path),
+                    commits=[c.commit for c in who],
+                    actors=sorted({c.actor for c in who if c.actor}),
+                    authors=sorted({c.author for c in who}),
+                )
+            )
+        records.sort(key=lambda r: r.id)
+        answer.branches.append(
+            ReviewBranch(
+                name,
+                ref,
+                str(tip),
+                str(base) if base is not None else None,
+                commits,
+                records,
+                diff.problems,
+            )
+        )
+    return answer
+
+
+def _touched_by(git: GitRepo, tip: pygit2.Oid, base: pygit2.Oid | None) -> dict[str, set[str]]:
+    """path -> the commits between ``base`` and ``tip`` that changed it."""
+    walker = git.repo.walk(tip)
+    if base is not None:
+        walker.hide(base)
+    touched: dict[str, set[str]] = {}
+    for commit in walker:
+        if len(commit.parents) > 1:
+            continue  # an accept's carry-forward merge: the changes are the writer's commits'
+        parent = commit.parents[0].tree if commit.parents else None
+        for path in git.tree_changes(parent, commit.tree):
+            touched.setdefault(path, set()).add(str(commit.id))
+    return touched
+
+
+# ---------------------------------------------------------------------------- accept, reject
+
+
+@dataclass
+class ReviewDecision:
+    """What ``review accept`` or ``review reject`` did: the records, the commit that recorded
+    it (on the store's branch for accept, on the review branch for reject), and the review
+    branch's new tip."""
+
+    op: str
+    branch: str
+    records: list[str]
+    commit: str | None
+    review_tip: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "branch": self.branch,
+            "records": list(self.records),
+            "commit": self.commit,
+            "review_tip": self.review_tip,
+        }
+
+
+def choose(
+    git: GitRepo, ids: Sequence[str] | None, branch: str | None
+) -> tuple[ReviewBranch, list[PendingRecord]]:
+    """The review branch and its pending records that ``ids`` (ids or prefixes; None: all of
+    the branch's) name. One decision is about one branch: ``branch`` names it when the ids, or
+    ``--all``, would otherwise span several."""
+    from .record import check_id_prefix
+
+    branches = review_list(git).branches
+    if branch is not None:
+        check_review_name(branch)
+        branches = [b for b in branches if b.name == branch]
+        if not branches:
+            raise NotFound(f"nothing awaits review on lantern/review/{branch}")
+    if not branches:
+        raise NotFound("nothing awaits review")
+    if ids is None:
+        if len(branches) > 1:
+            raise InvalidInput(
+                "several review branches have pending changes ("
+                + ", ".join(b.name for b in branches)
+                + "); name one with --branch NAME",
+                code="ambiguous_branch",
+            )
+        return branches[0], list(branches[0].records)
+    if isinstance(ids, str) or not ids:
+        raise InvalidInput("give record ids, or --all", code="usage_error")
+    found: dict[str, tuple[ReviewBranch, PendingRecord]] = {}
+    for ref in ids:
+        prefix = check_id_prefix(ref)
+        matches = [(b, r) for b in branches for r in b.records if r.id.startswith(prefix)]
+        if not matches:
+            raise NotFound(f"no pending record with id {prefix}")
+        if len({r.id for _, r in matches}) > 1:
+            raise AmbiguousId(prefix, [r.id for _, r in matches])
+        if len(matches) > 1:
+            raise InvalidInput(
+                f"record {matches[0][1].id} is pending on several review branches ("
+                + ", ".join(b.name for b, _ in matches)
+                + "); name one with --branch NAME",
+                code="ambiguous_branch",
+            )
+        found[matches[0][1].id] = matches[0]
+    chosen = {b.name for b, _ in found.values()}
+    if len(chosen) > 1:
+        raise InvalidInput(
+            "the records are pending on different review branches ("
+            + ", ".join(sorted(chosen))
+            + "); decide on one branch at a time (--branch NAME)",
+            code="ambiguous_branch",
+        )
+    first = next(iter(found.values()))[0]
+    return first, [r for _, r in sorted(found.values(), key=lambda pair: pair[1].id)]
+
+
+def accept(
+    tx: WriteTransaction,
+    branch: ReviewBranch,
+    records: list[PendingRecord],
+    *,
+    everything: bool,
+    reason: str | None,
+    reviewer: tuple[str, str],
+) -> ReviewDecision:
+    """Bring ``records`` (or, with ``everything``, every change of the branch, sources
+    included) onto the store's branch.
+
+    The store's branch gets one ordinary commit (``Lantern-Op: accept``, the reviewer as its
+    author, ``Lantern-Review-*`` trailers naming the branch, its commits and their actors and
+    authors), made by the three-way merge ``lantern sync`` uses, so a record the store's branch
+    changed meanwhile is merged field by field. The review branch then gets a merge of its tip
+    and that commit whose tree is the commit's plus the changes still pending: its merge base
+    with the store's branch becomes the accept commit, so only what was not accepted is still
+    pending, and its own commits stay in its history. The review branch moves first: a crash
+    between the two leaves every change pending, as before the accept.
+    """
+    from .sync import merge_trees
+
+    git, repo = tx.git, tx.git.repo
+    actor, name = reviewer
+    writers = {a for r in records for a in r.actors}
+    if actor in writers and name == branch.name:
+        raise SelfApproval(
+            f"these changes were written by actor {actor} as lantern/review/{name}, which is "
+            "who is accepting them; a writer never accepts its own changes. A person accepts "
+            "them from another actor or review name (LANTERN_REVIEW_NAME)"
+        )
+    tip = pygit2.Oid(hex=branch.tip)
+    head = git.head_oid()
+    base = pygit2.Oid(hex=branch.base) if branch.base is not None else head
+    base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
+    head_tree = git.head_tree()
+    pending = git.tree_changes(base_tree, repo[tip].peel(pygit2.Tree))
+    paths = set(pending) if everything else {record_path(r.id) for r in records}
+    taken = _tree(git, git.build_tree(base_tree, {p: pending[p] for p in paths}))
+    merged = merge_trees(git, base_tree, head_tree, taken)
+    merged_tree = _tree(git, merged.tree)
+    changes = git.tree_changes(head_tree, merged_tree)
+    for path in changes:
+        if _worktree_entry(git, path) != git.entry_at(head_tree, path):
+            raise UncommittedChanges(
+                f"{path} has uncommitted changes; commit them first with: lantern commit"
+            )
+    ids = [r.id for r in records]
+    commits = sorted({c for r in records for c in r.commits})
+    trailers = [
+        f"Lantern-Review-Branch: lantern/review/{branch.name}",
+        *(f"Lantern-Review-Commit: {c}" for c in commits),
+        *(f"Lantern-Review-Actor: {a}" for a in sorted(writers)),
+        *(f"Lantern-Review-Author: {a}" for a in sorted({a for r in records for a in r.authors})),
+    ]
+    count = len(ids)
+    summary = f"accept {count} record{'s' if count != 1 else ''} from lantern/review/{branch.name}"
+    prov = tx.provenance("accept", ids, reason=reason)
+    commit = git.create_commit(merged.tree, [head] if head else [], summary, prov, trailers)
+    rest = {p: e for p, e in pending.items() if p not in paths}
+    # Strict: a change still pending that cannot be carried over stops the accept here, before
+    # anything moved, rather than being dropped.
+    carried = merge_trees(git, base_tree, merged_tree, _tree(git, git.build_tree(base_tree, rest)))
+    review_tip = git.create_commit(
+        carried.tree, [tip, commit], f"{summary}: the rest stays pending", prov, trailers
+    )
+    git.move_branch(branch.ref, tip, review_tip, "accept", summary, journal_dir=tx.state_dir)
+    git.finish(tx.state_dir)
+    done = tx.advance(head, commit, changes, summary, "accept")
+    return ReviewDecision("accept", branch.name, ids, done, str(review_tip))
+
+
+def reject(
+    tx: WriteTransaction,
+    branch: ReviewBranch,
+    records: list[PendingRecord],
+    *,
+    everything: bool,
+    reason: str | None,
+) -> ReviewDecision:
+    """Drop ``records`` (or every change) from the review branch: one ``Lantern-Op: reject``
+    commit on it puts their files back as they were where the branch left the store's branch,
+    so they are no longer pending; the proposal stays in the branch's history."""
+    git, repo = tx.git, tx.git.repo
+    base = pygit2.Oid(hex=branch.base) if branch.base is not None else git.head_oid()
+    base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
+    pending = git.tree_changes(base_tree, repo[pygit2.Oid(hex=branch.tip)].peel(pygit2.Tree))
+    paths = set(pending) if everything else {record_path(r.id) for r in records}
+    files: dict[str, bytes | None] = {p: git.blob_at(base_tree, p) for p in sorted(paths)}
+    ids = [r.id for r in records]
+    count = len(ids)
+    summary = f"reject {count} record{'s' if count != 1 else ''} of lantern/review/{branch.name}"
+    commit = tx.commit(files, summary, "reject", ids, reason=reason)
+    return ReviewDecision("reject", branch.name, ids, commit, commit)
+
+
+def _tree(git: GitRepo, oid: pygit2.Oid) -> pygit2.Tree:
+    return git.repo[oid].peel(pygit2.Tree)
+
+
+def _worktree_entry(git: GitRepo, path: str) -> Entry | None:
+    """The working file at ``path`` as (blob id, mode), None where there is none."""
+    full = os.path.join(git.root, path)
+    if os.path.islink(full):
+        return str(pygit2.hash(os.fsencode(os.readlink(full)))), LINK_MODE
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read()
+        executable = os.stat(full).st_mode & 0o111
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    return str(pygit2.hash(data)), EXECUTABLE_MODE if executable else BLOB_MODE
+
+
+# ---------------------------------------------------------------------------- --include-pending
+
+
+class PendingVersion(Record):
+    """A record as a review branch has it, not accepted yet: its object says ``"pending":
+    true`` (CONTRACT §12); everything else reads it as the record it is."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "pending": True}
+
+    @classmethod
+    def of(cls, record: Record) -> PendingVersion:
+        return cls(**{f.name: getattr(record, f.name) for f in dataclasses.fields(Record)})
+
+
+def pending_versions(review: ReviewList) -> dict[str, PendingVersion | None]:
+    """id -> the record as it would be once every review branch is accepted (None: removed
+    there). Where two branches change one record, the first by name is shown."""
+    versions: dict[str, PendingVersion | None] = {}
+    for pending in review.records:
+        if pending.id not in versions:
+            versions[pending.id] = (
+                PendingVersion.of(pending.record) if pending.record is not None else None
+            )
+    return versions

@@ -1,0 +1,675 @@
+"""Review before memory (CONTRACT §12): with review on, writes go to a review branch and the
+store's branch, working tree and ``.git/index`` stay exactly as they were."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git, snapshot
+from reliability_support import add_args, cli, cli_env, make_store
+
+from lantern_git.errors import InvalidInput, NotFound
+from lantern_git.evidence import SourceInput
+from lantern_git.git.repo import parse_trailers
+from lantern_git.recordfile import record_path
+from lantern_git.store import Store
+
+CLI_BRANCH = "refs/heads/lantern/review/cli"
+API_BRANCH = "refs/heads/lantern/review/api"
+
+
+@contextmanager
+def opened(path: Path, **kwargs):
+    store = Store.open(str(path), **kwargs)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def untouched(path: Path) -> dict:
+    """What review mode must leave alone: the branch, the files, git status, ``.git/index``."""
+    return {**snapshot(path), "index": (path / ".git" / "index").read_bytes()}
+
+
+def tip(path: Path, ref: str) -> pygit2.Commit | None:
+    repo = pygit2.Repository(str(path))
+    found = repo.references.get(ref)
+    return repo[found.target].peel(pygit2.Commit) if found is not None else None
+
+
+def text_on(path: Path, ref: str, record_id: str) -> str | None:
+    commit = tip(path, ref)
+    assert commit is not None
+    try:
+        entry = commit.tree[record_path(record_id)]
+    except KeyError:
+        return None
+    return pygit2.Repository(str(path))[entry.id].peel(pygit2.Blob).data.decode()
+
+
+@pytest.fixture
+def seeded(tmp_path) -> tuple[Path, str]:
+    """A store with one record committed on its branch the ordinary way."""
+    path = make_store(tmp_path / "store")
+    with opened(path) as store:
+        seed = store.add("the seed record", kind="fact").id
+    return path, seed
+
+
+def test_a_review_write_commits_to_the_review_branch_with_trailers_and_leaves_the_store_alone(
+    seeded,
+):
+    path, _ = seeded
+    before = untouched(path)
+    head = git(path, "rev-parse", "HEAD").strip()
+    with opened(path, review=True) as store:
+        record = store.add("agents propose, people accept", kind="fact", reason="learned")
+        assert store.last_pending is True
+        assert store.last_commit is not None
+    assert untouched(path) == before
+    commit = tip(path, API_BRANCH)
+    assert commit is not None and str(commit.id) == store.last_commit
+    assert [str(p) for p in commit.parent_ids] == [head]
+    trailers = parse_trailers(commit.message)
+    assert trailers["Lantern-Op"] == ["add"]
+    assert trailers["Lantern-Record"] == [record.id]
+    assert trailers["Lantern-Actor"] == ["api"]
+    assert trailers["Lantern-Reason"] == ["learned"]
+    assert commit.author.email == "author@example.com"
+    assert "agents propose" in (text_on(path, API_BRANCH, record.id) or "")
+    reflog = git(path, "reflog", "show", "--format=%gs", "lantern/review/api")
+    assert reflog.splitlines()[0].startswith("lantern: add ")
+    # Nothing pending shows in the store's own listing, and no journal is left behind.
+    with opened(path) as store:
+        assert [r.content for r in store.list()] == ["the seed record"]
+    assert not (path / ".lantern" / "journal.json").exists()
+
+
+def test_every_writer_goes_to_the_review_branch_and_reads_what_it_wrote_there(seeded):
+    path, seed = seeded
+    before = untouched(path)
+    with opened(path, review=True) as store:
+        new = store.add("a fact only the review branch has", kind="fact")
+        # A prefix of a record that exists only on the review branch resolves, and the
+        # writers read it from there.
+        updated = store.update(new.id[:6], priority=80)
+        assert updated.priority == 80
+        assert store.archive(new.id).status == "archived"
+        # Read back from the branch: already archived, so nothing to commit.
+        assert store.archive(new.id).status == "archived"
+        assert store.last_commit is None and store.last_pending is False
+        assert store.restore(new.id).status == "active"
+        replacement = store.supersede(seed, "the seed record, corrected")
+        deleted = store.delete(new.id)
+        assert deleted.record.id == new.id
+        with pytest.raises(NotFound):
+            store.archive(new.id)  # its removal awaits review: gone for this writer
+        store.sources.add([SourceInput(b"line one\nline two\n", uri="session:review")])
+        # An add of what the branch already has is idempotent there too.
+        assert store.add("the seed record, corrected", kind="fact").id == replacement.id
+        assert store.last_commit is None
+    assert untouched(path) == before
+    repo = pygit2.Repository(str(path))
+    ops = []
+    for commit in repo.walk(tip(path, API_BRANCH).id):
+        if str(commit.id) == before["head"]:
+            break
+        ops.append(parse_trailers(commit.message)["Lantern-Op"][0])
+    assert ops == ["ingest", "delete", "supersede", "restore", "archive", "update", "add"]
+    assert text_on(path, API_BRANCH, new.id) is None
+    assert "status: superseded" in (text_on(path, API_BRANCH, seed) or "")
+    assert "supersedes_id: " + seed in (text_on(path, API_BRANCH, replacement.id) or "")
+
+
+def test_a_record_the_review_branch_did_not_touch_is_read_from_the_working_tree(seeded):
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        store.add("something else entirely", kind="fact")
+    # The store's branch moves on after the review branch left it: a person adds a record.
+    with opened(path) as store:
+        later = store.add("a person's later record", kind="fact")
+    with opened(path, review=True) as store:
+        assert store.archive(later.id[:8]).status == "archived"
+        assert store.archive(seed).status == "archived"
+    assert "status: archived" in (text_on(path, API_BRANCH, later.id) or "")
+    assert "status: archived" in (text_on(path, API_BRANCH, seed) or "")
+    assert "status: active" in (path / record_path(seed)).read_text()
+
+
+def test_review_mode_from_the_environment_names_the_branch_after_the_actor(seeded):
+    path, _ = seeded
+    before = untouched(path)
+    result = cli(path, *add_args("pending from the cli"), env=cli_env(LANTERN_REVIEW="1"))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["pending"] is True
+    assert document["content"] == "pending from the cli"
+    assert tip(path, CLI_BRANCH) is not None
+    named = cli(
+        path,
+        *add_args("pending from a named writer"),
+        env=cli_env(LANTERN_REVIEW="1", LANTERN_REVIEW_NAME="nightly-bot"),
+    )
+    assert named.returncode == 0, named.stderr
+    assert tip(path, "refs/heads/lantern/review/nightly-bot") is not None
+    text = cli(path, "memory", "archive", document["id"], env=cli_env(LANTERN_REVIEW="1"))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("archived (pending review) ")
+    deleted = cli(
+        path, "memory", "delete", document["id"], "--json", env=cli_env(LANTERN_REVIEW="1")
+    )
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout)["pending"] is True
+    assert untouched(path) == before
+    # Off by default: the same command without the variable writes to the store's branch.
+    plain = cli(path, *add_args("an ordinary write"))
+    assert "pending" not in json.loads(plain.stdout)
+    assert git(path, "rev-parse", "HEAD").strip() != before["head"]
+
+
+def test_review_mode_from_lantern_yaml(seeded):
+    path, _ = seeded
+    with open(path / "lantern.yaml", "a") as handle:
+        handle.write("review: true\n")
+    git(path, "commit", "-qam", "turn review on")
+    before = untouched(path)
+    with opened(path) as store:
+        store.add("written while the store asks for review", kind="fact")
+        assert store.last_pending
+    assert untouched(path) == before
+    assert tip(path, API_BRANCH) is not None
+    # The process may still turn it off for itself.
+    with opened(path, review=False) as store:
+        store.add("written with review turned off", kind="fact")
+        assert not store.last_pending
+    assert git(path, "rev-parse", "HEAD").strip() != before["head"]
+
+
+@pytest.mark.parametrize(
+    "name", ["../main", "a..b", "x.lock", "with space", "a/b", "-dash", "", "é", "x" * 65]
+)
+def test_a_bad_review_name_is_refused_with_exit_2_and_nothing_written(seeded, name):
+    path, _ = seeded
+    before = untouched(path)
+    result = cli(
+        path,
+        *add_args("never written"),
+        env=cli_env(LANTERN_REVIEW="1", LANTERN_REVIEW_NAME=name, LANTERN_AUTHOR="A <a@b>"),
+    )
+    if name == "":  # an empty name means "not given": the actor names the branch
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 2, result.stderr
+    assert json.loads(result.stderr)["error"]["code"] == "invalid_review_name"
+    assert untouched(path) == before
+    assert git(path, "for-each-ref", "refs/heads/lantern") == ""
+
+
+def test_a_bad_lantern_review_value_is_refused(seeded):
+    path, _ = seeded
+    result = cli(path, *add_args("never written"), env=cli_env(LANTERN_REVIEW="maybe"))
+    assert result.returncode == 2
+    assert json.loads(result.stderr)["error"]["code"] == "invalid_review"
+    with pytest.raises(InvalidInput):
+        os.environ["LANTERN_REVIEW"] = "maybe"
+        try:
+            with opened(path) as store:
+                store.add("never written either", kind="fact")
+        finally:
+            del os.environ["LANTERN_REVIEW"]
+    assert git(path, "for-each-ref", "refs/heads/lantern") == ""
+
+
+# -- crash safety: a review write killed at each of its steps
+
+
+@pytest.mark.parametrize("existing", [False, True])
+@pytest.mark.parametrize("point", ["after-objects", "after-journal"])
+def test_a_review_write_killed_before_its_ref_moves_leaves_the_old_ref(seeded, point, existing):
+    path, _ = seeded
+    env = cli_env(LANTERN_REVIEW="1")
+    if existing:
+        assert cli(path, *add_args("already pending"), env=env).returncode == 0
+    old = tip(path, CLI_BRANCH)
+    before = untouched(path)
+    killed = cli(path, *add_args("cut off"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point))
+    assert killed.returncode == -9
+    after = cli(path, "memory", "list", "--json")
+    assert after.returncode == 0, after.stderr
+    if point == "after-journal":
+        assert "rolled back an interrupted add on lantern/review/cli" in after.stderr
+    now = tip(path, CLI_BRANCH)
+    assert (now.id if now else None) == (old.id if old else None)
+    assert untouched(path) == before
+    assert not (path / ".lantern" / "journal.json").exists()
+    again = cli(path, *add_args("cut off"), env=env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pending"] is True
+
+
+@pytest.mark.parametrize("point", ["after-ref", "after-search-index"])
+def test_a_review_write_killed_after_its_ref_moved_is_complete(seeded, point):
+    path, _ = seeded
+    before = untouched(path)
+    killed = cli(path, *add_args("made it"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point))
+    assert killed.returncode == -9
+    after = cli(path, "memory", "list", "--json")
+    assert after.returncode == 0, after.stderr
+    assert "completed an interrupted add on lantern/review/cli" in after.stderr
+    assert [r["content"] for r in json.loads(after.stdout)] == ["the seed record"]
+    commit = tip(path, CLI_BRANCH)
+    assert commit is not None and "made it" in commit.message
+    assert untouched(path) == before
+    assert not (path / ".lantern" / "journal.json").exists()
+    assert git(path, "fsck", "--no-progress", check=False) is not None
+    assert "error" not in git(path, "fsck", "--no-progress")
+
+
+def test_a_ref_lock_left_by_a_killed_review_write_is_cleared(seeded):
+    path, _ = seeded
+    env = cli_env(LANTERN_REVIEW="1")
+    assert cli(path, *add_args("already pending"), env=env).returncode == 0
+    old = tip(path, CLI_BRANCH)
+    killed = cli(
+        path, *add_args("cut off"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT="after-journal")
+    )
+    assert killed.returncode == -9
+    # What git leaves when killed between taking the ref's lock and renaming it into place.
+    lock = path / ".git" / "refs" / "heads" / "lantern" / "review" / "cli.lock"
+    lock.write_text("0" * 40 + "\n")
+    again = cli(path, *add_args("after the crash"), env=env)
+    assert again.returncode == 0, again.stderr
+    assert not lock.exists()
+    commit = tip(path, CLI_BRANCH)
+    assert commit is not None and [p for p in commit.parent_ids] == [old.id]
+
+
+# -- lantern review: the pending changes, record by record
+
+
+def test_review_lists_each_branchs_records_with_fields_old_to_new_and_who(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="agent-a") as store:
+        added = store.add("a new fact from agent a", kind="fact", priority=70)
+        store.update(seed, priority=90, reason="it matters")
+    with opened(path, review=True, review_name="agent-b", author="Bot B <b@example.com>") as store:
+        store.delete(seed)
+    with opened(path) as store:
+        review = store.review_list()
+    assert [b.name for b in review.branches] == ["agent-a", "agent-b"]
+    a, b = review.branches
+    assert len(a.commits) == 2 and a.base == git(path, "rev-parse", "HEAD").strip()
+    by_id = {r.id: r for r in a.records}
+    assert by_id[added.id].change == "added"
+    assert by_id[added.id].record is not None and by_id[added.id].record.priority == 70
+    changed = by_id[seed]
+    assert changed.change == "changed" and changed.moved is False
+    assert [(c.field, c.old, c.new) for c in changed.changes if c.field != "updated_at"] == [
+        ("priority", 50, 90)
+    ]
+    assert changed.actors == ["api"] and changed.authors == ["Test Author <author@example.com>"]
+    assert len(changed.commits) == 1
+    assert [(r.id, r.change, r.authors) for r in b.records] == [
+        (seed, "removed", ["Bot B <b@example.com>"])
+    ]
+
+
+def test_review_is_merge_base_aware_and_flags_records_the_store_changed_meanwhile(seeded):
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        store.update(seed, urgency=40)
+    # The store's branch moves on: an unrelated add and a change to the same record.
+    with opened(path) as store:
+        store.add("a person's own record", kind="fact")
+        store.update(seed, priority=10)
+        review = store.review_list()
+    (branch,) = review.branches
+    # Only what the writer changed is pending: not the person's add, not their priority.
+    assert [r.id for r in branch.records] == [seed]
+    (record,) = branch.records
+    assert record.moved is True
+    assert {c.field for c in record.changes} - {"updated_at"} == {"urgency"}
+
+
+def test_lantern_review_cli_text_and_json(seeded):
+    path, seed = seeded
+    empty = cli(path, "review")
+    assert empty.returncode == 0 and empty.stdout == "nothing awaits review\n"
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    env = cli_env(LANTERN_REVIEW="1")
+    assert cli(path, "memory", "update", seed, "--priority", "66", env=env).returncode == 0
+    text = cli(path, "review")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0] == "lantern/review/cli: 1 record, 1 commit"
+    assert "      priority: 50 -> 66" in text.stdout.splitlines()
+    document = json.loads(cli(path, "review", "--json").stdout)
+    (branch,) = document["branches"]
+    assert branch["ref"] == CLI_BRANCH
+    (record,) = branch["records"]
+    assert record["id"] == seed and record["change"] == "changed"
+    assert record["record"]["priority"] == 66 and record["actors"] == ["cli"]
+    assert {"field": "priority", "old": 50, "new": 66} in record["changes"]
+
+
+def test_a_review_branch_the_store_already_contains_is_not_pending(seeded):
+    path, _ = seeded
+    with opened(path, review=True) as store:
+        store.add("accepted by hand with git", kind="fact")
+    git(path, "merge", "-q", "--ff-only", "lantern/review/api")
+    with opened(path) as store:
+        assert store.review_list().branches == []
+
+
+# -- the agent's side, over MCP
+
+
+def _server(store_path: Path, *extra: str):
+    from mcp import StdioServerParameters
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH", "PYTHONPATH")
+    }
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lantern_git", "mcp", "--store", str(store_path), *extra],
+        env=env,
+        # Run from the source tree so the server is this checkout's code.
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+
+
+def _mcp(store_path: Path, body, *extra: str):
+    import anyio
+    from mcp import Client
+
+    async def main():
+        async with Client(_server(store_path, *extra)) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded):
+    path, _ = seeded
+    before = untouched(path)
+
+    async def body(client):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        added = await client.call_tool(
+            "lantern_memory_add", {"content": "an agent's proposal", "kind": "fact"}
+        )
+        listed = await client.call_tool("lantern_review_list", {})
+        return names, added, listed
+
+    names, added, listed = _mcp(path, body, "--review")
+    assert not added.is_error, added.content[0].text
+    assert added.meta["pending"] is True
+    assert added.structured_content["content"] == "an agent's proposal"
+    assert "lantern_review_list" in names
+    assert not any("accept" in n or "reject" in n for n in names)
+    (branch,) = listed.structured_content["branches"]
+    assert branch["name"] == "mcp"
+    assert [r["change"] for r in branch["records"]] == ["added"]
+    assert untouched(path) == before
+    commit = tip(path, "refs/heads/lantern/review/mcp")
+    assert parse_trailers(commit.message)["Lantern-Actor"] == ["mcp"]
+
+    async def plain(client):
+        return await client.call_tool(
+            "lantern_memory_add", {"content": "an ordinary write", "kind": "fact"}
+        )
+
+    result = _mcp(path, plain)
+    assert not result.is_error and "pending" not in (result.meta or {})
+    assert git(path, "rev-parse", "HEAD").strip() != before["head"]
+
+
+# -- accept and reject
+
+
+def test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot", author="Bot <bot@example.com>") as store:
+        added = store.add("proposed by the bot", kind="fact")
+        store.update(seed, priority=91)
+        review_commits = {r.id: r.commits for r in store.review_list().records}
+    head = git(path, "rev-parse", "HEAD").strip()
+    result = cli(
+        path,
+        "review",
+        "accept",
+        "--all",
+        "--reason",
+        "looks right",
+        "--json",
+        env=cli_env(LANTERN_AUTHOR="Reviewer <rev@example.com>"),
+    )
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["op"] == "accept" and sorted(decision["records"]) == sorted([added.id, seed])
+    repo = pygit2.Repository(str(path))
+    commit = repo[repo.head.target].peel(pygit2.Commit)
+    assert str(commit.id) == decision["commit"]
+    assert [str(p) for p in commit.parent_ids] == [head]  # one ordinary commit
+    assert commit.author.email == "rev@example.com"
+    trailers = parse_trailers(commit.message)
+    assert trailers["Lantern-Op"] == ["accept"]
+    assert sorted(trailers["Lantern-Record"]) == sorted([added.id, seed])
+    assert trailers["Lantern-Actor"] == ["cli"]
+    assert trailers["Lantern-Reason"] == ["looks right"]
+    assert trailers["Lantern-Review-Branch"] == ["lantern/review/bot"]
+    assert trailers["Lantern-Review-Actor"] == ["api"]
+    assert trailers["Lantern-Review-Author"] == ["Bot <bot@example.com>"]
+    assert set(trailers["Lantern-Review-Commit"]) == {
+        c for cs in review_commits.values() for c in cs
+    }
+    # The working tree, .git/index and the listing have it; nothing is pending any more.
+    assert git(path, "status", "--porcelain") == ""
+    listed = json.loads(cli(path, "memory", "list", "--json").stdout)
+    assert {r["id"]: r["priority"] for r in listed} == {added.id: 50, seed: 91}
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    # The bot's own commits stay in the review branch's history.
+    assert all(
+        repo.descendant_of(pygit2.Oid(hex=decision["review_tip"]), pygit2.Oid(hex=c))
+        for cs in review_commits.values()
+        for c in cs
+    )
+
+
+def test_accept_some_records_leaves_the_rest_pending_and_merges_a_moved_record(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        kept = store.add("accepted later, or never", kind="fact")
+        store.update(seed, urgency=33)
+    with opened(path) as store:
+        store.update(seed, priority=12)  # a person changes another field meanwhile
+    with opened(path, actor="cli") as store:
+        decision = store.review_accept([seed[:6]], reason="urgency is right")
+    assert decision.records == [seed]
+    seed_text = (path / record_path(seed)).read_text()
+    assert "priority: 12" in seed_text and "urgency: 33" in seed_text
+    assert not (path / record_path(kept.id)).exists()
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [(r.id, r.change, r.actors) for r in branch.records] == [(kept.id, "added", ["api"])]
+        # The accepted record is no longer pending, and the writer can go on writing.
+    with opened(path, review=True, review_name="bot") as store:
+        store.update(kept.id, priority=77)
+        (branch,) = store.review_list().branches
+        assert [r.id for r in branch.records] == [kept.id]
+        assert branch.records[0].record.priority == 77
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_reject_drops_records_from_the_review_branch_with_the_reason(seeded):
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        bad = store.add("a wrong fact", kind="fact")
+        store.archive(seed)
+    before = untouched(path)
+    result = cli(path, "review", "reject", bad.id[:7], "--reason", "not true", "--json")
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["op"] == "reject" and decision["records"] == [bad.id]
+    assert untouched(path) == before  # the store's branch does not change
+    commit = tip(path, API_BRANCH)
+    assert str(commit.id) == decision["commit"]
+    trailers = parse_trailers(commit.message)
+    assert trailers["Lantern-Op"] == ["reject"]
+    assert trailers["Lantern-Reason"] == ["not true"]
+    assert trailers["Lantern-Record"] == [bad.id]
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [r.id for r in branch.records] == [seed]
+    assert cli(path, "review", "reject", "--all").returncode == 0
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+
+
+def test_a_writer_cannot_accept_its_own_changes(seeded):
+    path, _ = seeded
+    env = cli_env(LANTERN_REVIEW="1")
+    assert cli(path, *add_args("self-serving"), env=env).returncode == 0
+    before = untouched(path)
+    branch_before = tip(path, CLI_BRANCH).id
+    refused = cli(path, "review", "accept", "--all", "--json", env=env)
+    assert refused.returncode == 2
+    assert json.loads(refused.stderr)["error"]["code"] == "self_approval"
+    assert untouched(path) == before and tip(path, CLI_BRANCH).id == branch_before
+    # Another writer name is another reviewer: a person accepting as themselves may.
+    ok = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="raphael"))
+    assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (["accept"], "usage_error", 2),
+        (["accept", "--all", "0123"], "usage_error", 2),
+        (["accept", "ffff"], "not_found", 3),
+        (["reject", "xyz!"], "invalid_id", 2),
+        (["accept", "--all", "--branch", "no-such"], "not_found", 3),
+        (["accept", "--all", "--branch", "../main"], "invalid_review_name", 2),
+    ],
+)
+def test_bad_review_decisions_change_nothing(seeded, args, code, exit_code):
+    path, _ = seeded
+    with opened(path, review=True) as store:
+        store.add("pending", kind="fact")
+    before = {**untouched(path), "review": tip(path, API_BRANCH).id}
+    result = cli(path, "review", *args, "--json")
+    assert result.returncode == exit_code, result.stderr
+    assert json.loads(result.stderr.strip().splitlines()[-1])["error"]["code"] == code
+    assert {**untouched(path), "review": tip(path, API_BRANCH).id} == before
+
+
+def test_accept_needs_a_branch_when_several_have_changes(seeded):
+    path, _ = seeded
+    for name in ("one", "two"):
+        with opened(path, review=True, review_name=name) as store:
+            store.add(f"from {name}", kind="fact")
+    result = cli(path, "review", "accept", "--all", "--json")
+    assert result.returncode == 2
+    assert json.loads(result.stderr)["error"]["code"] == "ambiguous_branch"
+    assert cli(path, "review", "accept", "--all", "--branch", "two").returncode == 0
+    with opened(path) as store:
+        assert [b.name for b in store.review_list().branches] == ["one"]
+
+
+@pytest.mark.parametrize(
+    "point", ["after-journal", "after-ref", "after-first-file", "after-files", "after-index"]
+)
+def test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted(seeded, point):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        added = store.add("to be accepted", kind="fact")
+        store.update(seed, priority=61)
+    head = git(path, "rev-parse", "HEAD").strip()
+    killed = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9
+    after = cli(path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    pending = {r["id"] for b in json.loads(after.stdout)["branches"] for r in b["records"]}
+    now = git(path, "rev-parse", "HEAD").strip()
+    if now == head:
+        # before the store's branch moved: all still pending, the files as they were
+        assert pending == {added.id, seed}
+        assert not (path / record_path(added.id)).exists()
+    else:
+        assert pending == set()
+        assert (path / record_path(added.id)).exists()
+        assert "priority: 61" in (path / record_path(seed)).read_text()
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".lantern" / "journal.json").exists()
+    # Whatever was left, accepting again finishes the job.
+    if pending:
+        again = cli(path, "review", "accept", "--all")
+        assert again.returncode == 0, again.stderr
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert "priority: 61" in (path / record_path(seed)).read_text()
+
+
+# -- --include-pending
+
+
+def test_list_and_show_include_pending_records_marked_pending(seeded):
+    path, seed = seeded
+    with opened(path) as store:
+        gone = store.add("removed on the review branch", kind="fact")
+    with opened(path, review=True) as store:
+        added = store.add("a pending fact", kind="fact", priority=99)
+        store.update(seed, priority=1)
+        store.delete(gone.id)
+    plain = json.loads(cli(path, "memory", "list", "--json").stdout)
+    assert {r["id"] for r in plain} == {seed, gone.id}
+    assert all("pending" not in r for r in plain)
+    result = cli(path, "memory", "list", "--include-pending", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    # In the list's order, as if accepted: the pending add first (priority 99), the seed last.
+    assert [(r["id"], r.get("pending")) for r in listed] == [(added.id, True), (seed, True)]
+    assert listed[1]["priority"] == 1
+    limited = json.loads(
+        cli(path, "memory", "list", "--include-pending", "--min-priority", "50", "--json").stdout
+    )
+    assert [r["id"] for r in limited] == [added.id]
+    shown = json.loads(
+        cli(path, "memory", "show", added.id[:8], "--include-pending", "--json").stdout
+    )
+    assert shown["pending"] is True and shown["content"] == "a pending fact"
+    assert cli(path, "memory", "show", added.id, "--json").returncode == 3
+    # A record no review branch touched is shown as it is, without the mark.
+    with opened(path) as store:
+        other = store.add("untouched by review", kind="fact")
+    plain_show = json.loads(
+        cli(path, "memory", "show", other.id, "--include-pending", "--json").stdout
+    )
+    assert "pending" not in plain_show
+    removed = cli(path, "memory", "show", gone.id, "--include-pending", "--json")
+    assert removed.returncode == 3
+    refused = cli(path, "memory", "list", "--include-pending", "--query", "fact", "--json")
+    assert refused.returncode == 2
+
+
+def test_an_mcp_server_follows_lantern_review_from_its_environment(seeded, monkeypatch):
+    path, _ = seeded
+    monkeypatch.setenv("LANTERN_REVIEW", "1")
+    monkeypatch.setenv("LANTERN_REVIEW_NAME", "assistant")
+
+    async def body(client):
+        return await client.call_tool(
+            "lantern_memory_add", {"content": "proposed over mcp", "kind": "fact"}
+        )
+
+    result = _mcp(path, body)
+    assert not result.is_error, result.content[0].text
+    assert result.meta["pending"] is True
+    assert tip(path, "refs/heads/lantern/review/assistant") is not None
