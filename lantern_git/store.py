@@ -496,6 +496,18 @@ class Store:
                 "store?): nothing was written; list, search, show and status still work"
             )
 
+    def refuse_in_review(self, what: str) -> None:
+        """In review mode, refuse a write that works from the working tree rather than through
+        the transaction's reads: committed to a review branch, it could overwrite a change that
+        awaits review there without knowing it."""
+        if self.review_ref is not None:
+            raise InvalidInput(
+                f"{what} is not available in review mode: it works from the files of the "
+                "store's branch and could drop a change that awaits review; run it without "
+                "review (LANTERN_REVIEW=0), or use memory update / supersede",
+                code="review_mode",
+            )
+
     @contextlib.contextmanager
     def transaction(
         self, *, require_head: bool = True, review: bool = True, branch: str | None = None
@@ -897,6 +909,7 @@ class Store:
         """Undo one lantern commit in a new commit (``Lantern-Op: revert``), record-aware: a
         later change to another field of the same record is kept. Refuses (CannotRevert) a
         merge commit, a commit lantern did not make and a later change to the same field."""
+        self.refuse_in_review("lantern revert")
         from .revert import revert
 
         with self.transaction() as tx:
@@ -981,6 +994,7 @@ class Store:
         self, message: str | None = None, *, reason: str | None = None
     ) -> HandCommit:
         """Validate and commit record files edited by hand (raises CheckFailed if invalid)."""
+        self.refuse_in_review("lantern commit")
         from .checker import commit_hand_edits
 
         with self.transaction() as tx:
@@ -988,6 +1002,7 @@ class Store:
 
     def begin_edit(self, ref: str) -> EditSession:
         """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
+        self.refuse_in_review("memory edit")
         from .editing import EditSession
 
         self.refuse_if_read_only()  # before the editor opens, not after the user saved
@@ -1007,6 +1022,7 @@ class Store:
         self, ref: str, original_text: str, text: str, *, reason: str | None = None
     ) -> Record:
         """Commit ``text`` as the record's new file if it validates (Lantern-Op: edit)."""
+        self.refuse_in_review("memory edit")
         from .editing import apply_edit
 
         record_id = self.resolve_id(ref)
@@ -1029,6 +1045,7 @@ class Store:
         progress: Callable[[int], None] | None = None,
     ) -> ImportResult:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
+        self.refuse_in_review("lantern import")
         from .transfer import import_records, parse_lines
 
         sources: builtins.list[SourceImport] = []
@@ -1051,6 +1068,7 @@ class Store:
         """Import a file (``-``: stdin) or a folder: lantern's JSON Lines, the MCP memory
         server's ``memory.json`` or markdown notes (see :mod:`lantern_git.importers`), in one
         commit; records already present are skipped."""
+        self.refuse_in_review("lantern import")
         from .importers import read_source
         from .transfer import import_records
 

@@ -673,3 +673,30 @@ def test_an_mcp_server_follows_lantern_review_from_its_environment(seeded, monke
     assert not result.is_error, result.content[0].text
     assert result.meta["pending"] is True
     assert tip(path, "refs/heads/lantern/review/assistant") is not None
+
+
+def test_writes_that_work_from_the_working_tree_are_refused_in_review_mode(seeded, tmp_path):
+    """edit, commit, import, revert, source append and source remove read what they change
+    from the store's branch; committed to a review branch they could drop a pending change,
+    so review mode refuses them and writes nothing."""
+    path, seed = seeded
+    with opened(path) as store:
+        [source] = store.sources.add([SourceInput(b"line one\n", uri="session:refused")])
+    before = untouched(path)
+    with opened(path, review=True) as store:
+        attempts = {
+            "memory edit": lambda: store.begin_edit(seed),
+            "lantern commit": lambda: store.commit_hand_edits(),
+            "lantern import": lambda: store.import_records([]),
+            "lantern revert": lambda: store.revert("HEAD"),
+            "source append": lambda: store.sources.append(source.manifest.id, "more\n"),
+            "source remove": lambda: store.sources.remove(source.manifest.id),
+        }
+        for what, attempt in attempts.items():
+            with pytest.raises(InvalidInput) as err:
+                attempt()
+            assert err.value.code == "review_mode" and err.value.message.startswith(what)
+        assert tip(path, API_BRANCH) is None
+    assert untouched(path) == before
+    out = cli(path, "source", "remove", source.manifest.id, env=cli_env(LANTERN_REVIEW="1"))
+    assert out.returncode == 2 and "review mode" in out.stderr
