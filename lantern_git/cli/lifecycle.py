@@ -136,11 +136,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @cli.command("export")
     @common
     def export(as_json, store_path) -> None:
-        """Every record, any status, as JSON Lines (one record object per line), in id order.
+        """Every record, any status, then every source, as JSON Lines, in id order.
 
-        A record file that cannot be read is skipped with a warning, and the export then exits
-        4 (as lantern check does) after writing every other record: a partial backup must not
-        pass for a whole one.
+        A record is its object; a source is {"source": manifest, "ext", "body"} (its current
+        version). A file that cannot be read is skipped with a warning, and the export then
+        exits 4 (as lantern check does) after writing everything else: a partial backup must
+        not pass for a whole one.
         """
         import json
 
