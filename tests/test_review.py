@@ -700,3 +700,51 @@ def test_writes_that_work_from_the_working_tree_are_refused_in_review_mode(seede
     assert untouched(path) == before
     out = cli(path, "source", "remove", source.manifest.id, env=cli_env(LANTERN_REVIEW="1"))
     assert out.returncode == 2 and "review mode" in out.stderr
+
+
+def test_search_include_pending_scores_records_as_they_would_be_once_accepted(seeded):
+    path, seed = seeded
+    with opened(path) as store:
+        gone = store.add("a lantern record the review deletes", kind="fact")
+        store.add("lantern unrelated words", kind="fact")
+    with opened(path, review=True) as store:
+        added = store.add("a pending lantern lantern note", kind="fact")
+        newer = store.supersede(seed, "the seed record, now about a lantern", kind="fact")
+        store.delete(gone.id)
+
+    def search(*extra: str) -> list[dict]:
+        result = cli(path, "memory", "search", "lantern", *extra, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    plain = search()
+    assert gone.id in {r["id"] for r in plain} and added.id not in {r["id"] for r in plain}
+    assert all("pending" not in r for r in plain)
+    pending = search("--include-pending")
+    found = {r["id"]: r for r in pending}
+    assert found[added.id]["pending"] is True and found[newer.id]["pending"] is True
+    assert gone.id not in found
+    # The same hits, scores and order that a plain search gives once everything is accepted
+    # (from a freshly built index: deleted documents still weigh in an updated one's BM25).
+    accepted = cli(path, "review", "accept", "--all")
+    assert accepted.returncode == 0, accepted.stderr
+    assert cli(path, "index", "rebuild").returncode == 0
+    after = search()
+    assert [(r["id"], r["score"]) for r in pending] == [(r["id"], r["score"]) for r in after]
+    assert all("pending" not in r for r in after)
+
+
+def test_search_include_pending_with_filters_and_bad_input(seeded):
+    path, _ = seeded
+    with opened(path, review=True) as store:
+        added = store.add("a pending fact about lanterns", kind="fact", priority=99)
+        store.add("a pending preference about lanterns", kind="preference", priority=10)
+    with opened(path) as store:
+        hits = store.search("lanterns", include_pending=True, kinds=("fact",), limit=1)
+        assert [(h.record.id, h.record.to_dict()["pending"]) for h in hits] == [(added.id, True)]
+        assert store.search("lanterns", include_pending=True, min_priority=50, offset=1) == []
+        with pytest.raises(InvalidInput) as err:
+            store.search("  ", include_pending=True)
+        assert err.value.code == "invalid_query"
+    bad = cli(path, "memory", "search", "lanterns", "--include-pending", "--kind", "nope")
+    assert bad.returncode == 2
