@@ -748,3 +748,55 @@ def test_search_include_pending_with_filters_and_bad_input(seeded):
         assert err.value.code == "invalid_query"
     bad = cli(path, "memory", "search", "lanterns", "--include-pending", "--kind", "nope")
     assert bad.returncode == 2
+
+
+def test_mcp_list_search_and_show_take_include_pending_and_mark_pending_records(seeded):
+    path, seed = seeded
+
+    async def body(client):
+        added = await client.call_tool(
+            "lantern_memory_add", {"content": "an agent's lantern note", "kind": "fact"}
+        )
+        new_id = added.structured_content["id"]
+        calls = {
+            "list": ("lantern_memory_list", {}),
+            "list_pending": ("lantern_memory_list", {"include_pending": True}),
+            "list_fields": (
+                "lantern_memory_list",
+                {"include_pending": True, "fields": ["id", "content"]},
+            ),
+            "search": ("lantern_memory_search", {"query": "lantern"}),
+            "search_pending": (
+                "lantern_memory_search",
+                {"query": "lantern", "include_pending": True},
+            ),
+            "show": ("lantern_memory_show", {"id": new_id}),
+            "show_pending": ("lantern_memory_show", {"id": new_id[:6], "include_pending": True}),
+            "show_seed": ("lantern_memory_show", {"id": seed, "include_pending": True}),
+            "bad": ("lantern_memory_list", {"include_pending": "yes"}),
+        }
+        results = {k: await client.call_tool(name, args) for k, (name, args) in calls.items()}
+        return new_id, results
+
+    before = untouched(path)
+    new_id, out = _mcp(path, body, "--review")
+    assert untouched(path) == before  # the write went to the review branch, the reads wrote none
+    for name in ("list", "list_pending", "list_fields", "search", "search_pending", "show_seed"):
+        assert not out[name].is_error, (name, out[name].content[0].text)
+    assert [r["id"] for r in out["list"].structured_content["records"]] == [seed]
+    assert {
+        (r["id"], r.get("pending")) for r in out["list_pending"].structured_content["records"]
+    } == {(seed, None), (new_id, True)}
+    assert {
+        (r["id"], r.get("pending")) for r in out["list_fields"].structured_content["records"]
+    } == {(seed, None), (new_id, True)}
+    assert out["search"].structured_content["records"] == []
+    [hit] = out["search_pending"].structured_content["records"]
+    assert hit["id"] == new_id and hit["pending"] is True and hit["score"] > 0
+    assert out["show"].is_error and out["show"].structured_content["error"]["code"] == "not_found"
+    shown = out["show_pending"].structured_content
+    assert not out["show_pending"].is_error and shown["pending"] is True
+    assert "pending" not in out["show_seed"].structured_content
+    assert out["bad"].is_error
+    error = out["bad"].structured_content["error"]
+    assert error["code"] == "invalid_field" and "include_pending" in error["message"]
