@@ -800,3 +800,68 @@ def test_mcp_list_search_and_show_take_include_pending_and_mark_pending_records(
     assert out["bad"].is_error
     error = out["bad"].structured_content["error"]
     assert error["code"] == "invalid_field" and "include_pending" in error["message"]
+
+
+def test_an_agent_proposes_over_mcp_and_a_person_accepts_two_and_rejects_one(seeded):
+    """The issue's session: an agent writes three memories over MCP with --review; a person
+    reviews them with the CLI; history says who wrote and who accepted each."""
+    path, seed = seeded
+    agent = "Agent <agent@example.org>"
+    person = "Ana Reviewer <ana@example.org>"
+    contents = ["the build uses uv", "tests run with pytest -q", "the moon is cheese"]
+
+    async def propose(client):
+        added = [
+            await client.call_tool("lantern_memory_add", {"content": c, "kind": "fact"})
+            for c in contents
+        ]
+        view = await client.call_tool("lantern_memory_list", {"include_pending": True})
+        return added, view
+
+    added, view = _mcp(path, propose, "--review", "--author", agent)
+    assert all(not a.is_error and a.meta["pending"] is True for a in added)
+    ids = [a.structured_content["id"] for a in added]
+    # The agent's view before review: its three proposals, marked, beside the seed.
+    assert {(r["id"], r.get("pending")) for r in view.structured_content["records"]} == {
+        (seed, None),
+        *((i, True) for i in ids),
+    }
+    listed = cli(path, "review")
+    assert listed.returncode == 0, listed.stderr
+    assert "lantern/review/mcp: 3 records" in listed.stdout
+    assert all(i[:7] in listed.stdout for i in ids) and agent in listed.stdout
+
+    as_person = cli_env(LANTERN_AUTHOR=person)
+    accepted = cli(path, "review", "accept", ids[0], ids[1], "--reason", "true", env=as_person)
+    assert accepted.returncode == 0, accepted.stderr
+    rejected = cli(path, "review", "reject", ids[2], "--reason", "not true", env=as_person)
+    assert rejected.returncode == 0, rejected.stderr
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+
+    # git log of the store's branch: the person accepted both, the agent is named as their writer.
+    log = git(path, "log", "-1", "--format=%an <%ae>%n%B")
+    assert log.startswith(person)
+    trailers = parse_trailers(log)
+    assert trailers["Lantern-Op"] == ["accept"]
+    assert sorted(trailers["Lantern-Record"]) == sorted(ids[:2])
+    assert trailers["Lantern-Review-Actor"] == ["mcp"]
+    assert trailers["Lantern-Review-Author"] == [agent]
+    # The review branch: the agent's three commits, and the person's reject with its reason.
+    branch = "lantern/review/mcp"
+    authors = git(path, "log", "--format=%an <%ae>", branch).splitlines()
+    reject = git(path, "log", "-1", "--format=%B", branch)
+    assert parse_trailers(reject)["Lantern-Op"] == ["reject"]
+    assert parse_trailers(reject)["Lantern-Record"] == [ids[2]]
+    assert parse_trailers(reject)["Lantern-Reason"] == ["not true"]
+    assert authors[0] == person and authors.count(agent) == 3
+
+    async def read(client):
+        return await client.call_tool("lantern_memory_list", {})
+
+    after = _mcp(path, read, "--review", "--author", agent)
+    # The normal view after: the two accepted, unmarked; the rejected one is not there.
+    assert {(r["id"], r.get("pending")) for r in after.structured_content["records"]} == {
+        (seed, None),
+        (ids[0], None),
+        (ids[1], None),
+    }
