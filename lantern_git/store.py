@@ -695,9 +695,19 @@ class Store:
         return self.index.search(query) if scored else self.index.list(query)
 
     def search(
-        self, text: str, query: RecordQuery | None = None, **filters: Any
+        self,
+        text: str,
+        query: RecordQuery | None = None,
+        *,
+        include_pending: bool = False,
+        **filters: Any,
     ) -> builtins.list[Hit]:
-        """Records matching ``text`` by keyword relevance, as hits with a ``score``."""
+        """Records matching ``text`` by keyword relevance, as hits with a ``score``.
+
+        ``include_pending``: searches the records as they would be once the review branches
+        are accepted (as ``list``'s), each scored as the index would score it in that store; a
+        pending record's hit is its :class:`~lantern_git.review.PendingVersion`.
+        """
         from .query import RecordQuery
 
         if not isinstance(text, str) or not text.strip():
@@ -707,7 +717,25 @@ class Store:
         _check_query(query)
         if not self.exists:
             return []
+        if include_pending:
+            return self._search_pending(query)
         return self._fresh(query, scored=True)
+
+    def _search_pending(self, query: RecordQuery) -> builtins.list[Hit]:
+        from .index.search import search_records
+        from .query import Hit, RecordQuery
+        from .review import pending_versions
+
+        self.recover()
+        versions = pending_versions(self.review_list())
+        every = RecordQuery(status="all", include_expired=True)
+        records: builtins.list[Record] = [r for r in self.list(every) if r.id not in versions]
+        records.extend(v for v in versions.values() if v is not None)
+        if query.cites is not None:
+            query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
+            records = [r for r in records if query.matches_cites(r)]
+        by_id = {r.id: r for r in records}
+        return [Hit(by_id[h.record.id], h.score) for h in search_records(records, query)]
 
     def rebuild_index(self) -> RefreshReport:
         """Build the search index from scratch from the record files, and the chunk index

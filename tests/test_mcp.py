@@ -894,8 +894,12 @@ def test_schemas_come_from_the_field_table_and_the_librarys_defaults():
         for field, spec in properties.items():
             if field in FIELDS and FIELDS[field].minimum is not None:
                 assert spec["minimum"] == FIELDS[field].minimum, (name, field)
-    record_properties = TOOLS_BY_NAME["lantern_memory_show"].output_schema["properties"]
+    record_properties = TOOLS_BY_NAME["lantern_memory_add"].output_schema["properties"]
     assert list(record_properties) == list(RECORD_KEYS)
+    # show adds only the mark a record read with include_pending carries (CONTRACT §12).
+    shown = TOOLS_BY_NAME["lantern_memory_show"].output_schema
+    assert list(shown["properties"]) == [*RECORD_KEYS, "pending"]
+    assert shown["required"] == list(RECORD_KEYS)
 
 
 def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_path):

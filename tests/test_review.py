@@ -700,3 +700,168 @@ def test_writes_that_work_from_the_working_tree_are_refused_in_review_mode(seede
     assert untouched(path) == before
     out = cli(path, "source", "remove", source.manifest.id, env=cli_env(LANTERN_REVIEW="1"))
     assert out.returncode == 2 and "review mode" in out.stderr
+
+
+def test_search_include_pending_scores_records_as_they_would_be_once_accepted(seeded):
+    path, seed = seeded
+    with opened(path) as store:
+        gone = store.add("a lantern record the review deletes", kind="fact")
+        store.add("lantern unrelated words", kind="fact")
+    with opened(path, review=True) as store:
+        added = store.add("a pending lantern lantern note", kind="fact")
+        newer = store.supersede(seed, "the seed record, now about a lantern", kind="fact")
+        store.delete(gone.id)
+
+    def search(*extra: str) -> list[dict]:
+        result = cli(path, "memory", "search", "lantern", *extra, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    plain = search()
+    assert gone.id in {r["id"] for r in plain} and added.id not in {r["id"] for r in plain}
+    assert all("pending" not in r for r in plain)
+    pending = search("--include-pending")
+    found = {r["id"]: r for r in pending}
+    assert found[added.id]["pending"] is True and found[newer.id]["pending"] is True
+    assert gone.id not in found
+    # The same hits, scores and order that a plain search gives once everything is accepted
+    # (from a freshly built index: deleted documents still weigh in an updated one's BM25).
+    accepted = cli(path, "review", "accept", "--all")
+    assert accepted.returncode == 0, accepted.stderr
+    assert cli(path, "index", "rebuild").returncode == 0
+    after = search()
+    assert [(r["id"], r["score"]) for r in pending] == [(r["id"], r["score"]) for r in after]
+    assert all("pending" not in r for r in after)
+
+
+def test_search_include_pending_with_filters_and_bad_input(seeded):
+    path, _ = seeded
+    with opened(path, review=True) as store:
+        added = store.add("a pending fact about lanterns", kind="fact", priority=99)
+        store.add("a pending preference about lanterns", kind="preference", priority=10)
+    with opened(path) as store:
+        hits = store.search("lanterns", include_pending=True, kinds=("fact",), limit=1)
+        assert [(h.record.id, h.record.to_dict()["pending"]) for h in hits] == [(added.id, True)]
+        assert store.search("lanterns", include_pending=True, min_priority=50, offset=1) == []
+        with pytest.raises(InvalidInput) as err:
+            store.search("  ", include_pending=True)
+        assert err.value.code == "invalid_query"
+    bad = cli(path, "memory", "search", "lanterns", "--include-pending", "--kind", "nope")
+    assert bad.returncode == 2
+
+
+def test_mcp_list_search_and_show_take_include_pending_and_mark_pending_records(seeded):
+    path, seed = seeded
+
+    async def body(client):
+        added = await client.call_tool(
+            "lantern_memory_add", {"content": "an agent's lantern note", "kind": "fact"}
+        )
+        new_id = added.structured_content["id"]
+        calls = {
+            "list": ("lantern_memory_list", {}),
+            "list_pending": ("lantern_memory_list", {"include_pending": True}),
+            "list_fields": (
+                "lantern_memory_list",
+                {"include_pending": True, "fields": ["id", "content"]},
+            ),
+            "search": ("lantern_memory_search", {"query": "lantern"}),
+            "search_pending": (
+                "lantern_memory_search",
+                {"query": "lantern", "include_pending": True},
+            ),
+            "show": ("lantern_memory_show", {"id": new_id}),
+            "show_pending": ("lantern_memory_show", {"id": new_id[:6], "include_pending": True}),
+            "show_seed": ("lantern_memory_show", {"id": seed, "include_pending": True}),
+            "bad": ("lantern_memory_list", {"include_pending": "yes"}),
+        }
+        results = {k: await client.call_tool(name, args) for k, (name, args) in calls.items()}
+        return new_id, results
+
+    before = untouched(path)
+    new_id, out = _mcp(path, body, "--review")
+    assert untouched(path) == before  # the write went to the review branch, the reads wrote none
+    for name in ("list", "list_pending", "list_fields", "search", "search_pending", "show_seed"):
+        assert not out[name].is_error, (name, out[name].content[0].text)
+    assert [r["id"] for r in out["list"].structured_content["records"]] == [seed]
+    assert {
+        (r["id"], r.get("pending")) for r in out["list_pending"].structured_content["records"]
+    } == {(seed, None), (new_id, True)}
+    assert {
+        (r["id"], r.get("pending")) for r in out["list_fields"].structured_content["records"]
+    } == {(seed, None), (new_id, True)}
+    assert out["search"].structured_content["records"] == []
+    [hit] = out["search_pending"].structured_content["records"]
+    assert hit["id"] == new_id and hit["pending"] is True and hit["score"] > 0
+    assert out["show"].is_error and out["show"].structured_content["error"]["code"] == "not_found"
+    shown = out["show_pending"].structured_content
+    assert not out["show_pending"].is_error and shown["pending"] is True
+    assert "pending" not in out["show_seed"].structured_content
+    assert out["bad"].is_error
+    error = out["bad"].structured_content["error"]
+    assert error["code"] == "invalid_field" and "include_pending" in error["message"]
+
+
+def test_an_agent_proposes_over_mcp_and_a_person_accepts_two_and_rejects_one(seeded):
+    """The issue's session: an agent writes three memories over MCP with --review; a person
+    reviews them with the CLI; history says who wrote and who accepted each."""
+    path, seed = seeded
+    agent = "Agent <agent@example.org>"
+    person = "Ana Reviewer <ana@example.org>"
+    contents = ["the build uses uv", "tests run with pytest -q", "the moon is cheese"]
+
+    async def propose(client):
+        added = [
+            await client.call_tool("lantern_memory_add", {"content": c, "kind": "fact"})
+            for c in contents
+        ]
+        view = await client.call_tool("lantern_memory_list", {"include_pending": True})
+        return added, view
+
+    added, view = _mcp(path, propose, "--review", "--author", agent)
+    assert all(not a.is_error and a.meta["pending"] is True for a in added)
+    ids = [a.structured_content["id"] for a in added]
+    # The agent's view before review: its three proposals, marked, beside the seed.
+    assert {(r["id"], r.get("pending")) for r in view.structured_content["records"]} == {
+        (seed, None),
+        *((i, True) for i in ids),
+    }
+    listed = cli(path, "review")
+    assert listed.returncode == 0, listed.stderr
+    assert "lantern/review/mcp: 3 records" in listed.stdout
+    assert all(i[:7] in listed.stdout for i in ids) and agent in listed.stdout
+
+    as_person = cli_env(LANTERN_AUTHOR=person)
+    accepted = cli(path, "review", "accept", ids[0], ids[1], "--reason", "true", env=as_person)
+    assert accepted.returncode == 0, accepted.stderr
+    rejected = cli(path, "review", "reject", ids[2], "--reason", "not true", env=as_person)
+    assert rejected.returncode == 0, rejected.stderr
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+
+    # git log of the store's branch: the person accepted both, the agent is named as their writer.
+    log = git(path, "log", "-1", "--format=%an <%ae>%n%B")
+    assert log.startswith(person)
+    trailers = parse_trailers(log)
+    assert trailers["Lantern-Op"] == ["accept"]
+    assert sorted(trailers["Lantern-Record"]) == sorted(ids[:2])
+    assert trailers["Lantern-Review-Actor"] == ["mcp"]
+    assert trailers["Lantern-Review-Author"] == [agent]
+    # The review branch: the agent's three commits, and the person's reject with its reason.
+    branch = "lantern/review/mcp"
+    authors = git(path, "log", "--format=%an <%ae>", branch).splitlines()
+    reject = git(path, "log", "-1", "--format=%B", branch)
+    assert parse_trailers(reject)["Lantern-Op"] == ["reject"]
+    assert parse_trailers(reject)["Lantern-Record"] == [ids[2]]
+    assert parse_trailers(reject)["Lantern-Reason"] == ["not true"]
+    assert authors[0] == person and authors.count(agent) == 3
+
+    async def read(client):
+        return await client.call_tool("lantern_memory_list", {})
+
+    after = _mcp(path, read, "--review", "--author", agent)
+    # The normal view after: the two accepted, unmarked; the rejected one is not there.
+    assert {(r["id"], r.get("pending")) for r in after.structured_content["records"]} == {
+        (seed, None),
+        (ids[0], None),
+        (ids[1], None),
+    }

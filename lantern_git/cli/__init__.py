@@ -157,16 +157,24 @@ def memory_list(
 @memory.command("search")
 @click.argument("query")
 @filter_options
+@click.option(
+    "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
+)
 @output_options((*RECORD_KEYS, "score"))
 @common
 def memory_search(
-    query: str, as_json: bool, store_path: str | None, output: Any, **filters: Any
+    query: str,
+    as_json: bool,
+    store_path: str | None,
+    include_pending: bool,
+    output: Any,
+    **filters: Any,
 ) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
-    hits = store.search(query, RecordQuery.from_options(**filters))
+    hits = store.search(query, RecordQuery.from_options(**filters), include_pending=include_pending)
     render.emit_listing(hits, output, store.root)
 
 

@@ -993,6 +993,30 @@ def _record(doc: str) -> Record:
     return Record(**data)
 
 
+def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.list[Hit]:
+    """``query`` (with its text) answered over ``records`` alone, as the store's index would
+    answer it were they its records: the same analyzer, filters, BM25F scores and order. The
+    records go into an index in memory built for this one answer (``--include-pending``)."""
+    from whoosh.filedb.filestore import RamStorage
+
+    if query.limit == 0 or not query.text:
+        return []
+    ix = RamStorage().create_index(_schema())
+    writer = ix.writer()
+    for record in records:
+        # The stored object is the plain record's (a PendingVersion adds "pending"); the caller
+        # maps each hit back to the record it gave.
+        document = _document(record.id, record, "")
+        document["doc"] = json.dumps(Record.to_dict(record), ensure_ascii=False)
+        writer.add_document(**document)
+    writer.commit()
+    end = None if query.limit is None else query.offset + query.limit
+    with ix.searcher() as searcher:
+        expired = _mask_docs(searcher, _mask_query(query))
+        text_query = _text_query(ix.schema, query.text)
+        return _best_scored(searcher, text_query, _filter_query(query), expired, query.offset, end)
+
+
 def _filter_query(query: RecordQuery) -> Any:
     parts = []
     if query.status != "all" and query.status != "active":

@@ -86,6 +86,25 @@ RECORD_SCHEMA = {
     "additionalProperties": False,
 }
 
+_INCLUDE_PENDING = {
+    "type": "boolean",
+    "default": False,
+    "description": (
+        "Also see the changes awaiting review (CONTRACT §12), as if accepted: a record a "
+        "review branch added or changed is returned as that branch has it, marked "
+        '"pending": true; one it removed is left out.'
+    ),
+}
+# The mark a record read with include_pending carries when a review branch changed it.
+_PENDING_PROPERTY = {
+    "pending": {
+        "type": "boolean",
+        "const": True,
+        "description": "Present (true) on a record awaiting review, read with include_pending.",
+    }
+}
+SHOWN_SCHEMA = {**RECORD_SCHEMA, "properties": {**_RECORD_PROPERTIES, **_PENDING_PROPERTY}}
+
 
 def _page_schema(item_properties: dict) -> dict:
     return {
@@ -211,6 +230,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
                 "default": False,
                 "description": "Also return records whose expires_at has passed.",
             },
+            "include_pending": _INCLUDE_PENDING,
             "limit": {
                 "type": "integer",
                 "minimum": NO_LIMIT,
@@ -301,7 +321,10 @@ def _add(store: Store, args: dict) -> tuple[dict, str | None]:
 
 
 def _show(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.get(args["id"], at=args.get("at")).to_dict(), None
+    record = store.get(
+        args["id"], at=args.get("at"), include_pending=args.get("include_pending", False)
+    )
+    return record.to_dict(), None
 
 
 def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -347,7 +370,7 @@ def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit") and not (search and k == "query")
+        if k not in ("fields", "limit", "include_pending") and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
     return RecordQuery.from_options(**options, limit=one_more(limit))
@@ -357,19 +380,26 @@ def _page(items: list[dict], args: dict, limit: int) -> dict:
     fields = args.get("fields")
     if fields:
         wanted = set(fields)
-        items = [{k: v for k, v in item.items() if k in wanted} for item in items]
+        # The pending mark is kept whatever the fields: it says what the record is.
+        items = [{k: v for k, v in item.items() if k in wanted or k == "pending"} for item in items]
     return page("records", items, args.get("offset", 0), limit)
 
 
 def _list(store: Store, args: dict) -> tuple[dict, str | None]:
     limit = page_limit(args)
-    records = store.list(_query(args, limit, search=False))
+    records = store.list(
+        _query(args, limit, search=False), include_pending=args.get("include_pending", False)
+    )
     return _page([r.to_dict() for r in records], args, limit), None
 
 
 def _search(store: Store, args: dict) -> tuple[dict, str | None]:
     limit = page_limit(args)
-    hits = store.search(args["query"], _query(args, limit, search=True))
+    hits = store.search(
+        args["query"],
+        _query(args, limit, search=True),
+        include_pending=args.get("include_pending", False),
+    )
     return _page([hit.to_dict() for hit in hits], args, limit), None
 
 
@@ -507,10 +537,11 @@ TOOLS: tuple[ToolSpec, ...] = (
             {
                 "id": _ID_PREFIX,
                 "at": _at("Read the record as it was at"),
+                "include_pending": _INCLUDE_PENDING,
             },
             ("id",),
         ),
-        output_schema=RECORD_SCHEMA,
+        output_schema=SHOWN_SCHEMA,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -528,7 +559,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "for the next page, and `fields` to receive only the fields you need."
         ),
         input_schema=_object(_filter_properties(search=False)),
-        output_schema=_page_schema(_RECORD_PROPERTIES),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY}),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -544,7 +575,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "filters, paging and `fields` as lantern_memory_list. Read-only."
         ),
         input_schema=_object(_filter_properties(search=True), ("query",)),
-        output_schema=_page_schema({**_RECORD_PROPERTIES, "score": {"type": "number"}}),
+        output_schema=_page_schema(
+            {**_RECORD_PROPERTIES, **_PENDING_PROPERTY, "score": {"type": "number"}}
+        ),
         read_only=True,
         destructive=False,
         idempotent=True,
