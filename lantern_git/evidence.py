@@ -9,6 +9,7 @@ that blob stays readable after later versions and after the source is removed.
 from __future__ import annotations
 
 import bisect
+import builtins
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,6 +30,7 @@ from .source import (
     check_source_id,
     check_text_field,
     compute_source_id,
+    count_lines,
     extension_for,
     is_source_ref,
     line_spans,
@@ -36,7 +38,15 @@ from .source import (
     media_type_for,
     source_dir,
 )
-from .sourcefile import SourceFile, describe, iter_sources, load_source, parse_manifest
+from .sourcefile import (
+    SourceFile,
+    describe,
+    load_manifest,
+    load_source,
+    parse_manifest,
+    read_manifest,
+    source_ids,
+)
 
 if TYPE_CHECKING:
     import pygit2
@@ -367,8 +377,6 @@ class Sources:
                 f"invalid source id {ref!r}: expected 16 hex digits or a prefix of 4 or more",
                 code="invalid_id",
             )
-        from .sourcefile import source_ids
-
         matches = [i for i in source_ids(self.root) if i.startswith(lowered)]
         if not matches:
             raise NotFound(f"no source with id prefix {ref}")
@@ -380,7 +388,7 @@ class Sources:
 
     def get(self, ref: str) -> SourceManifest:
         self.store.recover()
-        return load_source(self.root, self.resolve(ref)).manifest
+        return load_manifest(self.root, self.resolve(ref))
 
     def list(
         self,
@@ -389,7 +397,7 @@ class Sources:
         uri_prefix: str | None = None,
         limit: int | None = None,
         offset: int = 0,
-    ) -> builtins_list[SourceManifest]:
+    ) -> builtins.list[SourceManifest]:
         """Manifests, newest version first (``updated_at``, then id)."""
         kinds = tuple(kinds)
         for kind in kinds:
@@ -399,13 +407,14 @@ class Sources:
             return []
         self.store.recover()
         found = []
-        for _, source, problem in iter_sources(self.root):
+        # Manifests only: listing never reads a body (lantern check judges those).
+        for source_id in source_ids(self.root):
+            manifest, _, problem = read_manifest(self.root, source_id)
             if problem is not None:
                 self.store.warn(f"warning: skipped {problem}")
                 continue
-            if source is None:
+            if manifest is None:
                 continue
-            manifest = source.manifest
             if kinds and manifest.kind not in kinds:
                 continue
             if uri_prefix and not (manifest.uri or "").startswith(uri_prefix):
@@ -422,13 +431,16 @@ class Sources:
         self.store.recover()
         parsed = SourceRef.parse(ref) if is_source_ref(ref) else None
         source_id = parsed.source_id if parsed else self.resolve(ref)
+        current = None if at is not None else self._current(source_id)
+        current_blob = blob_id(current.body) if current is not None else ""
         if at is not None:
             manifest, body, blob = self._at(source_id, at)
-        elif parsed is not None and parsed.blob:
+        elif parsed is not None and parsed.blob and not current_blob.startswith(parsed.blob):
             manifest, body, blob = self._pinned(source_id, parsed.blob)
+        elif current is not None:
+            manifest, body, blob = current.manifest, current.body, current_blob
         else:
-            current = load_source(self.root, source_id)
-            manifest, body, blob = current.manifest, current.body, blob_id(current.body)
+            raise NotFound(f"no source with id {source_id}")
         if parsed is None or parsed.start is None:
             return SourceView(manifest)
         start, end = parsed.start, parsed.last or parsed.start
@@ -521,7 +533,7 @@ class Sources:
         sources: Iterable[str] = (),
         limit: int | None = None,
         offset: int = 0,
-    ) -> builtins_list[ChunkHit]:
+    ) -> builtins.list[ChunkHit]:
         """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
@@ -545,32 +557,37 @@ class Sources:
         """``refs`` with every ``source:`` reference checked and pinned to the version current
         now; other references as given. A reference that fails is refused, naming it."""
         out = []
+        # Several references to one source read and hash its body once.
+        current: dict[str, tuple[SourceFile, str]] = {}
         for ref in refs:
             if not is_source_ref(ref):
                 out.append(ref)
                 continue
-            out.append(str(self._pin_one(ref)))
+            out.append(str(self._pin_one(ref, current)))
         return tuple(out)
 
-    def _pin_one(self, text: str) -> SourceRef:
+    def _pin_one(self, text: str, read: dict[str, tuple[SourceFile, str]]) -> SourceRef:
         def refuse(reason: str) -> ValidationError:
             return ValidationError(f"source_refs: {text}: {reason}", field="source_refs")
 
         ref = SourceRef.parse(text)
-        try:
-            current = load_source(self.root, ref.source_id)
-        except NotFound:
-            raise refuse("no such source in this store") from None
-        except StoreError as err:
-            raise refuse(f"the source cannot be read ({err.message})") from None
         git = self.store.git
-        current_blob = blob_id(current.body)
-        committed = git.entry_at(git.head_tree(), current.body_path)
-        if committed is None or committed[0] != current_blob:
-            raise UncommittedChanges(
-                f"{current.body_path} has uncommitted changes; commit them first with: "
-                "lantern commit"
-            )
+        if ref.source_id not in read:
+            try:
+                found = load_source(self.root, ref.source_id)
+            except NotFound:
+                raise refuse("no such source in this store") from None
+            except StoreError as err:
+                raise refuse(f"the source cannot be read ({err.message})") from None
+            found_blob = blob_id(found.body)
+            committed = git.entry_at(git.head_tree(), found.body_path)
+            if committed is None or committed[0] != found_blob:
+                raise UncommittedChanges(
+                    f"{found.body_path} has uncommitted changes; commit them first with: "
+                    "lantern commit"
+                )
+            read[ref.source_id] = (found, found_blob)
+        current, current_blob = read[ref.source_id]
         body = current.body
         if ref.blob is None or current_blob.startswith(ref.blob):
             blob = current_blob
@@ -584,7 +601,7 @@ class Sources:
             blob = matches[0]
             body = git.blob_data(blob)
         if ref.start is not None:
-            lines = len(line_spans(body)) - 1
+            lines = count_lines(body)
             if (ref.last or ref.start) > lines:
                 raise refuse(
                     f"lines {ref.start}-{ref.last} are out of range: the source has {lines} lines"
@@ -605,7 +622,7 @@ class Sources:
                     report.problems.append(result)
         return report
 
-    def evidence(self, record: Record) -> builtins_list[dict[str, Any]]:
+    def evidence(self, record: Record) -> builtins.list[dict[str, Any]]:
         """Each reference of ``record`` with the lines it names (``memory show --evidence``)."""
         checker = _Checker(self)
         out = []
@@ -620,9 +637,6 @@ class Sources:
         from .query import RecordQuery
 
         yield from self.store.list(RecordQuery(status="all", include_expired=True))
-
-
-builtins_list = list
 
 
 class _Checker:

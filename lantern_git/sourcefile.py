@@ -168,6 +168,18 @@ def read_source_file(root: str, source_id: str) -> tuple[SourceFile | None, Prob
     return SourceFile(manifest, bodies[0], data, manifest_bytes), None
 
 
+def load_manifest(root: str, source_id: str) -> SourceManifest:
+    """The manifest of ``source_id`` alone (the body is not read): for listing and ``get``,
+    which a 10 MB transcript must not slow down. :class:`NotFound`, or a StoreError naming the
+    file."""
+    manifest, _, problem = read_manifest(root, check_source_id(source_id))
+    if manifest is None:
+        if problem is None:
+            raise NotFound(f"no source with id {source_id}")
+        raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_source")
+    return manifest
+
+
 def load_source(root: str, source_id: str) -> SourceFile:
     """The source of ``source_id``, or :class:`NotFound`, or a StoreError naming the file."""
     found, problem = read_source_file(root, source_id)

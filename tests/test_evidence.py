@@ -641,3 +641,13 @@ def test_two_hosts_append_cite_and_sync_and_every_pin_resolves_on_both(tmp_path)
             if moved:
                 body = run(host, "source", "show", f"source:{source_id}#L{moved[0]['moved_to'][0]}")
                 assert body == f"User: appended on host {name}\n"
+
+
+def test_source_list_reads_manifests_only_and_check_judges_the_bodies(store, store_path):
+    source_id = ingest(store, title="chat").manifest.id
+    body = store_path / "sources" / source_id[:2] / f"{source_id}.md"
+    body.unlink()
+    os.mkfifo(body)  # a body that a read would block on
+    assert [m.id for m in store.sources.list()] == [source_id]
+    assert store.sources.get(source_id).title == "chat"
+    assert any("FIFO" in str(p) for p in store.check().problems)
