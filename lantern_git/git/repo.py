@@ -18,7 +18,8 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pygit2
@@ -528,13 +529,8 @@ class GitRepo:
             },
         )
         fault("after-journal")
-        try:
+        with self._undone_on_failure(journal_dir):
             self._move_ref(ref_name, old, new, summary)
-        except BaseException as err:
-            undone = self._undo(journal_dir)
-            if isinstance(err, (OSError, pygit2.GitError)):
-                raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
-            raise
         fault("after-ref")
 
     def _write_journal(self, journal_dir: str, journal: dict) -> None:
@@ -605,7 +601,7 @@ class GitRepo:
         }
         self._write_journal(journal_dir, journal)
         fault("after-journal")
-        try:
+        with self._undone_on_failure(journal_dir):
             for number, (path, change) in enumerate(files.items()):
                 blob = change.get("after", change["new"])
                 mode = BLOB_MODE if "after" in change else change["mode"]
@@ -622,11 +618,6 @@ class GitRepo:
                 os.sync()
             fault("after-files")
             self._move_ref(ref_name, head, commit, summary)
-        except BaseException as err:
-            undone = self._undo(journal_dir)
-            if isinstance(err, (OSError, pygit2.GitError)):
-                raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
-            raise
         fault("after-ref")
         try:
             self.sync_index(files, staged={path: changes[path] for path in kept})
@@ -656,6 +647,18 @@ class GitRepo:
             return None
         oid = str(pygit2.hash(data))
         return (oid if oid == committed else str(self.repo.create_blob(data))), mode
+
+    @contextmanager
+    def _undone_on_failure(self, journal_dir: str) -> Iterator[None]:
+        """Around the steps after the journal and before the branch has moved: a failure puts
+        back what the journal names, then says so (a git or I/O error as a GitError)."""
+        try:
+            yield
+        except BaseException as err:
+            undone = self._undo(journal_dir)
+            if isinstance(err, (OSError, pygit2.GitError)):
+                raise GitError(f"the write failed ({_os_error_text(err)}); {undone}") from None
+            raise
 
     def _undo(self, journal_dir: str) -> str:
         """Roll back a write that failed before its branch moved; the journal is the guide."""

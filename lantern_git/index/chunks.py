@@ -437,12 +437,7 @@ class ChunkIndex:
             ix.close()
             state = {"sources": sources, "broken": broken}
             self._save_state(state, fresh)
-            old = self.dir + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            if os.path.exists(self.dir):
-                os.replace(self.dir, old)
-            os.replace(fresh, self.dir)
-            shutil.rmtree(old, ignore_errors=True)
+            whoosh_compat.swap_in(fresh, self.dir)
             self._state = None  # its identity is the file's in the new folder
             self._load_state()
         report.broken = _problems(state)

@@ -865,12 +865,7 @@ class SearchIndex:
             manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - margin}
             self._save_manifest(manifest, fresh)
             self._save_seen(seen, fresh)
-            old = self.dir + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            if os.path.exists(self.dir):
-                os.replace(self.dir, old)
-            os.replace(fresh, self.dir)
-            shutil.rmtree(old, ignore_errors=True)
+            whoosh_compat.swap_in(fresh, self.dir)
             self._manifest = manifest
             self._seen = seen
         report.broken = broken

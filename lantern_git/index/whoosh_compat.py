@@ -107,6 +107,17 @@ def create_beside(folder: str, schema: Any, indexname: str, what: str) -> tuple[
     return fresh, create_index(fresh, schema, indexname)
 
 
+def swap_in(fresh: str, folder: str) -> None:
+    """Put the index built in ``fresh`` (see :func:`create_beside`) in place of ``folder``:
+    two renames, so a reader finds the old index or the new one, never half of either."""
+    old = folder + ".old"
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(folder):
+        os.replace(folder, old)
+    os.replace(fresh, folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 class LanternStorage(FileStorage):
     """Whoosh's ``FileStorage`` for lantern's index folder only. It remembers which files
     exist (forgetting on every file it creates, deletes or renames: files another process adds
