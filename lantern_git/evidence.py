@@ -27,10 +27,12 @@ from .source import (
     check_body,
     check_kind,
     check_meta,
+    check_size,
     check_source_id,
     check_text_field,
     compute_source_id,
     count_lines,
+    encode_body,
     extension_for,
     is_source_ref,
     line_spans,
@@ -288,11 +290,7 @@ class Sources:
         self.store.refuse_in_review("source append")
         if not isinstance(text, str) or not text:
             raise InvalidInput("nothing to append: the text is empty", code="invalid_input")
-        try:
-            added = text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError("text: is not valid Unicode text", field="body") from None
-        check_body(added, "text")
+        added = encode_body(text)
         with self.store.transaction() as tx:
             source_id = self.resolve(ref)
             current = self._committed(tx, source_id)
@@ -301,8 +299,8 @@ class Sources:
             body = current.body
             if body and not body.endswith(b"\n"):
                 body += b"\n"
-            body += added
-            check_body(body, current.body_path)
+            body += added  # both parts are text already: only the size can fail now
+            check_size(body, current.body_path)
             manifest = current.manifest.evolve(
                 updated_at=max(int(time.time()), current.manifest.updated_at), **describe(body)
             )

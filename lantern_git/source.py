@@ -171,8 +171,8 @@ def parse_source_path(path: str) -> tuple[str, str] | None:
     return None
 
 
-def check_body(data: bytes, name: str = "body") -> str:
-    """The body as text, or a refusal naming the first byte that makes it not text."""
+def check_size(data: bytes, name: str = "body") -> None:
+    """Refuse a body over the largest a source may hold."""
     if len(data) > MAX_SOURCE_BYTES:
         raise ValidationError(
             f"{name}: is {len(data)} bytes; the largest source body is {MAX_SOURCE_BYTES} bytes "
@@ -180,6 +180,20 @@ def check_body(data: bytes, name: str = "body") -> str:
             field="body",
             code="too_large",
         )
+
+
+def _refuse_nul(name: str, nul: int) -> None:
+    if nul != -1:
+        raise ValidationError(
+            f"{name}: holds a NUL byte at byte offset {nul}; only text can be a source",
+            field="body",
+            code="not_text",
+        )
+
+
+def check_body(data: bytes, name: str = "body") -> str:
+    """The body as text, or a refusal naming the first byte that makes it not text."""
+    check_size(data, name)
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
@@ -191,13 +205,22 @@ def check_body(data: bytes, name: str = "body") -> str:
                 field="body",
                 code="not_text",
             ) from None
-    if nul != -1:
-        raise ValidationError(
-            f"{name}: holds a NUL byte at byte offset {nul}; only text can be a source",
-            field="body",
-            code="not_text",
-        )
+    _refuse_nul(name, nul)
     return text
+
+
+def encode_body(text: str, name: str = "text") -> bytes:
+    """A body given as text (an MCP call, an append, an export line) as the bytes a source
+    stores, refused as :func:`check_body` refuses a file (encoding it proves the UTF-8)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValidationError(
+            f"{name}: is not valid Unicode text (character {err.start})", field="body"
+        ) from None
+    check_size(data, name)
+    _refuse_nul(name, data.find(b"\0"))
+    return data
 
 
 def count_lines(data: bytes) -> int:

@@ -44,7 +44,7 @@ class SourceImport:
 
     @classmethod
     def from_dict(cls, data: dict) -> SourceImport:
-        from .source import body_path, check_body
+        from .source import body_path, encode_body
         from .sourcefile import describe
 
         unknown = sorted(set(data) - {"source", "ext", "body"})
@@ -57,11 +57,7 @@ class SourceImport:
             raise ValidationError("body: must be the source's text", field="body")
         if not isinstance(ext, str):
             raise ValidationError("ext: must be the body file's extension", field="ext")
-        try:
-            data_bytes = body.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError("body: is not valid Unicode text", field="body") from None
-        check_body(data_bytes, "body")
+        data_bytes = encode_body(body, "body")
         manifest = SourceManifest.from_dict(data["source"])
         body_path(manifest.id, ext)  # the extension is checked where it names a file
         # lines, bytes and sha256 describe the body: taken from it, never from the line.

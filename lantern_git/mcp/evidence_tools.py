@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ValidationError
 from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
-from ..source import MANIFEST_SCHEMA, SOURCE_KINDS
+from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, encode_body
 from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
@@ -146,20 +145,11 @@ def _kinds() -> dict:
     }
 
 
-def _body(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValidationError(
-            f"text: is not valid Unicode text (character {err.start})", field="body"
-        ) from None
-
-
 def _add(store: Store, args: dict) -> tuple[dict, str | None]:
     from ..evidence import SourceInput
 
     item = SourceInput(
-        _body(args["text"]),
+        encode_body(args["text"]),
         kind=args.get("kind"),
         uri=args.get("uri"),
         title=args.get("title"),
