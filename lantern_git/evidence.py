@@ -59,16 +59,6 @@ if TYPE_CHECKING:
     from .store import Store
     from .transaction import WriteTransaction
 
-# The statuses of ``lantern verify`` (CONTRACT §10), in the order a report lists them.
-VERIFY_STATUSES = (
-    "ok",
-    "unknown_source",
-    "unknown_version",
-    "out_of_range",
-    "drifted",
-    "removed",
-)
-
 
 @dataclass(frozen=True)
 class SourceInput:

@@ -36,7 +36,17 @@ PIN_DIGITS = 12
 MIN_PIN_DIGITS = 7
 REF_PREFIX = "source:"
 _REF_RE = re.compile(
-    r"source:([0-9a-f]{16})(?:@([0-9a-f]{7,40}))?(?:#L(\d{1,12})(?:-L(\d{1,12}))?)?"
+    rf"source:([0-9a-f]{{16}})(?:@([0-9a-f]{{{MIN_PIN_DIGITS},40}}))?"
+    r"(?:#L(\d{1,12})(?:-L(\d{1,12}))?)?"
+)
+# The statuses of ``lantern verify`` (CONTRACT §10), in the order a report lists them.
+VERIFY_STATUSES = (
+    "ok",
+    "unknown_source",
+    "unknown_version",
+    "out_of_range",
+    "drifted",
+    "removed",
 )
 _EXT_RE = re.compile(r"[a-z0-9]{1,16}")
 _META_KEY_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")

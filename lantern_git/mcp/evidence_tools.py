@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
-from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, encode_body
+from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
 from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
@@ -80,13 +80,7 @@ _VERIFY_SCHEMA = {
                     "ref": {"type": "string"},
                     "problem": {
                         "type": "string",
-                        "enum": [
-                            "unknown_source",
-                            "unknown_version",
-                            "out_of_range",
-                            "drifted",
-                            "removed",
-                        ],
+                        "enum": [s for s in VERIFY_STATUSES if s != "ok"],
                     },
                     "detail": {"type": "string"},
                     "moved_to": {
