@@ -10,15 +10,11 @@ from typing import TYPE_CHECKING
 
 from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
-from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
+from .spec import MAX_LIMIT, REASON_SCHEMA, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
     from ..store import Store
 
-_REASON = {
-    "type": "string",
-    "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
-}
 _SOURCE_ID = {
     "type": "string",
     "pattern": "^[0-9a-fA-F]{4,16}$",
@@ -213,7 +209,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                 "kind": {**MANIFEST_SCHEMA["kind"], "description": "Default: other."},
                 "title": {**MANIFEST_SCHEMA["title"], "type": "string"},
                 "meta": MANIFEST_SCHEMA["meta"],
-                "reason": _REASON,
+                "reason": REASON_SCHEMA,
             },
             ("text",),
         ),
@@ -232,7 +228,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "each call appends." + _NOTE.format(op="append")
         ),
         input_schema=object_schema(
-            {"id": _SOURCE_ID, "text": _TEXT, "reason": _REASON}, ("id", "text")
+            {"id": _SOURCE_ID, "text": _TEXT, "reason": REASON_SCHEMA}, ("id", "text")
         ),
         output_schema=SOURCE_SCHEMA,
         read_only=False,

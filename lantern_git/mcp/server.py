@@ -39,7 +39,7 @@ from ..fields import (
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
-from .spec import MAX_LIMIT, ToolSpec, object_schema, one_more, page, page_limit
+from .spec import MAX_LIMIT, REASON_SCHEMA, ToolSpec, object_schema, one_more, page, page_limit
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -71,10 +71,6 @@ _ID_PREFIX = {
     "type": "string",
     "pattern": "^[0-9a-fA-F]{4,16}$",
     "description": "A record id (16 hex digits) or a unique prefix of at least 4.",
-}
-_REASON = {
-    "type": "string",
-    "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
 }
 
 _RECORD_PROPERTIES: dict[str, dict] = {name: spec.value_schema() for name, spec in FIELDS.items()}
@@ -280,7 +276,7 @@ def _add_properties(defaults: bool) -> dict[str, dict]:
         {
             "expires_at": _field("expires_at"),
             "source_refs": _field("source_refs"),
-            "reason": _REASON,
+            "reason": REASON_SCHEMA,
         }
     )
     return properties
@@ -301,7 +297,7 @@ def _update_properties() -> dict[str, dict]:
         "add_source_refs": _field(
             "source_refs", description="Source refs to append (duplicates are skipped)."
         ),
-        "reason": _REASON,
+        "reason": REASON_SCHEMA,
     }
 
 
@@ -591,7 +587,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "returning it. Nothing is deleted; lantern_memory_restore undoes it. Archiving an "
             "archived record changes nothing. A superseded record cannot be archived." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -605,7 +601,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Make an archived or superseded record active again. Restoring an active record "
             "changes nothing. It does not touch the record that superseded it." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -662,7 +658,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "with git's own tools. Returns {id, commit, record}, the record as it was. Not "
             "idempotent: calling again fails with not_found." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": _REASON}, ("id",)),
+        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
         output_schema=DELETION_SCHEMA,
         read_only=False,
         destructive=True,
@@ -723,7 +719,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "minLength": 1,
                     "description": "The commit to undo: a hash (7+ hex digits), HEAD~2, a tag.",
                 },
-                "reason": _REASON,
+                "reason": REASON_SCHEMA,
             },
             ("commit",),
         ),

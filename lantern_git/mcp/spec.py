@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 # The largest page a list or search tool returns; 0 (NO_LIMIT) asks for every match.
 MAX_LIMIT = 500
+# The ``reason`` every writing tool takes.
+REASON_SCHEMA = {
+    "type": "string",
+    "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
+}
 
 
 @dataclass(frozen=True)
