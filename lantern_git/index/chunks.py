@@ -41,8 +41,7 @@ from typing import Any, NamedTuple
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
-from whoosh.analysis import StemmingAnalyzer
-from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.fields import ID, NUMERIC, STORED, Schema
 from whoosh.scoring import BM25F
 
 from ..errors import InvalidInput, StoreError
@@ -58,8 +57,10 @@ from ..source import (
 )
 from ..sourcefile import SourceFile, read_source_file
 from . import whoosh_compat
+from .analysis import text_query, word_forms
 
-SCHEMA_VERSION = 1
+# 2: words as written and their Porter2 stems (see analysis.py).
+SCHEMA_VERSION = 2
 INDEX_NAME = f"chunks_v{SCHEMA_VERSION}"
 STATE = f"state_v{SCHEMA_VERSION}.marshal"
 # A file's timestamps must lie this far before a check for its signature to be trusted at the
@@ -108,7 +109,7 @@ def _schema() -> Schema:
         b=STORED,
         text=STORED,
         # The record index's analyzer: searches read the same way in both.
-        content=TEXT(analyzer=StemmingAnalyzer()),
+        content=word_forms(),
     )
 
 
@@ -471,7 +472,7 @@ class ChunkIndex:
             raise InvalidInput("limit: must be 0 or more", code="invalid_field")
         if offset < 0:
             raise InvalidInput("offset: must be 0 or more", code="invalid_field")
-        query = _text_query(text)
+        query = text_query(text)
         if limit == 0:
             return []
         try:
@@ -693,24 +694,6 @@ def _write_chunks(
 
 
 # ---------------------------------------------------------------- searching
-
-
-@functools.lru_cache(maxsize=1)
-def _parser() -> Any:
-    from whoosh.qparser import OrGroup, QueryParser
-
-    # Plain OR, as the record index: a chunk's score is the sum of its matching words' BM25F
-    # scores, so matching more words ranks higher and a partial match still counts.
-    return QueryParser("content", _schema(), group=OrGroup)
-
-
-def _text_query(text: str) -> Any:
-    try:
-        return _parser().parse(text)
-    except Exception as err:  # whoosh's parser raises several kinds on what it cannot read
-        raise InvalidInput(
-            f"query: cannot be read as a search ({err})", code="invalid_query"
-        ) from None
 
 
 def _filter(kinds: tuple[str, ...], sources: tuple[str, ...]) -> Any:

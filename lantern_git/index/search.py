@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
-from whoosh.analysis import StemmingAnalyzer
 from whoosh.columns import NumericColumn
-from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.fields import COLUMN, ID, NUMERIC, STORED, Schema
 
 from ..errors import StoreError
 from ..fields import STATUSES
@@ -46,11 +45,13 @@ from ..query import Hit, RecordQuery, order_key
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import whoosh_compat
+from .analysis import text_query, word_forms
 
 if TYPE_CHECKING:
     from .watch import Watcher
 
-SCHEMA_VERSION = 2
+# 3: words as written and their Porter2 stems (see analysis.py).
+SCHEMA_VERSION = 3
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 # Each record file's lstat signature as it was just before the index took in its content; kept
@@ -97,7 +98,7 @@ def _schema() -> Schema:
         expires_at=NUMERIC(int, bits=64, shift_step=16),
         # Only ever sorted on, never searched: a column without terms.
         order=COLUMN(NumericColumn("Q")),
-        content=TEXT(analyzer=StemmingAnalyzer()),
+        content=word_forms(),
         doc=STORED,
         digest=STORED,
     )
@@ -900,18 +901,18 @@ class SearchIndex:
             raise StoreError(f"the search index cannot answer this query: {err}") from None
 
     def _run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
-        ix = self._open()
+        self._open()
         filters = _filter_query(query)
-        text_query = _text_query(ix.schema, query.text) if query.text else None
+        words = text_query(query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
             searcher = self._searcher()
             expired = _mask_docs(searcher, _mask_query(query))
             if scored:
-                if text_query is None:
+                if words is None:
                     return []
-                return _best_scored(searcher, text_query, filters, expired, query.offset, end)
-            combined = filters if text_query is None else Q.And([filters, text_query])
+                return _best_scored(searcher, words, filters, expired, query.offset, end)
+            combined = filters if words is None else Q.And([filters, words])
             docs = _first_in_order(searcher, combined, expired, end)
             return [
                 Hit(_record(searcher.stored_fields(docnum)["doc"]))
@@ -1008,8 +1009,8 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
     end = None if query.limit is None else query.offset + query.limit
     with ix.searcher() as searcher:
         expired = _mask_docs(searcher, _mask_query(query))
-        text_query = _text_query(ix.schema, query.text)
-        return _best_scored(searcher, text_query, _filter_query(query), expired, query.offset, end)
+        words = text_query(query.text)
+        return _best_scored(searcher, words, _filter_query(query), expired, query.offset, end)
 
 
 def _filter_query(query: RecordQuery) -> Any:
@@ -1148,15 +1149,6 @@ def _matching(searcher: Any, query: Any) -> Iterable[int]:
             docs = filterfalse(deleted.__contains__, docs)
         parts.append(docs)
     return chain.from_iterable(parts)
-
-
-def _text_query(schema: Any, text: str) -> Any:
-    from whoosh.qparser import OrGroup, QueryParser
-
-    # Plain OR: a record's score is the sum of its matching words' BM25F scores, so matching
-    # more words ranks higher without Whoosh's coordination bonus, which zeroes partial matches.
-    parser = QueryParser("content", schema, group=OrGroup)
-    return parser.parse(text)
 
 
 def _cancel(writer: Any) -> None:

@@ -1,0 +1,65 @@
+"""Keyword search finds word forms (Porter2 stems), and ranks the form as typed first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import lantern
+
+from lantern_git.evidence import SourceInput
+
+
+def ids(hits) -> list[str]:
+    return [hit.record.id for hit in hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "content"),
+    [
+        ("running", "The backup job runs nightly."),
+        ("deploy", "The deployment is on Friday."),
+        ("preferring", "Ana prefers short answers."),
+        ("replies", "Bo wants a reply within a day."),
+    ],
+)
+def test_a_word_finds_its_other_forms(store, query, content):
+    target = store.add(content, kind="fact")
+    store.add("Unrelated: the office plant needs water.", kind="fact")
+    assert ids(store.search(query)) == [target.id]
+
+
+def test_the_form_as_typed_ranks_above_a_stem_only_match(store):
+    stem_only = store.add("The importer runs every hour.", kind="fact")
+    exact = store.add("The exporter is running every hour.", kind="fact")
+    assert ids(store.search("running")) == [exact.id, stem_only.id]
+    assert ids(store.search("runs")) == [stem_only.id, exact.id]
+    hits = store.search("running")
+    assert hits[0].score > hits[1].score
+
+
+def test_the_cli_finds_word_forms(store_path):
+    env = {"LANTERN_STORE": str(store_path)}
+    added = lantern(
+        "memory", "add", "Nightly backups run at 02:00.", "--kind", "fact", "-q", env=env
+    )
+    assert added.returncode == 0, added.stderr
+    found = lantern("memory", "search", "running backup", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert [hit["id"] for hit in json.loads(found.stdout)] == [added.stdout.strip()]
+
+
+def test_source_chunks_find_word_forms(store):
+    [result] = store.sources.add(
+        [SourceInput(b"We deployed the fix.\nIt runs fine now.\n", "n.md")]
+    )
+    for query in ("deploying", "running"):
+        hits = store.sources.search(query)
+        assert [hit.source_id for hit in hits] == [result.manifest.id], query
+
+
+def test_a_phrase_matches_its_words_in_any_form_and_only_in_order(store):
+    target = store.add("The importer is running jobs every hour.", kind="fact")
+    store.add("Jobs keep running.", kind="fact")
+    assert ids(store.search('"run job"')) == [target.id]
+    assert ids(store.search('"running jobs"')) == [target.id]
