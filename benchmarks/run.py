@@ -4,6 +4,8 @@
     python benchmarks/run.py --quick    # 1,000 and 10,000 only (about four minutes)
     python benchmarks/run.py --sizes 1000,50000 --reps 9
     python benchmarks/run.py --evidence [--quick]   # sources: ingest, append, verify, search
+    python benchmarks/run.py --semantic [--quick]   # search by mode, embedding time, peak RSS
+    python benchmarks/run.py --recall               # recall@k and MRR on the labelled set
 
 Besides the library and the CLI, it measures what agents live with: a fresh ``git clone`` of the
 store (first and second list, then a list after a pull of 100 records), and ``lantern mcp``
@@ -501,6 +503,179 @@ def run_evidence(quick: bool) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- semantic search
+
+NA = "n/a (semantic extra/API not available)"
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+HYBRID_RATIO_TARGET = (2.0, (10_000, 100_000))
+EMBED_TARGET_S = (60.0, 100_000)
+HYBRID_PEAK_TARGET_MB = (300.0, 100_000)
+
+# One hybrid search in a fresh process (spawned through LAUNCHER, whose wait4 gives this
+# process's own ru_maxrss): open the store, search once. Exit 3: no hybrid mode here.
+HYBRID_ONCE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from lantern_git.store import Store
+store = Store.open(sys.argv[2])
+try:
+    store.search(sys.argv[3], mode="hybrid", limit=10)
+except TypeError:
+    sys.exit(3)
+store.close()
+"""
+
+
+def mode_search(store: Store, mode: str):
+    """A function searching ``store`` in ``mode``, or why the mode is not available: a
+    ``search`` without a ``mode`` parameter (TypeError) searches by keyword alone."""
+
+    def search(text):
+        return store.search(text, mode=mode, limit=10)
+
+    try:
+        search("availability probe")
+    except TypeError:
+        if mode == "keyword":
+            return lambda text: store.search(text, limit=10)
+        return NA
+    except Exception as exc:  # the API is there, the mode is not (no extra installed)
+        return f"n/a ({type(exc).__name__}: {str(exc)[:80]})"
+    return search
+
+
+def bench_semantic_size(root: str, n: int, reps: int) -> dict:
+    """Keyword, semantic and hybrid search medians over the same queries, the time to embed
+    the store from scratch and the peak RSS of one hybrid search in a fresh process."""
+    print(f"\n== {n} records: building ...", flush=True)
+    built = build_store(root, n)
+    print(f"   import (commit + index): {built['import_s']:.1f} s", flush=True)
+    words = corpus.query_words(2 * reps)
+    queries = [f"{words[2 * i]} {words[2 * i + 1]}" for i in range(reps)]
+    out: dict = {"n": n, "median_s": {}, "unavailable": {}}
+    store = Store.open(root, author="Bench <bench@example.com>")
+    try:
+        # Embedding from scratch: with the vectors deleted, the first semantic search embeds
+        # every record (it also runs the query, a few ms of the total).
+        vectors = os.path.join(store.derived_dir, "vectors")
+        runs = {"keyword": mode_search(store, "keyword")}  # the keyword index is now fresh
+        shutil.rmtree(vectors, ignore_errors=True)
+        start = time.perf_counter()
+        runs["semantic"] = mode_search(store, "semantic")
+        embed = time.perf_counter() - start
+        if not isinstance(runs["semantic"], str):
+            out["embed_s"] = embed
+            out["vectors_rebuilt"] = os.path.isdir(vectors)
+            print(f"   first semantic search after deleting vectors: {fmt(embed)}", flush=True)
+        runs["hybrid"] = mode_search(store, "hybrid")
+        ready = [m for m in SEARCH_MODES if not isinstance(runs[m], str)]
+        out["unavailable"] = {m: runs[m] for m in SEARCH_MODES if m not in ready}
+        for m in ready:  # warm each mode (models, searchers) before timing
+            runs[m](queries[0])
+        times: dict[str, list[float]] = {m: [] for m in ready}
+        for text in queries:  # the modes interleaved, so that load on the machine hits all
+            for m in ready:
+                start = time.perf_counter()
+                runs[m](text)
+                times[m].append(time.perf_counter() - start)
+        out["median_s"] = {m: median(times[m]) for m in ready}
+        out["p95_s"] = {m: p95(times[m]) for m in ready}
+    finally:
+        store.close()
+    if "hybrid" in out["median_s"]:
+        try:
+            _, peak = run_process([PY, "-c", HYBRID_ONCE, REPO, root, queries[0]])
+            out["peak_hybrid_mb"] = peak
+        except RuntimeError as exc:
+            out["peak_error"] = str(exc)[:200]
+    for m in SEARCH_MODES:
+        got = out["median_s"].get(m)
+        print(f"   {m}: {fmt(got) if got is not None else out['unavailable'][m]}", flush=True)
+    return out
+
+
+def _verdict(ok: bool, applies: bool) -> str:
+    return ("yes" if ok else "NO") if applies else "-"
+
+
+def semantic_report(results: list[dict]) -> str:
+    ratio_limit, ratio_at = HYBRID_RATIO_TARGET
+    embed_limit, embed_at = EMBED_TARGET_S
+    peak_limit, peak_at = HYBRID_PEAK_TARGET_MB
+    out = [
+        "Search by mode: medians over the same queries (two corpus words each, limit 10), in "
+        "one open store, the modes interleaved; embedding = the first semantic search after "
+        "deleting .lantern/vectors; peak RSS = a fresh process that opens the store and runs "
+        "one hybrid search. Targets apply to hybrid / keyword at 10k and 100k, to embedding "
+        "and peak RSS at 100k ('-' elsewhere).",
+        "",
+        "| N | keyword | semantic | hybrid | hybrid / keyword | target | embed from scratch "
+        "| target | peak RSS, hybrid | target |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        n = r["n"]
+        med = r["median_s"]
+        cells = [fmt(med[m]) if m in med else NA for m in SEARCH_MODES]
+        if "keyword" in med and "hybrid" in med:
+            ratio = med["hybrid"] / med["keyword"]
+            ratio_cell = f"{ratio:.2f}x"
+            ratio_ok = _verdict(ratio <= ratio_limit, n in ratio_at)
+        else:
+            ratio_cell, ratio_ok = "n/a", "-"
+        if "embed_s" in r:
+            embed_cell = fmt(r["embed_s"])
+            if not r.get("vectors_rebuilt"):
+                embed_cell += " (no .lantern/vectors written)"
+            embed_ok = _verdict(r["embed_s"] < embed_limit, n == embed_at)
+        else:
+            embed_cell, embed_ok = NA, "-"
+        if "peak_hybrid_mb" in r:
+            peak_cell = f"{r['peak_hybrid_mb']:.0f} MB"
+            peak_ok = _verdict(r["peak_hybrid_mb"] < peak_limit, n == peak_at)
+        else:
+            peak_cell, peak_ok = ("failed" if "peak_error" in r else NA), "-"
+        out.append(
+            f"| {n:,} | {' | '.join(cells)} | {ratio_cell} | <= {ratio_limit:g}x: {ratio_ok} "
+            f"| {embed_cell} | < {embed_limit:g} s: {embed_ok} "
+            f"| {peak_cell} | < {peak_limit:g} MB: {peak_ok} |"
+        )
+    for r in results:
+        if "peak_error" in r:
+            out.append(f"\npeak RSS at {r['n']:,} failed: {r['peak_error']}")
+    return "\n".join(out)
+
+
+def run_semantic(sizes: list[int], reps: int, base_dir: str, keep: bool) -> int:
+    """Search speed by mode at each size, embedding time and the hybrid search's peak RSS."""
+    work = tempfile.mkdtemp(prefix="semantic-", dir=base_dir)
+    results: list[dict] = []
+    started = time.perf_counter()
+    try:
+        for n in sizes:
+            results.append(bench_semantic_size(os.path.join(work, str(n)), n, reps))
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+        if results:
+            print()
+            print(
+                f"corpus_fingerprint(1000) = {corpus.corpus_fingerprint(1000)}; "
+                f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
+            )
+            print(semantic_report(results))
+    print(f"\n(total run time {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+def run_recall(extra: list[str]) -> int:
+    """The labelled retrieval set (recall.py): recall@1, recall@5 and MRR by query type."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    step = [PY, os.path.join(here, "recall.py"), *extra]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.run(step, env=env, check=False).returncode
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 records only")
@@ -514,15 +689,31 @@ def main(argv=None) -> int:
         help="the evidence benchmarks instead: ingest, append and verify (evidence.py), and "
         "source search against git grep (evidence_search.py); with --quick, smaller sizes",
     )
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="search speed by mode instead: keyword, semantic and hybrid medians and their "
+        "ratio, time to embed the store, peak RSS of a hybrid search (n/a where the semantic "
+        "extra or API is missing); with --quick, 1,000 and 10,000 records",
+    )
+    parser.add_argument(
+        "--recall",
+        action="store_true",
+        help="retrieval quality instead: recall.py's labelled set, every mode",
+    )
     args = parser.parse_args(argv)
     if args.evidence:
         return run_evidence(args.quick)
+    if args.recall:
+        return run_recall([])
     if args.sizes:
         sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",")]
     else:
         sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
     base_dir = args.dir or os.path.join(REPO, "bench-stores")
     os.makedirs(base_dir, exist_ok=True)
+    if args.semantic:
+        return run_semantic(sizes, args.reps, base_dir, args.keep)
     work = tempfile.mkdtemp(prefix="run-", dir=base_dir)
     rows: list = []
     extras: dict = {"load": os.getloadavg()}
