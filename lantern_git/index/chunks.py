@@ -752,30 +752,31 @@ def _ranked(
 # ---------------------------------------------------------------- helpers
 
 
-def _plain_parts(query: Any) -> list[tuple[str, ...]] | None:
-    """The parts of a query made of words and phrases joined by OR, unweighted, each as its
-    words; None for anything else (prefixes, fields, boosts, AND, NOT, sloppy phrases), which
-    Whoosh answers itself."""
+def _plain_parts(query: Any) -> list[tuple[tuple[str, ...], float]] | None:
+    """The parts of a query made of words and phrases joined by OR, each as its words and its
+    weight (a word's form as written weighs less than its stem, see ``analysis``); None for
+    anything else (prefixes, fields, AND, NOT, sloppy or weighted phrases), which Whoosh
+    answers itself."""
     parts = query.subqueries if type(query) is Q.Or else [query]
     if type(query) is Q.Or and (query.boost != 1.0 or getattr(query, "scale", None)):
         return None
-    found: list[tuple[str, ...]] = []
+    found: list[tuple[tuple[str, ...], float]] = []
     for part in parts:
-        if getattr(part, "fieldname", None) != "content" or part.boost != 1.0:
+        if getattr(part, "fieldname", None) != "content":
             return None
-        if type(part) is Q.Term and isinstance(part.text, str):
-            found.append((part.text,))
-        elif type(part) is Q.Phrase and part.slop == 1 and part.words:
+        if type(part) is Q.Term and isinstance(part.text, str) and part.boost > 0:
+            found.append(((part.text,), float(part.boost)))
+        elif type(part) is Q.Phrase and part.slop == 1 and part.words and part.boost == 1.0:
             if not all(isinstance(word, str) for word in part.words):
                 return None
-            found.append(tuple(part.words))
+            found.append((tuple(part.words), 1.0))
         else:
             return None
     return found
 
 
 def _scored_words(
-    searcher: Any, parts: list[tuple[str, ...]], restrict: Any, end: int | None
+    searcher: Any, parts: list[tuple[tuple[str, ...], float]], restrict: Any, end: int | None
 ) -> list[tuple[float, int]]:
     """(score, document) of every chunk matching one of ``parts`` (and ``restrict``), cut to
     the best ``end`` and their ties: the BM25F score Whoosh gives (for a phrase, the sum of its
@@ -799,18 +800,21 @@ def _scored_words(
         codes, table = whoosh_compat.field_length_codes(reader, "content")
         norms = [k1 * ((1 - b) + b * length / avgfl) for length in table]
         deleted = whoosh_compat.deleted_docs(reader) if reader.has_deletions() else ()
-        for words in parts:
+        for words, weight in parts:
             if not all(("content", word) in reader for word in words):
                 continue
             postings = [whoosh_compat.term_postings(reader, "content", word) for word in words]
             idfs = [searcher.idf("content", word) for word in words]
             if len(words) == 1:
                 (ids, weights), idf = postings[0], idfs[0]
-                # bm25() of whoosh.scoring, term for term, so that the sums round alike
+                # bm25() of whoosh.scoring, term for term, so that the sums round alike;
+                # Whoosh multiplies a term's score by its boost last.
                 scores = [
                     idf * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
                     for docnum, tf in zip(ids, weights)
                 ]
+                if weight != 1.0:
+                    scores = [score * weight for score in scores]
                 if deleted:
                     kept = [docnum not in deleted for docnum in ids]
                     ids, scores = list(compress(ids, kept)), list(compress(scores, kept))
