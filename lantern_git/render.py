@@ -585,6 +585,10 @@ def decision_lines(decision: ReviewDecision) -> list[str]:
         f"({(decision.commit or '')[:10]})"
     ]
     lines.extend(f"  {record_id}" for record_id in decision.records)
+    if decision.merged:
+        lines.append("merged with the store's branch, which changed them too:")
+        value = {"merged": [r.to_dict("store", "pending") for r in decision.merged]}
+        lines.extend(_merged_lines(value, "  ", ("store", "pending")))
     return lines
 
 
@@ -654,6 +658,30 @@ def import_lines(result: ImportResult) -> list[str]:
 # ---------------------------------------------------------------------------- sync
 
 
+def _merged_lines(
+    value: dict[str, Any], indent: str = "", sides: tuple[str, str] = ("local", "remote")
+) -> list[str]:
+    """The records and sources a merge found changed on both sides, field by field, from a
+    report's ``merged`` and ``merged_sources``."""
+    lines: list[str] = []
+    for item in value["merged"]:
+        head = f"{indent}changed on both sides: {item['id']}"
+        if item["note"]:
+            head += f" ({item['note']})"
+        lines.append(head)
+        for change in item["fields"]:
+            ours, theirs, merged = (
+                value_text(change[side], 50, absent="(absent)") for side in (*sides, "merged")
+            )
+            lines.append(
+                f"{indent}  {change['field']}: {sides[0]} {ours}, {sides[1]} {theirs} -> {merged}"
+            )
+    for item in value.get("merged_sources", ()):
+        notes = f" ({', '.join(item['notes'])})" if item["notes"] else ""
+        lines.append(f"{indent}source changed on both sides: {item['id']}{notes}")
+    return lines
+
+
 def sync_lines(value: dict[str, Any]) -> list[str]:
     """``lantern sync``, from the report's JSON document (``SyncReport.to_dict()``)."""
     lines: list[str] = []
@@ -673,20 +701,13 @@ def sync_lines(value: dict[str, Any]) -> list[str]:
     moved = [f"{len(records[k])} {k}" for k in ("added", "changed", "removed") if records[k]]
     if moved:
         lines.append("records: " + ", ".join(moved))
-    for item in value["merged"]:
-        head = f"changed on both sides: {item['id']}"
-        if item["note"]:
-            head += f" ({item['note']})"
-        lines.append(head)
-        for change in item["fields"]:
-            local, remote, merged = (
-                value_text(change[side], 50, absent="(absent)")
-                for side in ("local", "remote", "merged")
-            )
-            lines.append(f"  {change['field']}: local {local}, remote {remote} -> {merged}")
-    for item in value.get("merged_sources", ()):
-        notes = f" ({', '.join(item['notes'])})" if item["notes"] else ""
-        lines.append(f"source changed on both sides: {item['id']}{notes}")
+    lines.extend(_merged_lines(value))
+    for branch in value.get("review_branches") or ():
+        if branch["how"] == "up to date" and not branch["pushed"]:
+            continue
+        how = branch["how"] + (", pushed" if branch["pushed"] else "")
+        lines.append(f"lantern/review/{branch['name']}: {how}")
+        lines.extend(_merged_lines(branch, "  "))
     if value["pushed"]:
         lines.append(
             f"pushed {_commits(value['pushed_commits'])} to {where}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,9 @@ from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval, Uncommitt
 from .git.repo import BLOB_MODE, EXECUTABLE_MODE, LINK_MODE
 from .record import Record
 from .recordfile import record_path
+from .reviewref import REVIEW_PREFIX, check_review_name, review_branches, review_ref
+
+__all__ = ["REVIEW_PREFIX", "check_review_name", "review_branches", "review_ref"]
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,30 +30,11 @@ if TYPE_CHECKING:
     from .git.repo import Entry, GitRepo
     from .history import Change, LogEntry
     from .recordfile import Problem
+    from .sync import RecordReport
     from .transaction import WriteTransaction
 
-REVIEW_PREFIX = "refs/heads/lantern/review/"
-# Strict on purpose: whatever passes is a valid ref name component on every platform (no dots,
-# so no "..", ".lock" or trailing "."; no slashes, so no nesting under another writer's branch).
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
-
-
-def check_review_name(name: object) -> str:
-    """A writer name for a review branch, or InvalidInput (exit 2) saying what is allowed."""
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise InvalidInput(
-            f"review name: {name!r} is not a valid name; use 1 to 64 letters, digits, '-' or "
-            "'_', starting with a letter or digit",
-            code="invalid_review_name",
-        )
-    return name
-
-
-def review_ref(name: str) -> str:
-    """The review branch of writer ``name``: ``refs/heads/lantern/review/<name>``."""
-    return REVIEW_PREFIX + check_review_name(name)
 
 
 def review_enabled(explicit: bool | None, configured: object) -> bool:
@@ -74,6 +57,22 @@ def review_enabled(explicit: bool | None, configured: object) -> bool:
     if not isinstance(configured, bool):
         raise InvalidInput(
             f"lantern.yaml: 'review' must be true or false, got {configured!r}",
+            code="invalid_review",
+        )
+    return configured
+
+
+def sync_review_enabled(explicit: bool | None, configured: object) -> bool:
+    """Whether ``lantern sync`` carries the review branches: the caller's choice (``lantern
+    sync --review-branches``, ``Store.sync(review_branches=...)``), else the store's
+    ``lantern.yaml`` ``sync_review_branches`` key, else no."""
+    if explicit is not None:
+        return explicit
+    if configured is None:
+        return False
+    if not isinstance(configured, bool):
+        raise InvalidInput(
+            f"lantern.yaml: 'sync_review_branches' must be true or false, got {configured!r}",
             code="invalid_review",
         )
     return configured
@@ -155,12 +154,6 @@ class ReviewList:
 
     def to_dict(self) -> dict[str, Any]:
         return {"branches": [b.to_dict() for b in self.branches]}
-
-
-def review_branches(git: GitRepo) -> list[tuple[str, str]]:
-    """(name, ref) of every review branch, by name."""
-    refs = (r for r in git.repo.references if r.startswith(REVIEW_PREFIX))
-    return sorted((ref.removeprefix(REVIEW_PREFIX), ref) for ref in refs)
 
 
 def review_list(git: GitRepo) -> ReviewList:
@@ -263,14 +256,21 @@ class ReviewDecision:
     records: list[str]
     commit: str | None
     review_tip: str | None
+    # Accept: the records the store's branch changed too since the review branch left it,
+    # merged field by field; the fields both changed, with the store's value, the pending
+    # one and the result (README, "How records merge").
+    merged: list[RecordReport] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "op": self.op,
             "branch": self.branch,
             "records": list(self.records),
+            "sources": list(self.sources),
             "commit": self.commit,
             "review_tip": self.review_tip,
+            "merged": [r.to_dict("store", "pending") for r in self.merged],
         }
 
 
@@ -384,6 +384,7 @@ def accept(
         *(f"Lantern-Review-Commit: {c}" for c in commits),
         *(f"Lantern-Review-Actor: {a}" for a in sorted(writers)),
         *(f"Lantern-Review-Author: {a}" for a in sorted({a for r in records for a in r.authors})),
+        *(f"Lantern-Review-Merged: {r.trailer()}" for r in merged.records),
     ]
     count = len(ids)
     summary = f"accept {count} record{'s' if count != 1 else ''} from lantern/review/{branch.name}"
@@ -396,10 +397,10 @@ def accept(
     review_tip = git.create_commit(
         carried.tree, [tip, commit], f"{summary}: the rest stays pending", prov, trailers
     )
-    git.move_branch(branch.ref, tip, review_tip, "accept", summary, journal_dir=tx.state_dir)
-    git.finish(tx.state_dir)
+    tx.move_branch(branch.ref, tip, review_tip, summary, "accept")
     done = tx.advance(head, commit, changes, summary, "accept")
-    return ReviewDecision("accept", branch.name, ids, done, str(review_tip))
+    merged_records = sorted(merged.records, key=lambda r: r.id)
+    return ReviewDecision("accept", branch.name, ids, done, str(review_tip), merged_records)
 
 
 def reject(

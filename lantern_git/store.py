@@ -181,6 +181,7 @@ class Store:
         self._review = review
         self._review_name = review_name
         self._configured_review: object = None
+        self._configured_sync_review: object = None
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
         # Set by :meth:`clone`: what the clone set up.
@@ -316,6 +317,7 @@ class Store:
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
         self._configured_review = data.get("review")
+        self._configured_sync_review = data.get("sync_review_branches")
 
     @property
     def review_ref(self) -> str | None:
@@ -1175,16 +1177,27 @@ class Store:
 
     # ------------------------------------------------------------------ sync
 
-    def sync(self, remote: str | None = None, *, push: bool = True) -> SyncReport:
-        """Fetch, merge records field by field, push; returns a :class:`SyncReport`."""
+    def sync(
+        self,
+        remote: str | None = None,
+        *,
+        push: bool = True,
+        review_branches: bool | None = None,
+    ) -> SyncReport:
+        """Fetch, merge records field by field, push; returns a :class:`SyncReport`.
+
+        ``review_branches``: the review branches travel too (fetched, merged record by record,
+        pushed); None takes ``sync_review_branches`` from ``lantern.yaml`` (default: no)."""
         from .git.config import ensure_merge_driver
+        from .review import sync_review_enabled
         from .sync import sync
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
+        with_reviews = sync_review_enabled(review_branches, self._configured_sync_review)
         with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
-            report = sync(tx, remote, push=push)
+            report = sync(tx, remote, push=push, review_branches=with_reviews)
             self.refresh()
         return report
 

@@ -277,6 +277,16 @@ class WriteTransaction:
         self.git.apply(op, head, commit, changes, summary, journal_dir=self.state_dir)
         return self._finish(commit, list(changes), rebuild_index=False)
 
+    def move_branch(
+        self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str, op: str
+    ) -> str:
+        """Move a branch that is not checked out (a review branch) from ``old`` (None: create
+        it) to an existing commit, journaled: a kill leaves the old ref or the new one, and
+        the next command drops the journal. The working tree is not involved."""
+        self.git.move_branch(ref_name, old, new, op, summary, journal_dir=self.state_dir)
+        self.git.finish(self.state_dir)
+        return str(new)
+
     def _finish(self, commit: pygit2.Oid, paths: list[str], rebuild_index: bool) -> str:
         from .git.repo import fault
 

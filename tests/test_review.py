@@ -865,3 +865,162 @@ def test_an_agent_proposes_over_mcp_and_a_person_accepts_two_and_rejects_one(see
         (ids[0], None),
         (ids[1], None),
     }
+
+
+# -- review branches travel with lantern sync --review-branches
+
+
+def _remote_review_refs(remote: Path) -> list[str]:
+    return git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/lantern").split()
+
+
+def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_path):
+    """The issue's session across hosts: an agent on host A writes in review mode and syncs
+    with --review-branches; a person on host B syncs, reviews, accepts two (one merged with a
+    change B made meanwhile, listed), rejects one and syncs back; host A's branches follow,
+    and what A proposed meanwhile is merged record by record, not lost."""
+    from test_sync import clone_host, first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    seed = a.add("the seed record").id
+    a.sync()
+    b = clone_host(tmp_path, remote, "b")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        keep = agent.add("the build uses uv", kind="fact")
+        drop = agent.add("the moon is cheese", kind="fact")
+        agent.update(seed, priority=80)
+    # Without the flag, review branches stay home.
+    a.sync()
+    assert _remote_review_refs(remote) == []
+    report = a.store.sync(review_branches=True).to_dict()
+    assert report["review_branches"] == [
+        {
+            "name": "agent",
+            "how": "ahead",
+            "merge_commit": None,
+            "merged": [],
+            "merged_sources": [],
+            "pushed": True,
+        }
+    ]
+    assert _remote_review_refs(remote) == ["refs/heads/lantern/review/agent"]
+
+    # Host B: a person changes the seed's priority, then fetches the agent's proposals.
+    b.store.update(seed, priority=12)
+    fetched = cli(b.path, "sync", "--review-branches", "--json")
+    assert fetched.returncode == 0, fetched.stderr
+    (branch,) = json.loads(fetched.stdout)["review_branches"]
+    assert (branch["name"], branch["how"]) == ("agent", "created")
+    listed = cli(b.path, "review", "--json")
+    (pending,) = json.loads(listed.stdout)["branches"]
+    assert {r["id"] for r in pending["records"]} == {keep.id, drop.id, seed}
+    as_person = cli_env(LANTERN_AUTHOR="Ana <ana@example.org>")
+    accepted = cli(b.path, "review", "accept", keep.id, seed, "--json", env=as_person)
+    assert accepted.returncode == 0, accepted.stderr
+    decision = json.loads(accepted.stdout)
+    # The seed's pending priority met the person's: merged field by field, and listed.
+    (merged,) = decision["merged"]
+    assert merged["id"] == seed
+    priority = next(f for f in merged["fields"] if f["field"] == "priority")
+    assert (priority["store"], priority["pending"]) == (12, 80)
+    text = cli(b.path, "review", "--json")
+    assert [r["id"] for r in json.loads(text.stdout)["branches"][0]["records"]] == [drop.id]
+    rejected = cli(b.path, "review", "reject", drop.id, "--reason", "not true", env=as_person)
+    assert rejected.returncode == 0, rejected.stderr
+    accept_commit = git(b.path, "log", "-1", "--format=%B", "HEAD^{/^accept}")
+    assert f"Lantern-Review-Merged: {seed} (priority" in accept_commit
+    assert cli(b.path, "sync", "--review-branches").returncode == 0
+
+    # Host A meanwhile proposed one more record: its review branch and B's merge.
+    with opened(a.path, review=True, review_name="agent") as agent:
+        later = agent.add("proposed while the person reviewed", kind="fact")
+    back = a.store.sync(review_branches=True).to_dict()
+    (branch,) = back["review_branches"]
+    assert branch["how"] == "merged" and branch["pushed"] is True
+    assert back["fast_forward"] is True
+    with opened(a.path) as store:
+        ids = {r.id for r in store.list()}
+        assert ids == {seed, keep.id}
+        assert store.get(seed).priority == priority["merged"]
+        (left,) = store.review_list().branches
+        assert [r.id for r in left.records] == [later.id]
+    assert git(a.path, "status", "--porcelain") == ""
+    # B gets A's merge of the review branch: both hosts agree on it.
+    assert cli(b.path, "sync", "--review-branches").returncode == 0
+    assert git(a.path, "rev-parse", "lantern/review/agent") == git(
+        b.path, "rev-parse", "lantern/review/agent"
+    )
+    assert git(remote, "rev-parse", "lantern/review/agent") == git(
+        a.path, "rev-parse", "lantern/review/agent"
+    )
+
+
+def test_sync_review_branches_from_lantern_yaml_and_a_bad_value(tmp_path):
+    from test_sync import first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    with open(a.path / "lantern.yaml", "a") as handle:
+        handle.write("sync_review_branches: true\n")
+    git(a.path, "commit", "-qam", "carry review branches")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        agent.add("pending on host a", kind="fact")
+    with opened(a.path) as store:
+        store.sync()
+    assert _remote_review_refs(remote) == ["refs/heads/lantern/review/agent"]
+    # --no-review-branches overrides the store's setting for one run.
+    with opened(a.path, review=True, review_name="agent") as agent:
+        agent.add("another pending record", kind="fact")
+    tip_before = git(remote, "rev-parse", "lantern/review/agent")
+    assert cli(a.path, "sync", "--no-review-branches").returncode == 0
+    assert git(remote, "rev-parse", "lantern/review/agent") == tip_before
+    (a.path / "lantern.yaml").write_text("format: 1\nsync_review_branches: sometimes\n")
+    git(a.path, "commit", "-qam", "a bad value")
+    bad = cli(a.path, "sync", "--json")
+    assert bad.returncode == 2
+    assert json.loads(bad.stderr)["error"]["code"] == "invalid_review"
+
+
+@pytest.mark.parametrize("point", ["after-journal", "after-ref"])
+@pytest.mark.parametrize("diverged", [False, True])
+def test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back(
+    tmp_path, point, diverged
+):
+    """A review branch moved by sync (created, or merged when both hosts wrote to it) goes
+    through the journal: killed at each step, the ref is the old or the new one, and the next
+    sync finishes the job."""
+    from test_sync import clone_host, first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    b = clone_host(tmp_path, remote, "b")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        first = agent.add("proposed on host a", kind="fact")
+    a.store.sync(review_branches=True)
+    if diverged:
+        b.store.sync(review_branches=True)
+        with opened(a.path, review=True, review_name="agent") as agent:
+            agent.add("a second proposal on host a", kind="fact")
+        a.store.sync(review_branches=True)
+        with opened(b.path, review=True, review_name="agent") as agent:
+            agent.add("a proposal on host b", kind="fact")
+    old = tip(b.path, "refs/heads/lantern/review/agent")
+    killed = cli(b.path, "sync", "--review-branches", env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9, killed.stderr
+    now = tip(b.path, "refs/heads/lantern/review/agent")
+    moved = (now.id if now else None) != (old.id if old else None)
+    assert moved == (point == "after-ref")
+    after = cli(b.path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    assert "interrupted sync on lantern/review/agent" in after.stderr
+    assert not (b.path / ".lantern" / "journal.json").exists()
+    again = cli(b.path, "sync", "--review-branches")
+    assert again.returncode == 0, again.stderr
+    pending = {
+        r["id"]
+        for br in json.loads(cli(b.path, "review", "--json").stdout)["branches"]
+        for r in br["records"]
+    }
+    assert first.id in pending and len(pending) == (3 if diverged else 1)
+    assert git(b.path, "status", "--porcelain") == ""
