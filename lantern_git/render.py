@@ -556,9 +556,11 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
     lines: list[str] = []
     for branch in review.branches:
         count = len(branch.records)
+        sources = len(branch.sources)
         lines.append(
             f"lantern/review/{branch.name}: {count} record{'s' if count != 1 else ''}, "
-            f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
+            + (f"{sources} source{'s' if sources != 1 else ''}, " if sources else "")
+            + f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
         )
         for pending in branch.records:
             shown = pending.record or pending.before
@@ -570,6 +572,12 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
                 for c in pending.changes
             )
             lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
+        for source in branch.sources:
+            manifest = source.manifest
+            name = (manifest.title or manifest.uri or "") if manifest is not None else ""
+            note = " (also changed on the store's branch)" if source.moved else ""
+            lines.append(f"  {source.change:<8} source {source.id}  {truncate(name, width)}{note}")
+            lines.append(f"      by {', '.join(source.actors)}: {', '.join(source.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
     return lines
 
@@ -585,6 +593,7 @@ def decision_lines(decision: ReviewDecision) -> list[str]:
         f"({(decision.commit or '')[:10]})"
     ]
     lines.extend(f"  {record_id}" for record_id in decision.records)
+    lines.extend(f"  source {source_id}" for source_id in decision.sources)
     if decision.merged:
         lines.append("merged with the store's branch, which changed them too:")
         value = {"merged": [r.to_dict("store", "pending") for r in decision.merged]}

@@ -178,6 +178,9 @@ class Store:
         self.last_commit: str | None = None
         # Whether the last write went to a review branch (its records are "pending").
         self.last_pending = False
+        # The write transaction in progress, if any: what a writer reads (a record or a source
+        # a review branch changed) is read through it (see Sources.pin).
+        self.writing: WriteTransaction | None = None
         self._review = review
         self._review_name = review_name
         self._configured_review: object = None
@@ -542,9 +545,11 @@ class Store:
             chunks=lambda: self.chunks,
             review_ref=review_ref,
         ) as tx:
+            outer, self.writing = self.writing, tx
             try:
                 yield tx
             finally:
+                self.writing = outer
                 self.last_commit = tx.last_commit
                 self.last_pending = tx.pending_review
 
@@ -1139,11 +1144,9 @@ class Store:
 
         wanted = None if ids is None else list(ids)
         with self.transaction(review=False) as tx:
-            chosen, records = choose(self.git, wanted, branch)
             return accept(
                 tx,
-                chosen,
-                records,
+                choose(self.git, wanted, branch),
                 everything=wanted is None,
                 reason=reason,
                 reviewer=self.reviewer,
@@ -1162,11 +1165,11 @@ class Store:
         from .review import choose, reject
 
         wanted = None if ids is None else list(ids)
-        ref = choose(self.git, wanted, branch)[0].ref
+        ref = choose(self.git, wanted, branch).branch.ref
         with self.transaction(branch=ref) as tx:
             # Chosen again under the writer lock: the branch may have moved meanwhile.
-            chosen, records = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
-            return reject(tx, chosen, records, everything=wanted is None, reason=reason)
+            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            return reject(tx, chosen, everything=wanted is None, reason=reason)
 
     @property
     def reviewer(self) -> tuple[str, str]:

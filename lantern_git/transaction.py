@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .git.repo import Entry, GitRepo, Provenance
     from .lock import WriterLock
     from .record import Record
+    from .sourcefile import SourceFile
 
 Warn = Callable[[str], None]
 
@@ -171,6 +172,22 @@ class WriteTransaction:
         if len(found) > 1:
             raise AmbiguousId(prefix, sorted(found))
         return found.pop()
+
+    def pending_sources(self) -> set[str]:
+        """The ids of the sources the review branch changed (empty outside review mode)."""
+        return {parsed[0] for p in self.pending() if (parsed := parse_source_path(p)) is not None}
+
+    def read_pending_source(self, source_id: str) -> SourceFile | None:
+        """A source the review branch changed, as its tip has it (None: removed there)."""
+        from .sourcefile import source_in_tree
+
+        tip = self.git.branch_tip(self.review_ref) if self.review_ref is not None else None
+        if tip is None:
+            return None
+        found, problem = source_in_tree(self.git, self.git.repo[tip].tree, source_id)
+        if problem is not None:
+            raise StoreError(f"{problem} on {self.review_ref}", code="invalid_source")
+        return found
 
     def ensure_committed(self, record_id: str, text: str) -> None:
         if record_path(record_id) in self.pending():

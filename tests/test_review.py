@@ -1024,3 +1024,55 @@ def test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back(
     }
     assert first.id in pending and len(pending) == (3 if diverged else 1)
     assert git(b.path, "status", "--porcelain") == ""
+
+
+# -- pending sources
+
+
+def test_pending_sources_are_listed_carried_by_an_accept_dropped_by_a_reject_and_verify(seeded):
+    """A source ingested in review mode waits on the review branch with the records; a record
+    citing it pins the branch's body, an accept of the record carries the source along, and
+    verify then says ok."""
+    path, _ = seeded
+    with opened(path, review=True, review_name="agent") as agent:
+        [cited] = agent.sources.add(
+            [SourceInput(b"User: we ship on Fridays\nAssistant: noted\n", uri="session:1")]
+        )
+        [other] = agent.sources.add([SourceInput(b"User: unrelated\n", uri="session:2")])
+        source_id = cited.manifest.id
+        record = agent.add(
+            "we ship on Fridays", kind="fact", source_refs=[f"source:{source_id}#L1"]
+        )
+        # Re-ingesting what the branch has is seen as unchanged there, not added again.
+        [again] = agent.sources.add(
+            [SourceInput(b"User: we ship on Fridays\nAssistant: noted\n", uri="session:1")]
+        )
+        assert again.status == "unchanged"
+    pinned = record.source_refs[0]
+    assert pinned.startswith(f"source:{source_id}@") and pinned.endswith("#L1")
+    assert (path / "sources").exists() is False  # the working tree has no source yet
+    listed = cli(path, "review", "--json")
+    (branch,) = json.loads(listed.stdout)["branches"]
+    assert [(s["id"], s["change"]) for s in branch["sources"]] == sorted(
+        [(source_id, "added"), (other.manifest.id, "added")]
+    )
+    assert {s["manifest"]["uri"] for s in branch["sources"]} == {"session:1", "session:2"}
+    text = cli(path, "review").stdout
+    assert "2 sources" in text.splitlines()[0] and f"source {source_id}" in text
+
+    rejected = cli(path, "review", "reject", other.manifest.id[:8], "--json")
+    assert rejected.returncode == 0, rejected.stderr
+    assert json.loads(rejected.stdout)["sources"] == [other.manifest.id]
+    accepted = cli(path, "review", "accept", record.id, "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    decision = json.loads(accepted.stdout)
+    assert decision["records"] == [record.id] and decision["sources"] == [source_id]
+    trailers = parse_trailers(git(path, "log", "-1", "--format=%B"))
+    assert trailers["Lantern-Source"] == [source_id]
+    verified = cli(path, "verify", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["ok"] is True
+    assert json.loads(verified.stdout)["checked"] == 1
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert not (path / "sources" / other.manifest.id[:2]).exists()
+    assert git(path, "status", "--porcelain") == ""
