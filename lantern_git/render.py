@@ -167,6 +167,8 @@ def record_lines(record: Record) -> list[str]:
             value = f"{value} ({when(value)} UTC)"
         elif key == "source_refs":
             value = ", ".join(value)
+        elif key == "pending":
+            value = "yes: awaits review on a review branch (lantern review)"
         lines.append(f"{key + ':':<15}{value}")
     lines.append("")
     lines.extend(content.splitlines())
@@ -288,6 +290,8 @@ class Output:
 # The table's columns: header, how a value is shown, right-aligned or not.
 _COLUMNS: dict[str, tuple[str, Callable[[Any, ShortIds], str], bool]] = {
     "score": ("SCORE", lambda v, _: "-" if v is None else f"{v:.2f}", True),
+    # --include-pending: "*" marks a record as a review branch has it, not accepted yet.
+    "pending": ("P", lambda v, _: "*" if v else "", False),
     "id": ("ID", lambda v, short: short(v), False),
     "supersedes_id": ("SUPERSEDES", lambda v, short: short(v) if v else "-", False),
     "priority": ("PRI", lambda v, _: str(v), True),
@@ -324,8 +328,18 @@ def emit_listing(
     if output.count:
         emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
         return
+    pending = [bool(row.get("pending")) for row in rows]
     if output.fields is not None:
         rows = [{name: row.get(name) for name in output.fields} for row in rows]
+    if any(pending) and output.format not in ("json", "jsonl"):
+        # --include-pending found some: every row of a table, CSV or TSV says whether it is
+        # pending (JSON keeps "pending": true on the pending objects alone, CONTRACT §12).
+        rows = [{**row, "pending": mark} for row, mark in zip(rows, pending, strict=True)]
+    elif any(pending) and output.fields is not None:
+        rows = [
+            {**row, "pending": True} if mark else row
+            for row, mark in zip(rows, pending, strict=True)
+        ]
     out = sys.stdout
     if output.format == "json":
         out.write(dumps(rows) + "\n")
@@ -345,6 +359,8 @@ def _write_delimited(rows: list[dict[str, Any]], output: Output, out: Any) -> No
     if not rows and output.fields is None:
         return
     header = list(output.fields or rows[0])
+    if rows and "pending" in rows[0] and "pending" not in header:
+        header.append("pending")
     # csv quotes a cell holding the delimiter, a quote or a line break, in CSV and TSV alike.
     writer = csv.writer(out, delimiter="\t" if output.format == "tsv" else ",", lineterminator="\n")
     writer.writerow(header)
@@ -356,6 +372,8 @@ def _cell_text(value: Any) -> str:
     """A value in a CSV or TSV cell: absent is empty, a list is its JSON text."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
@@ -372,6 +390,8 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
         names = list(output.fields)
     else:
         names = (["score"] if "score" in rows[0] else []) + list(output.table)
+    if "pending" in rows[0] and "pending" not in names:
+        names.insert(0, "pending")
     flexible = "content" if "content" in names else None
     fixed = [n for n in names if n != flexible]
 

@@ -1076,3 +1076,32 @@ def test_pending_sources_are_listed_carried_by_an_accept_dropped_by_a_reject_and
     assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
     assert not (path / "sources" / other.manifest.id[:2]).exists()
     assert git(path, "status", "--porcelain") == ""
+
+
+def test_text_csv_and_show_output_mark_pending_records(seeded):
+    """--include-pending in a table: a first column P holds "*" on each pending row; CSV and
+    TSV get a pending column of true/false; show says pending: yes."""
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        added = store.add("a pending seed note", kind="fact")
+    table = cli(path, "memory", "list", "--include-pending").stdout.splitlines()
+    assert table[0].startswith("P  ID")
+    assert [line[:1] for line in table[1:]] == ["*", " "]  # the pending add first (newest)
+    hits = cli(path, "memory", "search", "seed", "--include-pending").stdout.splitlines()
+    assert hits[0].startswith("P  SCORE  ID")
+    marked = [line for line in hits[1:] if line.startswith("*")]
+    assert len(marked) == 1 and added.id[:7] in marked[0]
+    assert any(seed[:7] in line and not line.startswith("*") for line in hits[1:])
+    fields = cli(path, "memory", "list", "--include-pending", "--fields", "id,content")
+    assert fields.stdout.splitlines()[0].split() == ["P", "ID", "CONTENT"]
+    csv_out = cli(path, "memory", "list", "--include-pending", "--csv").stdout.splitlines()
+    assert csv_out[0].endswith(",pending")
+    assert {line.split(",")[0]: line.rsplit(",", 1)[1] for line in csv_out[1:]} == {
+        added.id: "true",
+        seed: "false",
+    }
+    # Without pending records, or without the flag, the output is as before.
+    plain = cli(path, "memory", "list").stdout.splitlines()
+    assert plain[0].startswith("ID") and "P" not in plain[0].split()[:1]
+    shown = cli(path, "memory", "show", added.id, "--include-pending").stdout
+    assert "pending:       yes: awaits review" in shown
