@@ -501,18 +501,6 @@ class Store:
                 "store?): nothing was written; list, search, show and status still work"
             )
 
-    def refuse_in_review(self, what: str) -> None:
-        """In review mode, refuse a write that works from the working tree rather than through
-        the transaction's reads: committed to a review branch, it could overwrite a change that
-        awaits review there without knowing it."""
-        if self.review_ref is not None:
-            raise InvalidInput(
-                f"{what} is not available in review mode: it works from the files of the "
-                "store's branch and could drop a change that awaits review; run it without "
-                "review (LANTERN_REVIEW=0), or use memory update / supersede",
-                code="review_mode",
-            )
-
     @contextlib.contextmanager
     def transaction(
         self, *, require_head: bool = True, review: bool = True, branch: str | None = None
@@ -944,7 +932,6 @@ class Store:
         """Undo one lantern commit in a new commit (``Lantern-Op: revert``), record-aware: a
         later change to another field of the same record is kept. Refuses (CannotRevert) a
         merge commit, a commit lantern did not make and a later change to the same field."""
-        self.refuse_in_review("lantern revert")
         from .revert import revert
 
         with self.transaction() as tx:
@@ -1028,23 +1015,39 @@ class Store:
     def commit_hand_edits(
         self, message: str | None = None, *, reason: str | None = None
     ) -> HandCommit:
-        """Validate and commit record files edited by hand (raises CheckFailed if invalid)."""
-        self.refuse_in_review("lantern commit")
+        """Validate and commit record files edited by hand (raises CheckFailed if invalid).
+
+        Refused in review mode: hand edits are made in the store's working tree, on top of the
+        store's branch, so committing them to a review branch could undo a change pending
+        there without anyone seeing it; commit them without review, or edit the pending record
+        with memory edit, which reads it from the review branch."""
+        if self.review_ref is not None:
+            raise InvalidInput(
+                "lantern commit is not available in review mode: hand edits are made on the "
+                "store's branch and could undo a change that awaits review; commit them "
+                "without review (LANTERN_REVIEW=0), or use lantern memory edit, which edits "
+                "a pending record as its review branch has it",
+                code="review_mode",
+            )
         from .checker import commit_hand_edits
 
         with self.transaction() as tx:
             return commit_hand_edits(tx, message, reason=reason)[0]
 
     def begin_edit(self, ref: str) -> EditSession:
-        """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
-        self.refuse_in_review("memory edit")
+        """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor. In
+        review mode the copy is of the record as the review branch has it, when it changed
+        it, and the edit is committed there."""
         from .editing import EditSession
 
-        self.refuse_if_read_only()  # before the editor opens, not after the user saved
-        self.recover()
-        record_id = self.resolve_id(ref)
-        text, _ = self.read(record_id)
-        self.ensure_committed(record_id, text)
+        # Read as the writer sees it (refusing a read-only store before the editor opens); the
+        # writer lock is not held while the editor is open: apply_edit checks nothing changed.
+        if not self.exists:
+            raise NotFound(f"no record with id {check_id_prefix(ref)}")
+        with self.transaction() as tx:
+            record_id = tx.resolve_id(ref)
+            text, _ = tx.read(record_id)
+            tx.ensure_committed(record_id, text)
         return EditSession(
             record_id,
             text,
@@ -1057,12 +1060,10 @@ class Store:
         self, ref: str, original_text: str, text: str, *, reason: str | None = None
     ) -> Record:
         """Commit ``text`` as the record's new file if it validates (Lantern-Op: edit)."""
-        self.refuse_in_review("memory edit")
         from .editing import apply_edit
 
-        record_id = self.resolve_id(ref)
         with self.transaction() as tx:
-            return apply_edit(tx, record_id, original_text, text, reason)
+            return apply_edit(tx, tx.resolve_id(ref), original_text, text, reason)
 
     def export_records(self) -> RecordExport:
         """Every record, any status, in id order, read from the files; the files it had to
@@ -1080,7 +1081,6 @@ class Store:
         progress: Callable[[int], None] | None = None,
     ) -> ImportResult:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
-        self.refuse_in_review("lantern import")
         from .transfer import import_records, parse_lines
 
         sources: builtins.list[SourceImport] = []
@@ -1103,7 +1103,6 @@ class Store:
         """Import a file (``-``: stdin) or a folder: lantern's JSON Lines, the MCP memory
         server's ``memory.json`` or markdown notes (see :mod:`lantern_git.importers`), in one
         commit; records already present are skipped."""
-        self.refuse_in_review("lantern import")
         from .importers import read_source
         from .transfer import import_records
 

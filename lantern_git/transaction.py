@@ -173,6 +173,15 @@ class WriteTransaction:
             raise AmbiguousId(prefix, sorted(found))
         return found.pop()
 
+    def committed_blob(self, path: str) -> bytes | None:
+        """The bytes of ``path`` in the commit this writer builds on: the review branch's when
+        the branch changed the path, else HEAD's (None: no file there)."""
+        pending = self.pending()
+        if path in pending:
+            entry = pending[path]
+            return self.git.blob_data(entry[0]) if entry is not None else None
+        return self.git.blob_at(self.git.head_tree(), path)
+
     def pending_sources(self) -> set[str]:
         """The ids of the sources the review branch changed (empty outside review mode)."""
         return {parsed[0] for p in self.pending() if (parsed := parse_source_path(p)) is not None}

@@ -675,31 +675,96 @@ def test_an_mcp_server_follows_lantern_review_from_its_environment(seeded, monke
     assert tip(path, "refs/heads/lantern/review/assistant") is not None
 
 
-def test_writes_that_work_from_the_working_tree_are_refused_in_review_mode(seeded, tmp_path):
-    """edit, commit, import, revert, source append and source remove read what they change
-    from the store's branch; committed to a review branch they could drop a pending change,
-    so review mode refuses them and writes nothing."""
+def test_lantern_commit_is_refused_in_review_mode(seeded):
+    """Hand edits are made on the store's branch: committed to a review branch they could undo
+    a pending change unseen, so review mode refuses lantern commit and writes nothing."""
+    path, seed = seeded
+    record_file = path / record_path(seed)
+    record_file.write_text(record_file.read_text().replace("priority: 50", "priority: 51"))
+    before = untouched(path)
+    with opened(path, review=True) as store, pytest.raises(InvalidInput) as err:
+        store.commit_hand_edits()
+    assert err.value.code == "review_mode"
+    assert err.value.message.startswith("lantern commit is not available in review mode")
+    assert untouched(path) == before and tip(path, API_BRANCH) is None
+    out = cli(path, "commit", env=cli_env(LANTERN_REVIEW="1"))
+    assert out.returncode == 2 and "review mode" in out.stderr
+    assert untouched(path) == before
+
+
+def _ops(path: Path, ref: str, since: str) -> list[str]:
+    repo = pygit2.Repository(str(path))
+    ops = []
+    for commit in repo.walk(tip(path, ref).id):
+        if str(commit.id) == since:
+            break
+        ops.append(parse_trailers(commit.message)["Lantern-Op"][0])
+    return ops
+
+
+def test_edit_import_revert_and_source_writes_work_in_review_mode_on_the_pending_version(seeded):
+    """memory edit, import, revert, source append and source remove read what they change as
+    the review branch has it and commit there; the store's branch and files stay untouched."""
     path, seed = seeded
     with opened(path) as store:
-        [source] = store.sources.add([SourceInput(b"line one\n", uri="session:refused")])
+        [source] = store.sources.add([SourceInput(b"User: hello\n", uri="session:main")])
+        other = store.add("a person's record", kind="fact")
+        store.update(other.id, priority=90)  # the commit revert undoes below
+    head = git(path, "rev-parse", "HEAD").strip()
     before = untouched(path)
     with opened(path, review=True) as store:
-        attempts = {
-            "memory edit": lambda: store.begin_edit(seed),
-            "lantern commit": lambda: store.commit_hand_edits(),
-            "lantern import": lambda: store.import_records([]),
-            "lantern revert": lambda: store.revert("HEAD"),
-            "source append": lambda: store.sources.append(source.manifest.id, "more\n"),
-            "source remove": lambda: store.sources.remove(source.manifest.id),
-        }
-        for what, attempt in attempts.items():
-            with pytest.raises(InvalidInput) as err:
-                attempt()
-            assert err.value.code == "review_mode" and err.value.message.startswith(what)
-        assert tip(path, API_BRANCH) is None
+        # memory edit: starts from the pending version, commits to the review branch.
+        store.update(seed, priority=70)
+        session = store.begin_edit(seed[:6])
+        assert "priority: 70" in session.original_text
+        edited = store.apply_edit(
+            seed,
+            session.original_text,
+            session.original_text.replace("priority: 70", "priority: 71"),
+        )
+        session.close()
+        assert edited.priority == 71
+        # import: a record the review branch added counts as present.
+        pending = store.add("proposed before the import", kind="fact")
+        lines = [
+            json.dumps(pending.to_dict()) + "\n",
+            json.dumps({"kind": "fact", "content": "imported in review mode"}) + "\n",
+        ]
+        imported = store.import_records(lines)
+        assert (imported.imported, imported.skipped) == (1, 1)
+        # revert: of a commit on the store's branch, on top of the record's pending version.
+        store.update(other.id, urgency=20)
+        reverted = store.revert(head)
+        assert reverted.records == [other.id]
+        # source append twice: the second grows the first's pending version.
+        store.sources.append(source.manifest.id[:6], "User: one\n")
+        appended = store.sources.append(source.manifest.id, "User: two\n")
+        assert appended.manifest.lines == 3
+        # source remove: of a source only the review branch has, found by its prefix.
+        [extra] = store.sources.add([SourceInput(b"scratch\n", uri="session:scratch")])
+        store.sources.remove(extra.manifest.id[:6])
     assert untouched(path) == before
-    out = cli(path, "source", "remove", source.manifest.id, env=cli_env(LANTERN_REVIEW="1"))
-    assert out.returncode == 2 and "review mode" in out.stderr
+    assert _ops(path, API_BRANCH, head) == [
+        "remove", "ingest", "append", "append", "revert", "update",
+        "import", "add", "edit", "update",
+    ]  # fmt: skip
+    assert "priority: 71" in (text_on(path, API_BRANCH, seed) or "")
+    branch_other = text_on(path, API_BRANCH, other.id) or ""
+    assert "priority: 50" in branch_other and "urgency: 20" in branch_other
+    repo = pygit2.Repository(str(path))
+    body = repo.revparse_single(
+        f"lantern/review/api:sources/{source.manifest.id[:2]}/{source.manifest.id}.txt"
+    )
+    assert body.data == b"User: hello\nUser: one\nUser: two\n"
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [(s.id, s.change) for s in branch.sources] == [(source.manifest.id, "changed")]
+        assert {r.id for r in branch.records} == {seed, other.id, pending.id, *imported.ids}
+    # Accepted, the source's new version and the records reach the store's branch.
+    accepted = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="ana"))
+    assert accepted.returncode == 0, accepted.stderr
+    assert (path / "sources" / source.manifest.id[:2] / f"{source.manifest.id}.txt").read_bytes()
+    assert git(path, "status", "--porcelain") == ""
 
 
 def test_search_include_pending_scores_records_as_they_would_be_once_accepted(seeded):
