@@ -48,6 +48,8 @@ from .source import (
 from .sourcemerge import SourceMerge, SourceVersion, merge_source
 
 if TYPE_CHECKING:
+    import subprocess
+
     from .transaction import WriteTransaction
 
 MAX_PUSH_ATTEMPTS = 5
@@ -484,7 +486,7 @@ class _Sync:
         """Bring each review branch in step with the remote's: create, fast-forward, or merge
         record by record (:func:`merge_trees`, as for the store's branch), each move journaled
         by the write transaction. A branch only this host has is left for the push."""
-        local = dict((ref, name) for name, ref in review_branches(self.git))
+        local = {ref for _, ref in review_branches(self.git)}
         items: dict[str, ReviewBranchSync] = {}
         for ref in sorted(set(local) | set(remote)):
             name = ref.removeprefix(REVIEW_PREFIX)
@@ -508,13 +510,14 @@ class _Sync:
                 self.tx.move_branch(ref, ours, theirs, summary, "sync")
                 item.how = "created" if ours is None else "fast-forward"
             else:
-                commit, merged = self._merge(ours, theirs, f"lantern/review/{name}")
+                label = f"merge lantern/review/{name} of {self.target.remote}"
+                commit, merged = self._merge(ours, theirs, label)
                 self.tx.move_branch(ref, ours, commit, summary, "sync")
                 item.how, item.merge_commit = "merged", str(commit)
                 item.merged, item.merged_sources = merged.records, merged.sources
         self.report.review_branches = list(items.values())
 
-    def _push_reviews(self, remote: dict[str, str]) -> Any:
+    def _push_reviews(self, remote: dict[str, str]) -> subprocess.CompletedProcess | None:
         """Push every review branch the remote lacks or is behind on; git's answer when the
         remote moved meanwhile, else None."""
         refs = [
@@ -530,20 +533,17 @@ class _Sync:
         return refused
 
     def _merge(
-        self, ours: pygit2.Oid, theirs: pygit2.Oid, label: str
+        self, ours: pygit2.Oid, theirs: pygit2.Oid, summary: str
     ) -> tuple[pygit2.Oid, TreeMerge]:
-        """The record-aware merge commit of ``ours`` and ``theirs`` (not referenced yet)."""
+        """The record-aware merge commit of ``ours`` and ``theirs`` (not referenced yet), its
+        ``summary`` followed by what changed on both sides; the store's branch and the review
+        branches are merged by this one function."""
         repo = self.repo
         theirs_tree = repo[theirs].peel(pygit2.Tree)
         base_tree = self._base_tree(str(ours), str(theirs), theirs_tree)
         merged = merge_trees(self.git, base_tree, repo[ours].peel(pygit2.Tree), theirs_tree)
         records = sorted(merged.records, key=lambda r: r.id)
         sources = sorted(merged.sources, key=lambda s: s.id)
-        summary = (
-            f"merge {self.target.label}"
-            if label == self.branch
-            else (f"merge {label} of {self.target.remote}")
-        )
         counts = [
             f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
             for items, noun in ((records, "record"), (sources, "source"))
@@ -614,7 +614,7 @@ class _Sync:
             )
             self.report.fast_forward = True
             return
-        commit, merged = self._merge(head, theirs, self.branch)
+        commit, merged = self._merge(head, theirs, f"merge {self.target.label}")
         summary = repo[commit].peel(pygit2.Commit).message.splitlines()[0]
         self._advance(head, commit, head_tree, repo[merged.tree].peel(pygit2.Tree), summary)
         self.report.merge_commits.append(str(commit))

@@ -1170,3 +1170,35 @@ def test_text_csv_and_show_output_mark_pending_records(seeded):
     assert plain[0].startswith("ID") and "P" not in plain[0].split()[:1]
     shown = cli(path, "memory", "show", added.id, "--include-pending").stdout
     assert "pending:       yes: awaits review" in shown
+
+
+@pytest.mark.parametrize("point", ["after-journal", "after-ref"])
+@pytest.mark.parametrize("op", ["import", "revert", "append", "remove"])
+def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rolled_back(
+    seeded, op, point
+):
+    """import, revert, source append and source remove in review mode take the review
+    branch's journaled path: killed before its ref moves nothing is pending, after it the
+    write is there; the store's branch and files are untouched either way."""
+    path, seed = seeded
+    added = cli(path, "source", "add", "-", "--uri", "crash:seed", input="User: hi\n")
+    assert added.returncode == 0, added.stderr
+    source_id = json.loads(cli(path, "source", "list", "--json").stdout)[0]["id"]
+    assert cli(path, "memory", "archive", seed).returncode == 0
+    args, stdin = {
+        "import": (["import", "-"], json.dumps({"kind": "fact", "content": "imported"}) + "\n"),
+        "revert": (["revert", "HEAD"], None),
+        "append": (["source", "append", source_id, "-"], "User: more\n"),
+        "remove": (["source", "remove", source_id], None),
+    }[op]
+    before = untouched(path)
+    killed = cli(path, *args, env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), input=stdin)
+    assert killed.returncode == -9, killed.stderr
+    after = cli(path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    done = "completed" if point == "after-ref" else "rolled back"
+    assert f"lantern: {done} an interrupted {op} on lantern/review/cli" in after.stderr
+    branches = json.loads(after.stdout)["branches"]
+    assert bool(branches) == (point == "after-ref")
+    assert untouched(path) == before
+    assert not (path / ".lantern" / "journal.json").exists()
