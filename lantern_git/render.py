@@ -59,6 +59,30 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], Iterable[str]]) -> Non
         sys.stdout.write(line + "\n")
 
 
+def emit_write(
+    value: Any, as_json: bool, text: Callable[[Any], Iterable[str]], *, pending: bool
+) -> None:
+    """A write's result, as :func:`emit`; ``pending`` (the write went to a review branch,
+    CONTRACT §12): each JSON object gets ``"pending": true`` and the first line says
+    ``<verb> (pending review) ...``, as a record write's does."""
+    if not pending:
+        emit(value, as_json, text)
+        return
+    if as_json:
+        data = to_jsonable(value)
+        if isinstance(data, list):
+            data = [{**item, "pending": True} for item in data]
+        else:
+            data = {**data, "pending": True}
+        emit(data, True, text)
+        return
+    lines = list(text(value))
+    if lines:
+        verb, _, rest = lines[0].partition(" ")
+        lines[0] = f"{verb} (pending review) {rest}".rstrip()
+    emit(lines, False, lambda shown: shown)
+
+
 def error(err: LanternError | Exception, as_json: bool, code: str | None = None) -> None:
     """An error on stderr: ``Error: ...``, or the contract's JSON error object."""
     if isinstance(err, LanternError):

@@ -1202,3 +1202,28 @@ def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rol
     assert bool(branches) == (point == "after-ref")
     assert untouched(path) == before
     assert not (path / ".lantern" / "journal.json").exists()
+
+
+def test_cli_output_of_source_import_and_revert_writes_in_review_mode_says_pending(seeded):
+    path, seed = seeded
+    assert cli(path, "memory", "archive", seed).returncode == 0
+    env = cli_env(LANTERN_REVIEW="1")
+    added = cli(path, "source", "add", "-", "--uri", "s:1", env=env, input="User: hi\n")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith("added (pending review) ")
+    [source] = json.loads(
+        cli(path, "source", "add", "-", "--uri", "s:2", "--json", env=env, input="x\n").stdout
+    )
+    assert source["pending"] is True
+    appended = cli(path, "source", "append", source["id"], "-", "--json", env=env, input="y\n")
+    assert json.loads(appended.stdout)["pending"] is True
+    removed = cli(path, "source", "remove", source["id"], env=env)
+    assert removed.stdout.startswith("removed (pending review) ")
+    line = json.dumps({"kind": "fact", "content": "imported"}) + "\n"
+    imported = cli(path, "import", "-", "--json", env=env, input=line)
+    assert json.loads(imported.stdout)["pending"] is True
+    reverted = cli(path, "revert", "HEAD", env=env)
+    assert reverted.stdout.startswith("reverted (pending review) "), reverted.stderr
+    # The same writes without review mode say nothing of it.
+    plain = cli(path, "import", "-", "--json", input=line)
+    assert "pending" not in json.loads(plain.stdout)
