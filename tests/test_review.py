@@ -407,6 +407,10 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
         added = await client.call_tool(
             "lantern_memory_add", {"content": "an agent's proposal", "kind": "fact"}
         )
+        source = await client.call_tool(
+            "lantern_source_add", {"text": "User: a transcript\n", "uri": "session:mcp"}
+        )
+        assert not source.is_error, source.content[0].text
         listed = await client.call_tool("lantern_review_list", {})
         return names, added, listed
 
@@ -419,6 +423,9 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
     (branch,) = listed.structured_content["branches"]
     assert branch["name"] == "mcp"
     assert [r["change"] for r in branch["records"]] == ["added"]
+    assert [(s["change"], s["manifest"]["uri"]) for s in branch["sources"]] == [
+        ("added", "session:mcp")
+    ]
     assert untouched(path) == before
     commit = tip(path, "refs/heads/lantern/review/mcp")
     assert parse_trailers(commit.message)["Lantern-Actor"] == ["mcp"]
