@@ -15,9 +15,12 @@ search index learns of the record files it touched, and the journal is dropped.
 
 With ``review_ref`` set (review mode, :mod:`lantern_git.review`) the same commits go to that
 branch instead, and the transaction's reads (:meth:`~WriteTransaction.read`,
-:meth:`~WriteTransaction.exists`, :meth:`~WriteTransaction.resolve_id`) see each record as the
-review branch has it when the branch changed it, else as the working tree has it: the writers
-themselves do not know which branch they write to.
+:meth:`~WriteTransaction.exists`, :meth:`~WriteTransaction.resolve_id`,
+:meth:`~WriteTransaction.committed_blob`, and for sources
+:meth:`~WriteTransaction.read_pending_source`) see each record and source as the review branch
+has it when the branch changed it, else as the working tree has it: the writers themselves do
+not know which branch they write to. A branch that is not checked out moves, journaled, with
+:meth:`~WriteTransaction.move_branch` (an accept, a sync of review branches).
 """
 
 from __future__ import annotations
