@@ -277,7 +277,6 @@ class Sources:
     def append(self, ref: str, text: str, *, reason: str | None = None) -> IngestResult:
         """Add ``text`` at the end of a source, on a new line: every earlier line keeps its
         number, so every reference to them still holds."""
-        self.store.refuse_in_review("source append")
         if not isinstance(text, str) or not text:
             raise InvalidInput("nothing to append: the text is empty", code="invalid_input")
         added = encode_body(text)
@@ -307,7 +306,6 @@ class Sources:
     def remove(self, ref: str, *, reason: str | None = None) -> SourceManifest:
         """Delete a source's two files in one commit; history keeps them, and references
         pinned to its versions still resolve."""
-        self.store.refuse_in_review("source remove")
         with self.store.transaction() as tx:
             source_id = self.resolve(ref)
             current = self._committed(tx, source_id)
@@ -324,8 +322,12 @@ class Sources:
         return current.manifest
 
     def _committed(self, tx: WriteTransaction, source_id: str) -> SourceFile | None:
-        """The source in the working tree, refused when its files differ from HEAD's (a hand
-        edit is committed by ``lantern commit`` first, never swept into another write)."""
+        """The source as this writer sees it: as the review branch has it when the branch
+        changed it (review mode), else the working tree's, refused when its files differ from
+        HEAD's (a hand edit is committed by ``lantern commit`` first, never swept into another
+        write)."""
+        if source_id in tx.pending_sources():
+            return tx.read_pending_source(source_id)
         found = self._current(source_id)
         if found is None:
             return None
@@ -365,7 +367,11 @@ class Sources:
                 f"invalid source id {ref!r}: expected 16 hex digits or a prefix of 4 or more",
                 code="invalid_id",
             )
-        matches = [i for i in source_ids(self.root) if i.startswith(lowered)]
+        known = set(source_ids(self.root))
+        if self.store.writing is not None:
+            # A writer in review mode also sees the sources its review branch added.
+            known |= self.store.writing.pending_sources()
+        matches = sorted(i for i in known if i.startswith(lowered))
         if not matches:
             raise NotFound(f"no source with id prefix {ref}")
         if len(matches) > 1:
@@ -560,6 +566,14 @@ class Sources:
 
         ref = SourceRef.parse(text)
         git = self.store.git
+        tx = self.store.writing
+        if ref.source_id not in read and tx is not None and ref.source_id in tx.pending_sources():
+            # Review mode: the version the review branch has, so that once accepted the pin
+            # names the body the store's branch then holds.
+            pending = tx.read_pending_source(ref.source_id)
+            if pending is None:
+                raise refuse("no such source in this store (its removal awaits review)")
+            read[ref.source_id] = (pending, blob_id(pending.body))
         if ref.source_id not in read:
             try:
                 found = load_source(self.root, ref.source_id)

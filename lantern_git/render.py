@@ -59,6 +59,30 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], Iterable[str]]) -> Non
         sys.stdout.write(line + "\n")
 
 
+def emit_write(
+    value: Any, as_json: bool, text: Callable[[Any], Iterable[str]], *, pending: bool
+) -> None:
+    """A write's result, as :func:`emit`; ``pending`` (the write went to a review branch,
+    CONTRACT §12): each JSON object gets ``"pending": true`` and the first line says
+    ``<verb> (pending review) ...``, as a record write's does."""
+    if not pending:
+        emit(value, as_json, text)
+        return
+    if as_json:
+        data = to_jsonable(value)
+        if isinstance(data, list):
+            data = [{**item, "pending": True} for item in data]
+        else:
+            data = {**data, "pending": True}
+        emit(data, True, text)
+        return
+    lines = list(text(value))
+    if lines:
+        verb, _, rest = lines[0].partition(" ")
+        lines[0] = f"{verb} (pending review) {rest}".rstrip()
+    emit(lines, False, lambda shown: shown)
+
+
 def error(err: LanternError | Exception, as_json: bool, code: str | None = None) -> None:
     """An error on stderr: ``Error: ...``, or the contract's JSON error object."""
     if isinstance(err, LanternError):
@@ -167,6 +191,8 @@ def record_lines(record: Record) -> list[str]:
             value = f"{value} ({when(value)} UTC)"
         elif key == "source_refs":
             value = ", ".join(value)
+        elif key == "pending":
+            value = "yes: awaits review on a review branch (lantern review)"
         lines.append(f"{key + ':':<15}{value}")
     lines.append("")
     lines.extend(content.splitlines())
@@ -288,6 +314,8 @@ class Output:
 # The table's columns: header, how a value is shown, right-aligned or not.
 _COLUMNS: dict[str, tuple[str, Callable[[Any, ShortIds], str], bool]] = {
     "score": ("SCORE", lambda v, _: "-" if v is None else f"{v:.2f}", True),
+    # --include-pending: "*" marks a record as a review branch has it, not accepted yet.
+    "pending": ("P", lambda v, _: "*" if v else "", False),
     "id": ("ID", lambda v, short: short(v), False),
     "supersedes_id": ("SUPERSEDES", lambda v, short: short(v) if v else "-", False),
     "priority": ("PRI", lambda v, _: str(v), True),
@@ -324,8 +352,18 @@ def emit_listing(
     if output.count:
         emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
         return
+    pending = [bool(row.get("pending")) for row in rows]
     if output.fields is not None:
         rows = [{name: row.get(name) for name in output.fields} for row in rows]
+    if any(pending) and output.format not in ("json", "jsonl"):
+        # --include-pending found some: every row of a table, CSV or TSV says whether it is
+        # pending (JSON keeps "pending": true on the pending objects alone, CONTRACT §12).
+        rows = [{**row, "pending": mark} for row, mark in zip(rows, pending, strict=True)]
+    elif any(pending) and output.fields is not None:
+        rows = [
+            {**row, "pending": True} if mark else row
+            for row, mark in zip(rows, pending, strict=True)
+        ]
     out = sys.stdout
     if output.format == "json":
         out.write(dumps(rows) + "\n")
@@ -345,6 +383,8 @@ def _write_delimited(rows: list[dict[str, Any]], output: Output, out: Any) -> No
     if not rows and output.fields is None:
         return
     header = list(output.fields or rows[0])
+    if rows and "pending" in rows[0] and "pending" not in header:
+        header.append("pending")
     # csv quotes a cell holding the delimiter, a quote or a line break, in CSV and TSV alike.
     writer = csv.writer(out, delimiter="\t" if output.format == "tsv" else ",", lineterminator="\n")
     writer.writerow(header)
@@ -356,6 +396,8 @@ def _cell_text(value: Any) -> str:
     """A value in a CSV or TSV cell: absent is empty, a list is its JSON text."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
@@ -372,6 +414,8 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
         names = list(output.fields)
     else:
         names = (["score"] if "score" in rows[0] else []) + list(output.table)
+    if "pending" in rows[0] and "pending" not in names:
+        names.insert(0, "pending")
     flexible = "content" if "content" in names else None
     fixed = [n for n in names if n != flexible]
 
@@ -556,9 +600,11 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
     lines: list[str] = []
     for branch in review.branches:
         count = len(branch.records)
+        sources = len(branch.sources)
         lines.append(
             f"lantern/review/{branch.name}: {count} record{'s' if count != 1 else ''}, "
-            f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
+            + (f"{sources} source{'s' if sources != 1 else ''}, " if sources else "")
+            + f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
         )
         for pending in branch.records:
             shown = pending.record or pending.before
@@ -570,6 +616,12 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
                 for c in pending.changes
             )
             lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
+        for source in branch.sources:
+            manifest = source.manifest
+            name = (manifest.title or manifest.uri or "") if manifest is not None else ""
+            note = " (also changed on the store's branch)" if source.moved else ""
+            lines.append(f"  {source.change:<8} source {source.id}  {truncate(name, width)}{note}")
+            lines.append(f"      by {', '.join(source.actors)}: {', '.join(source.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
     return lines
 
@@ -585,6 +637,11 @@ def decision_lines(decision: ReviewDecision) -> list[str]:
         f"({(decision.commit or '')[:10]})"
     ]
     lines.extend(f"  {record_id}" for record_id in decision.records)
+    lines.extend(f"  source {source_id}" for source_id in decision.sources)
+    if decision.merged:
+        lines.append("merged with the store's branch, which changed them too:")
+        value = {"merged": [r.to_dict("store", "pending") for r in decision.merged]}
+        lines.extend(_merged_lines(value, "  ", ("store", "pending")))
     return lines
 
 
@@ -654,6 +711,30 @@ def import_lines(result: ImportResult) -> list[str]:
 # ---------------------------------------------------------------------------- sync
 
 
+def _merged_lines(
+    value: dict[str, Any], indent: str = "", sides: tuple[str, str] = ("local", "remote")
+) -> list[str]:
+    """The records and sources a merge found changed on both sides, field by field, from a
+    report's ``merged`` and ``merged_sources``."""
+    lines: list[str] = []
+    for item in value["merged"]:
+        head = f"{indent}changed on both sides: {item['id']}"
+        if item["note"]:
+            head += f" ({item['note']})"
+        lines.append(head)
+        for change in item["fields"]:
+            ours, theirs, merged = (
+                value_text(change[side], 50, absent="(absent)") for side in (*sides, "merged")
+            )
+            lines.append(
+                f"{indent}  {change['field']}: {sides[0]} {ours}, {sides[1]} {theirs} -> {merged}"
+            )
+    for item in value.get("merged_sources", ()):
+        notes = f" ({', '.join(item['notes'])})" if item["notes"] else ""
+        lines.append(f"{indent}source changed on both sides: {item['id']}{notes}")
+    return lines
+
+
 def sync_lines(value: dict[str, Any]) -> list[str]:
     """``lantern sync``, from the report's JSON document (``SyncReport.to_dict()``)."""
     lines: list[str] = []
@@ -673,20 +754,13 @@ def sync_lines(value: dict[str, Any]) -> list[str]:
     moved = [f"{len(records[k])} {k}" for k in ("added", "changed", "removed") if records[k]]
     if moved:
         lines.append("records: " + ", ".join(moved))
-    for item in value["merged"]:
-        head = f"changed on both sides: {item['id']}"
-        if item["note"]:
-            head += f" ({item['note']})"
-        lines.append(head)
-        for change in item["fields"]:
-            local, remote, merged = (
-                value_text(change[side], 50, absent="(absent)")
-                for side in ("local", "remote", "merged")
-            )
-            lines.append(f"  {change['field']}: local {local}, remote {remote} -> {merged}")
-    for item in value.get("merged_sources", ()):
-        notes = f" ({', '.join(item['notes'])})" if item["notes"] else ""
-        lines.append(f"source changed on both sides: {item['id']}{notes}")
+    lines.extend(_merged_lines(value))
+    for branch in value.get("review_branches") or ():
+        if branch["how"] == "up to date" and not branch["pushed"]:
+            continue
+        how = branch["how"] + (", pushed" if branch["pushed"] else "")
+        lines.append(f"lantern/review/{branch['name']}: {how}")
+        lines.extend(_merged_lines(branch, "  "))
     if value["pushed"]:
         lines.append(
             f"pushed {_commits(value['pushed_commits'])} to {where}"

@@ -103,15 +103,16 @@ def revert(tx: WriteTransaction, rev: str, *, reason: str | None = None) -> Reve
             "undo it with git revert",
             "not_records",
         )
-    head_tree = git.head_tree()
     now = int(time.time())
     files: dict[str, bytes | None] = {}
     for path in sorted(changed):
         record_id = expected_id(path) or ""
         before = git.blob_at(parent.tree, path)
         after = git.blob_at(commit.tree, path)
-        current = git.blob_at(head_tree, path)
-        _ensure_committed(tx.root, path, current)
+        # In review mode, a record the review branch changed is reverted from its version there.
+        current = tx.committed_blob(path)
+        if path not in tx.pending():
+            _ensure_committed(tx.root, path, current)
         result = _revert_file(path, record_id, short, before, after, current)
         if result is _UNCHANGED:
             continue

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,37 +20,23 @@ from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval, Uncommitt
 from .git.repo import BLOB_MODE, EXECUTABLE_MODE, LINK_MODE
 from .record import Record
 from .recordfile import record_path
+from .reviewref import REVIEW_PREFIX, check_review_name, review_branches, review_ref
+from .source import SourceRef, is_source_ref, parse_source_path
+
+__all__ = ["REVIEW_PREFIX", "check_review_name", "review_branches", "review_ref"]
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from .git.repo import Entry, GitRepo
     from .history import Change, LogEntry
     from .recordfile import Problem
+    from .source import SourceManifest
+    from .sync import RecordReport
     from .transaction import WriteTransaction
 
-REVIEW_PREFIX = "refs/heads/lantern/review/"
-# Strict on purpose: whatever passes is a valid ref name component on every platform (no dots,
-# so no "..", ".lock" or trailing "."; no slashes, so no nesting under another writer's branch).
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
-
-
-def check_review_name(name: object) -> str:
-    """A writer name for a review branch, or InvalidInput (exit 2) saying what is allowed."""
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise InvalidInput(
-            f"review name: {name!r} is not a valid name; use 1 to 64 letters, digits, '-' or "
-            "'_', starting with a letter or digit",
-            code="invalid_review_name",
-        )
-    return name
-
-
-def review_ref(name: str) -> str:
-    """The review branch of writer ``name``: ``refs/heads/lantern/review/<name>``."""
-    return REVIEW_PREFIX + check_review_name(name)
 
 
 def review_enabled(explicit: bool | None, configured: object) -> bool:
@@ -74,6 +59,22 @@ def review_enabled(explicit: bool | None, configured: object) -> bool:
     if not isinstance(configured, bool):
         raise InvalidInput(
             f"lantern.yaml: 'review' must be true or false, got {configured!r}",
+            code="invalid_review",
+        )
+    return configured
+
+
+def sync_review_enabled(explicit: bool | None, configured: object) -> bool:
+    """Whether ``lantern sync`` carries the review branches: the caller's choice (``lantern
+    sync --review-branches``, ``Store.sync(review_branches=...)``), else the store's
+    ``lantern.yaml`` ``sync_review_branches`` key, else no."""
+    if explicit is not None:
+        return explicit
+    if configured is None:
+        return False
+    if not isinstance(configured, bool):
+        raise InvalidInput(
+            f"lantern.yaml: 'sync_review_branches' must be true or false, got {configured!r}",
             code="invalid_review",
         )
     return configured
@@ -119,6 +120,33 @@ class PendingRecord:
 
 
 @dataclass
+class PendingSource:
+    """One source a review branch changed (``added``, ``changed``, ``removed``): its manifest
+    as the branch has it (as it was, for a removal), and who wrote it there. Accepting a
+    record that cites it brings it along."""
+
+    id: str
+    change: str
+    manifest: SourceManifest | None
+    moved: bool
+    paths: list[str]
+    commits: list[str] = field(default_factory=list)
+    actors: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "change": self.change,
+            "manifest": self.manifest.to_dict() if self.manifest is not None else None,
+            "moved": self.moved,
+            "commits": list(self.commits),
+            "actors": list(self.actors),
+            "authors": list(self.authors),
+        }
+
+
+@dataclass
 class ReviewBranch:
     """One writer's review branch: where it left the store's branch, its commits (newest
     first), and the records they change, in id order."""
@@ -130,6 +158,7 @@ class ReviewBranch:
     commits: list[LogEntry]
     records: list[PendingRecord]
     problems: list[Problem]
+    sources: list[PendingSource] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +168,7 @@ class ReviewBranch:
             "base": self.base,
             "commits": [c.to_dict() for c in self.commits],
             "records": [r.to_dict() for r in self.records],
+            "sources": [s.to_dict() for s in self.sources],
             "problems": [p.to_dict() for p in self.problems],
         }
 
@@ -155,12 +185,6 @@ class ReviewList:
 
     def to_dict(self) -> dict[str, Any]:
         return {"branches": [b.to_dict() for b in self.branches]}
-
-
-def review_branches(git: GitRepo) -> list[tuple[str, str]]:
-    """(name, ref) of every review branch, by name."""
-    refs = (r for r in git.repo.references if r.startswith(REVIEW_PREFIX))
-    return sorted((ref.removeprefix(REVIEW_PREFIX), ref) for ref in refs)
 
 
 def review_list(git: GitRepo) -> ReviewList:
@@ -220,6 +244,8 @@ def review_list(git: GitRepo) -> ReviewList:
                 )
             )
         records.sort(key=lambda r: r.id)
+        tip_tree = git.repo[tip].peel(pygit2.Tree)
+        sources = _pending_sources(git, since_tree, tip_tree, head_tree, commits, touched)
         answer.branches.append(
             ReviewBranch(
                 name,
@@ -229,9 +255,50 @@ def review_list(git: GitRepo) -> ReviewList:
                 commits,
                 records,
                 diff.problems,
+                sources,
             )
         )
     return answer
+
+
+def _pending_sources(
+    git: GitRepo,
+    since_tree: pygit2.Tree,
+    tip_tree: pygit2.Tree,
+    head_tree: pygit2.Tree | None,
+    commits: list[LogEntry],
+    touched: dict[str, set[str]],
+) -> list[PendingSource]:
+    """The sources a review branch changed between ``since_tree`` and ``tip_tree``, by id."""
+    from .sourcefile import source_in_tree
+
+    paths: dict[str, list[str]] = {}
+    for path in git.tree_changes(since_tree, tip_tree):
+        parsed = parse_source_path(path)
+        if parsed is not None:
+            paths.setdefault(parsed[0], []).append(path)
+    found: list[PendingSource] = []
+    for source_id, changed in sorted(paths.items()):
+        after = source_in_tree(git, tip_tree, source_id)[0]
+        before = source_in_tree(git, since_tree, source_id)[0]
+        change = "added" if before is None else "removed" if after is None else "changed"
+        shown = after or before
+        who = [c for c in commits if any(c.commit in touched.get(p, ()) for p in changed)]
+        found.append(
+            PendingSource(
+                source_id,
+                change,
+                shown.manifest if shown is not None else None,
+                moved=any(
+                    git.entry_at(head_tree, p) != git.entry_at(since_tree, p) for p in changed
+                ),
+                paths=sorted(changed),
+                commits=[c.commit for c in who],
+                actors=sorted({c.actor for c in who if c.actor}),
+                authors=sorted({c.author for c in who}),
+            )
+        )
+    return found
 
 
 def _touched_by(git: GitRepo, tip: pygit2.Oid, base: pygit2.Oid | None) -> dict[str, set[str]]:
@@ -263,23 +330,38 @@ class ReviewDecision:
     records: list[str]
     commit: str | None
     review_tip: str | None
+    # Accept: the records the store's branch changed too since the review branch left it,
+    # merged field by field; the fields both changed, with the store's value, the pending
+    # one and the result (README, "How records merge").
+    merged: list[RecordReport] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "op": self.op,
             "branch": self.branch,
             "records": list(self.records),
+            "sources": list(self.sources),
             "commit": self.commit,
             "review_tip": self.review_tip,
+            "merged": [r.to_dict("store", "pending") for r in self.merged],
         }
 
 
-def choose(
-    git: GitRepo, ids: Sequence[str] | None, branch: str | None
-) -> tuple[ReviewBranch, list[PendingRecord]]:
-    """The review branch and its pending records that ``ids`` (ids or prefixes; None: all of
-    the branch's) name. One decision is about one branch: ``branch`` names it when the ids, or
-    ``--all``, would otherwise span several."""
+@dataclass
+class Choice:
+    """What one accept or reject is about: one review branch, and its pending records and
+    sources that the ids named (all of them for ``--all``)."""
+
+    branch: ReviewBranch
+    records: list[PendingRecord]
+    sources: list[PendingSource]
+
+
+def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choice:
+    """The review branch and its pending records and sources that ``ids`` (record or source
+    ids or prefixes; None: all of the branch's) name. One decision is about one branch:
+    ``branch`` names it when the ids, or ``--all``, would otherwise span several."""
     from .record import check_id_prefix
 
     branches = review_list(git).branches
@@ -298,15 +380,18 @@ def choose(
                 + "); name one with --branch NAME",
                 code="ambiguous_branch",
             )
-        return branches[0], list(branches[0].records)
+        return Choice(branches[0], list(branches[0].records), list(branches[0].sources))
     if isinstance(ids, str) or not ids:
         raise InvalidInput("give record ids, or --all", code="usage_error")
-    found: dict[str, tuple[ReviewBranch, PendingRecord]] = {}
+    found: dict[str, tuple[ReviewBranch, PendingRecord | PendingSource]] = {}
     for ref in ids:
         prefix = check_id_prefix(ref)
-        matches = [(b, r) for b in branches for r in b.records if r.id.startswith(prefix)]
+        matches: list[tuple[ReviewBranch, PendingRecord | PendingSource]] = [
+            (b, r) for b in branches for r in b.records if r.id.startswith(prefix)
+        ]
+        matches += [(b, s) for b in branches for s in b.sources if s.id.startswith(prefix)]
         if not matches:
-            raise NotFound(f"no pending record with id {prefix}")
+            raise NotFound(f"no pending record or source with id {prefix}")
         if len({r.id for _, r in matches}) > 1:
             raise AmbiguousId(prefix, [r.id for _, r in matches])
         if len(matches) > 1:
@@ -326,35 +411,43 @@ def choose(
             code="ambiguous_branch",
         )
     first = next(iter(found.values()))[0]
-    return first, [r for _, r in sorted(found.values(), key=lambda pair: pair[1].id)]
+    chosen_items = [item for _, item in sorted(found.values(), key=lambda pair: pair[1].id)]
+    return Choice(
+        first,
+        [r for r in chosen_items if isinstance(r, PendingRecord)],
+        [r for r in chosen_items if isinstance(r, PendingSource)],
+    )
 
 
 def accept(
     tx: WriteTransaction,
-    branch: ReviewBranch,
-    records: list[PendingRecord],
+    choice: Choice,
     *,
     everything: bool,
     reason: str | None,
     reviewer: tuple[str, str],
 ) -> ReviewDecision:
-    """Bring ``records`` (or, with ``everything``, every change of the branch, sources
-    included) onto the store's branch.
+    """Bring the chosen records and sources (or, with ``everything``, every change of the
+    branch) onto the store's branch; a pending source that an accepted record cites comes
+    along, so the record's pin names a body the store's branch holds.
 
     The store's branch gets one ordinary commit (``Lantern-Op: accept``, the reviewer as its
     author, ``Lantern-Review-*`` trailers naming the branch, its commits and their actors and
     authors), made by the three-way merge ``lantern sync`` uses, so a record the store's branch
-    changed meanwhile is merged field by field. The review branch then gets a merge of its tip
-    and that commit whose tree is the commit's plus the changes still pending: its merge base
-    with the store's branch becomes the accept commit, so only what was not accepted is still
-    pending, and its own commits stay in its history. The review branch moves first: a crash
-    between the two leaves every change pending, as before the accept.
+    changed meanwhile is merged field by field (and listed). The review branch then gets a
+    merge of its tip and that commit whose tree is the commit's plus the changes still pending:
+    its merge base with the store's branch becomes the accept commit, so only what was not
+    accepted is still pending, and its own commits stay in its history. The review branch moves
+    first: a crash between the two leaves every change pending, as before the accept.
     """
     from .sync import merge_trees
 
     git, repo = tx.git, tx.git.repo
+    branch, records = choice.branch, choice.records
+    sources = _with_cited_sources(choice)
     actor, name = reviewer
-    writers = {a for r in records for a in r.actors}
+    items: list[PendingRecord | PendingSource] = [*records, *sources]
+    writers = {a for r in items for a in r.actors}
     if actor in writers and name == branch.name:
         raise SelfApproval(
             f"these changes were written by actor {actor} as lantern/review/{name}, which is "
@@ -367,7 +460,7 @@ def accept(
     base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
     head_tree = git.head_tree()
     pending = git.tree_changes(base_tree, repo[tip].peel(pygit2.Tree))
-    paths = set(pending) if everything else {record_path(r.id) for r in records}
+    paths = set(pending) if everything else _paths(choice.records, sources, pending)
     taken = _tree(git, git.build_tree(base_tree, {p: pending[p] for p in paths}))
     merged = merge_trees(git, base_tree, head_tree, taken)
     merged_tree = _tree(git, merged.tree)
@@ -378,16 +471,17 @@ def accept(
                 f"{path} has uncommitted changes; commit them first with: lantern commit"
             )
     ids = [r.id for r in records]
-    commits = sorted({c for r in records for c in r.commits})
+    source_ids = [s.id for s in sources]
+    commits = sorted({c for r in items for c in r.commits})
     trailers = [
         f"Lantern-Review-Branch: lantern/review/{branch.name}",
         *(f"Lantern-Review-Commit: {c}" for c in commits),
         *(f"Lantern-Review-Actor: {a}" for a in sorted(writers)),
-        *(f"Lantern-Review-Author: {a}" for a in sorted({a for r in records for a in r.authors})),
+        *(f"Lantern-Review-Author: {a}" for a in sorted({a for r in items for a in r.authors})),
+        *(f"Lantern-Review-Merged: {r.trailer()}" for r in merged.records),
     ]
-    count = len(ids)
-    summary = f"accept {count} record{'s' if count != 1 else ''} from lantern/review/{branch.name}"
-    prov = tx.provenance("accept", ids, reason=reason)
+    summary = f"accept {_counted(ids, source_ids)} from lantern/review/{branch.name}"
+    prov = tx.provenance("accept", ids, reason=reason, sources=source_ids)
     commit = git.create_commit(merged.tree, [head] if head else [], summary, prov, trailers)
     rest = {p: e for p, e in pending.items() if p not in paths}
     # Strict: a change still pending that cannot be carried over stops the accept here, before
@@ -396,34 +490,63 @@ def accept(
     review_tip = git.create_commit(
         carried.tree, [tip, commit], f"{summary}: the rest stays pending", prov, trailers
     )
-    git.move_branch(branch.ref, tip, review_tip, "accept", summary, journal_dir=tx.state_dir)
-    git.finish(tx.state_dir)
+    tx.move_branch(branch.ref, tip, review_tip, summary, "accept")
     done = tx.advance(head, commit, changes, summary, "accept")
-    return ReviewDecision("accept", branch.name, ids, done, str(review_tip))
+    merged_records = sorted(merged.records, key=lambda r: r.id)
+    return ReviewDecision(
+        "accept", branch.name, ids, done, str(review_tip), merged_records, source_ids
+    )
 
 
 def reject(
-    tx: WriteTransaction,
-    branch: ReviewBranch,
-    records: list[PendingRecord],
-    *,
-    everything: bool,
-    reason: str | None,
+    tx: WriteTransaction, choice: Choice, *, everything: bool, reason: str | None
 ) -> ReviewDecision:
-    """Drop ``records`` (or every change) from the review branch: one ``Lantern-Op: reject``
-    commit on it puts their files back as they were where the branch left the store's branch,
-    so they are no longer pending; the proposal stays in the branch's history."""
-    git, repo = tx.git, tx.git.repo
+    """Drop the chosen records and sources (or every change) from the review branch: one
+    ``Lantern-Op: reject`` commit on it puts their files back as they were where the branch left
+    the store's branch, so they are no longer pending; the proposal stays in the branch's
+    history."""
+    git, repo, branch = tx.git, tx.git.repo, choice.branch
     base = pygit2.Oid(hex=branch.base) if branch.base is not None else git.head_oid()
     base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
     pending = git.tree_changes(base_tree, repo[pygit2.Oid(hex=branch.tip)].peel(pygit2.Tree))
-    paths = set(pending) if everything else {record_path(r.id) for r in records}
+    paths = set(pending) if everything else _paths(choice.records, choice.sources, pending)
     files: dict[str, bytes | None] = {p: git.blob_at(base_tree, p) for p in sorted(paths)}
-    ids = [r.id for r in records]
-    count = len(ids)
-    summary = f"reject {count} record{'s' if count != 1 else ''} of lantern/review/{branch.name}"
-    commit = tx.commit(files, summary, "reject", ids, reason=reason)
-    return ReviewDecision("reject", branch.name, ids, commit, commit)
+    ids = [r.id for r in choice.records]
+    source_ids = [s.id for s in choice.sources]
+    summary = f"reject {_counted(ids, source_ids)} of lantern/review/{branch.name}"
+    commit = tx.commit(files, summary, "reject", ids, reason=reason, sources=source_ids)
+    return ReviewDecision("reject", branch.name, ids, commit, commit, sources=source_ids)
+
+
+def _with_cited_sources(choice: Choice) -> list[PendingSource]:
+    """The chosen sources, and the branch's pending sources that a chosen record cites."""
+    pending = {s.id: s for s in choice.branch.sources}
+    wanted = {s.id: s for s in choice.sources}
+    for record in choice.records:
+        for ref in record.record.source_refs if record.record is not None else ():
+            if is_source_ref(ref):
+                source_id = SourceRef.parse(ref).source_id
+                if source_id in pending:
+                    wanted.setdefault(source_id, pending[source_id])
+    return [wanted[i] for i in sorted(wanted)]
+
+
+def _paths(
+    records: list[PendingRecord], sources: list[PendingSource], pending: Mapping[str, object]
+) -> set[str]:
+    """The files a decision on ``records`` and ``sources`` takes or drops; with a source, the
+    ``.gitattributes`` line its first ingest added, if the branch has it."""
+    paths = {record_path(r.id) for r in records} | {p for s in sources for p in s.paths}
+    if sources and ".gitattributes" in pending:
+        paths.add(".gitattributes")
+    return paths
+
+
+def _counted(ids: list[str], source_ids: list[str]) -> str:
+    parts = [f"{len(ids)} record{'s' if len(ids) != 1 else ''}"] if ids or not source_ids else []
+    if source_ids:
+        parts.append(f"{len(source_ids)} source{'s' if len(source_ids) != 1 else ''}")
+    return " and ".join(parts)
 
 
 def _tree(git: GitRepo, oid: pygit2.Oid) -> pygit2.Tree:

@@ -13,6 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import NotFound, StoreError, ValidationError
 from .fields import TMP_SUFFIX
@@ -30,6 +31,11 @@ from .source import (
     parse_source_path,
     source_dir,
 )
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .git.repo import GitRepo
 
 WHAT = "source files"
 
@@ -188,6 +194,39 @@ def load_source(root: str, source_id: str) -> SourceFile:
             raise NotFound(f"no source with id {source_id}")
         raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_source")
     return found
+
+
+def source_in_tree(
+    git: GitRepo, tree: pygit2.Tree, source_id: str
+) -> tuple[SourceFile | None, Problem | None]:
+    """The source as a commit's ``tree`` has it (a review branch's tip), as
+    :func:`read_source_file` reads the working tree's; (None, None) when it has no files."""
+    import pygit2
+
+    path = manifest_path(source_id)
+    data = git.blob_at(tree, path)
+    folder = source_dir(source_id)
+    try:
+        shard = git.repo[tree[folder].id]
+    except KeyError:
+        shard = None
+    names = [entry.name or "" for entry in shard] if isinstance(shard, pygit2.Tree) else []
+    bodies = sorted(
+        f"{folder}/{name}"
+        for name in names
+        if parse_source_path(f"{folder}/{name}") == (source_id, "body")
+    )
+    if data is None:
+        return None, (Problem(bodies[0], None, f"has no manifest ({path})") if bodies else None)
+    manifest, problem = parse_manifest(path, data, source_id)
+    if manifest is None:
+        return None, problem
+    if not bodies:
+        return None, Problem(path, None, "has no body file beside it")
+    body = git.blob_at(tree, bodies[0])
+    if body is None:
+        return None, Problem(bodies[0], None, "is not a file")
+    return SourceFile(manifest, bodies[0], body, data), None
 
 
 def source_problems(root: str, source_id: str) -> list[Problem]:

@@ -178,9 +178,13 @@ class Store:
         self.last_commit: str | None = None
         # Whether the last write went to a review branch (its records are "pending").
         self.last_pending = False
+        # The write transaction in progress, if any: what a writer reads (a record or a source
+        # a review branch changed) is read through it (see Sources.pin).
+        self.writing: WriteTransaction | None = None
         self._review = review
         self._review_name = review_name
         self._configured_review: object = None
+        self._configured_sync_review: object = None
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
         # Set by :meth:`clone`: what the clone set up.
@@ -316,6 +320,7 @@ class Store:
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
         self._configured_review = data.get("review")
+        self._configured_sync_review = data.get("sync_review_branches")
 
     @property
     def review_ref(self) -> str | None:
@@ -496,18 +501,6 @@ class Store:
                 "store?): nothing was written; list, search, show and status still work"
             )
 
-    def refuse_in_review(self, what: str) -> None:
-        """In review mode, refuse a write that works from the working tree rather than through
-        the transaction's reads: committed to a review branch, it could overwrite a change that
-        awaits review there without knowing it."""
-        if self.review_ref is not None:
-            raise InvalidInput(
-                f"{what} is not available in review mode: it works from the files of the "
-                "store's branch and could drop a change that awaits review; run it without "
-                "review (LANTERN_REVIEW=0), or use memory update / supersede",
-                code="review_mode",
-            )
-
     @contextlib.contextmanager
     def transaction(
         self, *, require_head: bool = True, review: bool = True, branch: str | None = None
@@ -540,9 +533,11 @@ class Store:
             chunks=lambda: self.chunks,
             review_ref=review_ref,
         ) as tx:
+            outer, self.writing = self.writing, tx
             try:
                 yield tx
             finally:
+                self.writing = outer
                 self.last_commit = tx.last_commit
                 self.last_pending = tx.pending_review
 
@@ -937,7 +932,6 @@ class Store:
         """Undo one lantern commit in a new commit (``Lantern-Op: revert``), record-aware: a
         later change to another field of the same record is kept. Refuses (CannotRevert) a
         merge commit, a commit lantern did not make and a later change to the same field."""
-        self.refuse_in_review("lantern revert")
         from .revert import revert
 
         with self.transaction() as tx:
@@ -1021,23 +1015,39 @@ class Store:
     def commit_hand_edits(
         self, message: str | None = None, *, reason: str | None = None
     ) -> HandCommit:
-        """Validate and commit record files edited by hand (raises CheckFailed if invalid)."""
-        self.refuse_in_review("lantern commit")
+        """Validate and commit record files edited by hand (raises CheckFailed if invalid).
+
+        Refused in review mode: hand edits are made in the store's working tree, on top of the
+        store's branch, so committing them to a review branch could undo a change pending
+        there without anyone seeing it; commit them without review, or edit the pending record
+        with memory edit, which reads it from the review branch."""
+        if self.review_ref is not None:
+            raise InvalidInput(
+                "lantern commit is not available in review mode: hand edits are made on the "
+                "store's branch and could undo a change that awaits review; commit them "
+                "without review (LANTERN_REVIEW=0), or use lantern memory edit, which edits "
+                "a pending record as its review branch has it",
+                code="review_mode",
+            )
         from .checker import commit_hand_edits
 
         with self.transaction() as tx:
             return commit_hand_edits(tx, message, reason=reason)[0]
 
     def begin_edit(self, ref: str) -> EditSession:
-        """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor."""
-        self.refuse_in_review("memory edit")
+        """An :class:`~lantern_git.editing.EditSession`: a temporary copy for an editor. In
+        review mode the copy is of the record as the review branch has it, when it changed
+        it, and the edit is committed there."""
         from .editing import EditSession
 
-        self.refuse_if_read_only()  # before the editor opens, not after the user saved
-        self.recover()
-        record_id = self.resolve_id(ref)
-        text, _ = self.read(record_id)
-        self.ensure_committed(record_id, text)
+        # Read as the writer sees it (refusing a read-only store before the editor opens); the
+        # writer lock is not held while the editor is open: apply_edit checks nothing changed.
+        if not self.exists:
+            raise NotFound(f"no record with id {check_id_prefix(ref)}")
+        with self.transaction() as tx:
+            record_id = tx.resolve_id(ref)
+            text, _ = tx.read(record_id)
+            tx.ensure_committed(record_id, text)
         return EditSession(
             record_id,
             text,
@@ -1050,12 +1060,10 @@ class Store:
         self, ref: str, original_text: str, text: str, *, reason: str | None = None
     ) -> Record:
         """Commit ``text`` as the record's new file if it validates (Lantern-Op: edit)."""
-        self.refuse_in_review("memory edit")
         from .editing import apply_edit
 
-        record_id = self.resolve_id(ref)
         with self.transaction() as tx:
-            return apply_edit(tx, record_id, original_text, text, reason)
+            return apply_edit(tx, tx.resolve_id(ref), original_text, text, reason)
 
     def export_records(self) -> RecordExport:
         """Every record, any status, in id order, read from the files; the files it had to
@@ -1073,7 +1081,6 @@ class Store:
         progress: Callable[[int], None] | None = None,
     ) -> ImportResult:
         """Add the new records of a JSON Lines batch in one commit; existing ids are skipped."""
-        self.refuse_in_review("lantern import")
         from .transfer import import_records, parse_lines
 
         sources: builtins.list[SourceImport] = []
@@ -1096,7 +1103,6 @@ class Store:
         """Import a file (``-``: stdin) or a folder: lantern's JSON Lines, the MCP memory
         server's ``memory.json`` or markdown notes (see :mod:`lantern_git.importers`), in one
         commit; records already present are skipped."""
-        self.refuse_in_review("lantern import")
         from .importers import read_source
         from .transfer import import_records
 
@@ -1137,11 +1143,9 @@ class Store:
 
         wanted = None if ids is None else list(ids)
         with self.transaction(review=False) as tx:
-            chosen, records = choose(self.git, wanted, branch)
             return accept(
                 tx,
-                chosen,
-                records,
+                choose(self.git, wanted, branch),
                 everything=wanted is None,
                 reason=reason,
                 reviewer=self.reviewer,
@@ -1160,11 +1164,11 @@ class Store:
         from .review import choose, reject
 
         wanted = None if ids is None else list(ids)
-        ref = choose(self.git, wanted, branch)[0].ref
+        ref = choose(self.git, wanted, branch).branch.ref
         with self.transaction(branch=ref) as tx:
             # Chosen again under the writer lock: the branch may have moved meanwhile.
-            chosen, records = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
-            return reject(tx, chosen, records, everything=wanted is None, reason=reason)
+            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            return reject(tx, chosen, everything=wanted is None, reason=reason)
 
     @property
     def reviewer(self) -> tuple[str, str]:
@@ -1175,16 +1179,27 @@ class Store:
 
     # ------------------------------------------------------------------ sync
 
-    def sync(self, remote: str | None = None, *, push: bool = True) -> SyncReport:
-        """Fetch, merge records field by field, push; returns a :class:`SyncReport`."""
+    def sync(
+        self,
+        remote: str | None = None,
+        *,
+        push: bool = True,
+        review_branches: bool | None = None,
+    ) -> SyncReport:
+        """Fetch, merge records field by field, push; returns a :class:`SyncReport`.
+
+        ``review_branches``: the review branches travel too (fetched, merged record by record,
+        pushed); None takes ``sync_review_branches`` from ``lantern.yaml`` (default: no)."""
         from .git.config import ensure_merge_driver
+        from .review import sync_review_enabled
         from .sync import sync
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
+        with_reviews = sync_review_enabled(review_branches, self._configured_sync_review)
         with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
-            report = sync(tx, remote, push=push)
+            report = sync(tx, remote, push=push, review_branches=with_reviews)
             self.refresh()
         return report
 

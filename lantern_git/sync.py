@@ -19,20 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .errors import GitError, UncommittedChanges
+from .errors import GitError, InvalidInput, UncommittedChanges
 from .git.remote import (
     Target,
     failure,
     fetch,
+    fetch_prefixed,
     git_env,
     merge_bases,
     push_branch,
+    push_refs,
     resolve_target,
     run_git,
 )
 from .git.repo import BLOB_MODE, EXECUTABLE_MODE, Entry, GitRepo
 from .merge import MergeError, RecordMerge, merge_records
 from .recordfile import MEMORY_DIR, expected_id
+from .reviewref import REVIEW_PREFIX, check_review_name, review_branches
 from .source import (
     PIN_DIGITS,
     SOURCES_DIR,
@@ -45,6 +48,8 @@ from .source import (
 from .sourcemerge import SourceMerge, SourceVersion, merge_source
 
 if TYPE_CHECKING:
+    import subprocess
+
     from .transaction import WriteTransaction
 
 MAX_PUSH_ATTEMPTS = 5
@@ -68,11 +73,11 @@ class RecordReport:
             parts.append(self.note)
         return f"{self.id} ({', '.join(parts)})" if parts else self.id
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, ours: str = "local", theirs: str = "remote") -> dict[str, Any]:
         conflicts = self.merge.conflicts if self.merge is not None else ()
         return {
             "id": self.id,
-            "fields": [c.to_dict("local", "remote") for c in conflicts],
+            "fields": [c.to_dict(ours, theirs) for c in conflicts],
             "note": self.note,
         }
 
@@ -128,6 +133,33 @@ class TreeMerge:
 
 
 @dataclass
+class ReviewBranchSync:
+    """What sync did to one review branch (``--review-branches``): ``created`` (it was on the
+    remote only), ``fast-forward``, ``merged`` (both hosts added commits: merged record by
+    record, as the store's branch is), ``ahead`` (only this host has new commits) or
+    ``up to date``; and whether it was pushed."""
+
+    name: str
+    how: str = "up to date"
+    merge_commit: str | None = None
+    merged: list[RecordReport] = field(default_factory=list)
+    merged_sources: list[SourceReport] = field(default_factory=list)
+    pushed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "how": self.how,
+            "merge_commit": self.merge_commit,
+            "merged": [r.to_dict() for r in sorted(self.merged, key=lambda r: r.id)],
+            "merged_sources": [
+                s.to_dict() for s in sorted(self.merged_sources, key=lambda s: s.id)
+            ],
+            "pushed": self.pushed,
+        }
+
+
+@dataclass
 class SyncReport:
     remote: str
     branch: str
@@ -147,6 +179,8 @@ class SyncReport:
     pushed_commits: int = 0
     set_upstream: bool = False
     attempts: int = 0
+    # Set with --review-branches: each review branch here or on the remote, by name.
+    review_branches: list[ReviewBranchSync] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,6 +206,11 @@ class SyncReport:
             "pushed_commits": self.pushed_commits,
             "set_upstream": self.set_upstream,
             "attempts": self.attempts,
+            "review_branches": (
+                None
+                if self.review_branches is None
+                else [b.to_dict() for b in sorted(self.review_branches, key=lambda b: b.name)]
+            ),
         }
 
 
@@ -377,8 +416,11 @@ def _merge_other(repo, path, base_entry, ours_entry, theirs_entry):
 
 
 class _Sync:
-    def __init__(self, tx: WriteTransaction, remote: str | None, push_after: bool):
+    def __init__(
+        self, tx: WriteTransaction, remote: str | None, push_after: bool, review_branches: bool
+    ):
         self.tx = tx
+        self.review_branches = review_branches
         self.git = tx.git
         self.repo: pygit2.Repository = self.git.repo
         self.root = tx.root
@@ -394,14 +436,29 @@ class _Sync:
         self.report.head_before = str(head) if head is not None else None
         self._refuse_uncommitted()
         refused = None
+        seen: tuple[str | None, dict[str, str]] | None = None
         for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
             self.report.attempts = attempt
             remote_head = fetch(self.root, self.target, self.env)
-            if refused is not None and remote_head == self.report.remote_head:
+            reviews = (
+                fetch_prefixed(self.root, self.target, REVIEW_PREFIX, self.env)
+                if self.review_branches
+                else {}
+            )
+            if refused is not None and (remote_head, reviews) == seen:
                 # The push was refused, yet the remote has not moved: retrying cannot help.
                 raise failure(f"git push {self.target.remote}", refused)
+            seen = (remote_head, reviews)
             self.report.remote_head = remote_head
             self._integrate(remote_head)
+            if self.review_branches:
+                self._integrate_reviews(reviews)
+                if self.push_after:
+                    # Before the store's branch, as accept moves them: a push cut off between
+                    # the two never shows an accepted change as still pending elsewhere.
+                    refused = self._push_reviews(reviews)
+                    if refused is not None:
+                        continue
             head = self.git.head_oid()
             if remote_head is not None and str(head) == remote_head:
                 self._note_upstream()
@@ -424,6 +481,85 @@ class _Sync:
         head = self.git.head_oid()
         self.report.head_after = str(head) if head is not None else None
         return self.report
+
+    def _integrate_reviews(self, remote: dict[str, str]) -> None:
+        """Bring each review branch in step with the remote's: create, fast-forward, or merge
+        record by record (:func:`merge_trees`, as for the store's branch), each move journaled
+        by the write transaction. A branch only this host has is left for the push."""
+        local = {ref for _, ref in review_branches(self.git)}
+        items: dict[str, ReviewBranchSync] = {}
+        for ref in sorted(set(local) | set(remote)):
+            name = ref.removeprefix(REVIEW_PREFIX)
+            try:
+                check_review_name(name)
+            except InvalidInput:
+                self.tx.warn(f"warning: skipped {ref} on {self.target.remote}: not a review name")
+                continue
+            item = items[name] = ReviewBranchSync(name)
+            ours = self.git.branch_tip(ref)
+            if ref not in remote:
+                item.how = "ahead"
+                continue
+            theirs = pygit2.Oid(hex=remote[ref])
+            summary = f"sync: lantern/review/{name} from {self.target.remote}"
+            if ours == theirs:
+                continue
+            if ours is not None and self.repo.descendant_of(ours, theirs):
+                item.how = "ahead"
+            elif ours is None or self.repo.descendant_of(theirs, ours):
+                self.tx.move_branch(ref, ours, theirs, summary, "sync")
+                item.how = "created" if ours is None else "fast-forward"
+            else:
+                label = f"merge lantern/review/{name} of {self.target.remote}"
+                commit, merged = self._merge(ours, theirs, label)
+                self.tx.move_branch(ref, ours, commit, summary, "sync")
+                item.how, item.merge_commit = "merged", str(commit)
+                item.merged, item.merged_sources = merged.records, merged.sources
+        self.report.review_branches = list(items.values())
+
+    def _push_reviews(self, remote: dict[str, str]) -> subprocess.CompletedProcess | None:
+        """Push every review branch the remote lacks or is behind on; git's answer when the
+        remote moved meanwhile, else None."""
+        refs = [
+            ref
+            for _, ref in review_branches(self.git)
+            if str(self.git.branch_tip(ref)) != remote.get(ref)
+        ]
+        refused = push_refs(self.root, self.target, refs, self.env)
+        if refused is None:
+            pushed = {ref.removeprefix(REVIEW_PREFIX) for ref in refs}
+            for item in self.report.review_branches or ():
+                item.pushed = item.name in pushed
+        return refused
+
+    def _merge(
+        self, ours: pygit2.Oid, theirs: pygit2.Oid, summary: str
+    ) -> tuple[pygit2.Oid, TreeMerge]:
+        """The record-aware merge commit of ``ours`` and ``theirs`` (not referenced yet), its
+        ``summary`` followed by what changed on both sides; the store's branch and the review
+        branches are merged by this one function."""
+        repo = self.repo
+        theirs_tree = repo[theirs].peel(pygit2.Tree)
+        base_tree = self._base_tree(str(ours), str(theirs), theirs_tree)
+        merged = merge_trees(self.git, base_tree, repo[ours].peel(pygit2.Tree), theirs_tree)
+        records = sorted(merged.records, key=lambda r: r.id)
+        sources = sorted(merged.sources, key=lambda s: s.id)
+        counts = [
+            f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+            for items, noun in ((records, "record"), (sources, "source"))
+            if items
+        ]
+        if counts:
+            summary += f": {' and '.join(counts)} changed on both sides"
+        prov = self.tx.provenance(
+            "merge",
+            (r.trailer() for r in records),
+            actor="sync",
+            sources=(s.trailer() for s in sources),
+        )
+        commit = self.git.create_commit(merged.tree, [ours, theirs], summary, prov)
+        merged.records, merged.sources = records, sources
+        return commit, merged
 
     def _ahead(self, head: pygit2.Oid, remote_head: str | None) -> int:
         if remote_head is None:
@@ -478,29 +614,12 @@ class _Sync:
             )
             self.report.fast_forward = True
             return
-        base_tree = self._base_tree(str(head), remote_head, theirs_tree)
-        merged = merge_trees(self.git, base_tree, head_tree, theirs_tree)
-        records = sorted(merged.records, key=lambda r: r.id)
-        sources = sorted(merged.sources, key=lambda s: s.id)
-        summary = f"merge {self.target.label}"
-        counts = [
-            f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
-            for items, noun in ((records, "record"), (sources, "source"))
-            if items
-        ]
-        if counts:
-            summary += f": {' and '.join(counts)} changed on both sides"
-        prov = self.tx.provenance(
-            "merge",
-            (r.trailer() for r in records),
-            actor="sync",
-            sources=(s.trailer() for s in sources),
-        )
-        commit = self.git.create_commit(merged.tree, [head, theirs], summary, prov)
+        commit, merged = self._merge(head, theirs, f"merge {self.target.label}")
+        summary = repo[commit].peel(pygit2.Commit).message.splitlines()[0]
         self._advance(head, commit, head_tree, repo[merged.tree].peel(pygit2.Tree), summary)
         self.report.merge_commits.append(str(commit))
-        self.report.merged.extend(records)
-        self.report.merged_sources.extend(sources)
+        self.report.merged.extend(merged.records)
+        self.report.merged_sources.extend(merged.sources)
 
     def _base_tree(self, ours: str, theirs: str, theirs_tree: pygit2.Tree) -> pygit2.Tree | None:
         bases = merge_bases(self.root, ours, theirs)
@@ -567,7 +686,14 @@ class _Sync:
                 self.report.changed.append(record_id)
 
 
-def sync(tx: WriteTransaction, remote: str | None = None, *, push: bool = True) -> SyncReport:
+def sync(
+    tx: WriteTransaction,
+    remote: str | None = None,
+    *,
+    push: bool = True,
+    review_branches: bool = False,
+) -> SyncReport:
     """Fetch, merge (record-aware) and push, inside the caller's write transaction (which holds
-    the writer lock throughout)."""
-    return _Sync(tx, remote, push).run()
+    the writer lock throughout). ``review_branches``: the review branches
+    (``refs/heads/lantern/review/*``) travel too, each merged as the store's branch is."""
+    return _Sync(tx, remote, push, review_branches).run()

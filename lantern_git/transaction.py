@@ -15,9 +15,12 @@ search index learns of the record files it touched, and the journal is dropped.
 
 With ``review_ref`` set (review mode, :mod:`lantern_git.review`) the same commits go to that
 branch instead, and the transaction's reads (:meth:`~WriteTransaction.read`,
-:meth:`~WriteTransaction.exists`, :meth:`~WriteTransaction.resolve_id`) see each record as the
-review branch has it when the branch changed it, else as the working tree has it: the writers
-themselves do not know which branch they write to.
+:meth:`~WriteTransaction.exists`, :meth:`~WriteTransaction.resolve_id`,
+:meth:`~WriteTransaction.committed_blob`, and for sources
+:meth:`~WriteTransaction.read_pending_source`) see each record and source as the review branch
+has it when the branch changed it, else as the working tree has it: the writers themselves do
+not know which branch they write to. A branch that is not checked out moves, journaled, with
+:meth:`~WriteTransaction.move_branch` (an accept, a sync of review branches).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from .git.repo import Entry, GitRepo, Provenance
     from .lock import WriterLock
     from .record import Record
+    from .sourcefile import SourceFile
 
 Warn = Callable[[str], None]
 
@@ -172,6 +176,31 @@ class WriteTransaction:
             raise AmbiguousId(prefix, sorted(found))
         return found.pop()
 
+    def committed_blob(self, path: str) -> bytes | None:
+        """The bytes of ``path`` in the commit this writer builds on: the review branch's when
+        the branch changed the path, else HEAD's (None: no file there)."""
+        pending = self.pending()
+        if path in pending:
+            entry = pending[path]
+            return self.git.blob_data(entry[0]) if entry is not None else None
+        return self.git.blob_at(self.git.head_tree(), path)
+
+    def pending_sources(self) -> set[str]:
+        """The ids of the sources the review branch changed (empty outside review mode)."""
+        return {parsed[0] for p in self.pending() if (parsed := parse_source_path(p)) is not None}
+
+    def read_pending_source(self, source_id: str) -> SourceFile | None:
+        """A source the review branch changed, as its tip has it (None: removed there)."""
+        from .sourcefile import source_in_tree
+
+        tip = self.git.branch_tip(self.review_ref) if self.review_ref is not None else None
+        if tip is None:
+            return None
+        found, problem = source_in_tree(self.git, self.git.repo[tip].tree, source_id)
+        if problem is not None:
+            raise StoreError(f"{problem} on {self.review_ref}", code="invalid_source")
+        return found
+
     def ensure_committed(self, record_id: str, text: str) -> None:
         if record_path(record_id) in self.pending():
             return  # read from the review branch: a commit, not a hand edit
@@ -276,6 +305,16 @@ class WriteTransaction:
                 )
         self.git.apply(op, head, commit, changes, summary, journal_dir=self.state_dir)
         return self._finish(commit, list(changes), rebuild_index=False)
+
+    def move_branch(
+        self, ref_name: str, old: pygit2.Oid | None, new: pygit2.Oid, summary: str, op: str
+    ) -> str:
+        """Move a branch that is not checked out (a review branch) from ``old`` (None: create
+        it) to an existing commit, journaled: a kill leaves the old ref or the new one, and
+        the next command drops the journal. The working tree is not involved."""
+        self.git.move_branch(ref_name, old, new, op, summary, journal_dir=self.state_dir)
+        self.git.finish(self.state_dir)
+        return str(new)
 
     def _finish(self, commit: pygit2.Oid, paths: list[str], rebuild_index: bool) -> str:
         from .git.repo import fault

@@ -7,7 +7,6 @@ one commit, so a bad line at the end of a large file leaves the store exactly as
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -210,6 +209,12 @@ def import_records(
 
     files: dict[str, bytes | None] = {}
     present = set(source_ids(tx.root))
+    for source_id in tx.pending_sources():
+        # Review mode: as the review branch has them (added there, or removed there).
+        if tx.read_pending_source(source_id) is None:
+            present.discard(source_id)
+        else:
+            present.add(source_id)
     new_sources: list[str] = []
     for item in sources:
         source_id = item.manifest.id
@@ -222,7 +227,7 @@ def import_records(
     skipped = 0
     for record in records:
         path = record_path(record.id)
-        if path in files or os.path.lexists(os.path.join(tx.root, path)):
+        if path in files or tx.exists(record.id):
             skipped += 1
             continue
         files[path] = record.to_markdown().encode("utf-8")

@@ -407,6 +407,10 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
         added = await client.call_tool(
             "lantern_memory_add", {"content": "an agent's proposal", "kind": "fact"}
         )
+        source = await client.call_tool(
+            "lantern_source_add", {"text": "User: a transcript\n", "uri": "session:mcp"}
+        )
+        assert not source.is_error, source.content[0].text
         listed = await client.call_tool("lantern_review_list", {})
         return names, added, listed
 
@@ -419,6 +423,9 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
     (branch,) = listed.structured_content["branches"]
     assert branch["name"] == "mcp"
     assert [r["change"] for r in branch["records"]] == ["added"]
+    assert [(s["change"], s["manifest"]["uri"]) for s in branch["sources"]] == [
+        ("added", "session:mcp")
+    ]
     assert untouched(path) == before
     commit = tip(path, "refs/heads/lantern/review/mcp")
     assert parse_trailers(commit.message)["Lantern-Actor"] == ["mcp"]
@@ -675,31 +682,96 @@ def test_an_mcp_server_follows_lantern_review_from_its_environment(seeded, monke
     assert tip(path, "refs/heads/lantern/review/assistant") is not None
 
 
-def test_writes_that_work_from_the_working_tree_are_refused_in_review_mode(seeded, tmp_path):
-    """edit, commit, import, revert, source append and source remove read what they change
-    from the store's branch; committed to a review branch they could drop a pending change,
-    so review mode refuses them and writes nothing."""
+def test_lantern_commit_is_refused_in_review_mode(seeded):
+    """Hand edits are made on the store's branch: committed to a review branch they could undo
+    a pending change unseen, so review mode refuses lantern commit and writes nothing."""
+    path, seed = seeded
+    record_file = path / record_path(seed)
+    record_file.write_text(record_file.read_text().replace("priority: 50", "priority: 51"))
+    before = untouched(path)
+    with opened(path, review=True) as store, pytest.raises(InvalidInput) as err:
+        store.commit_hand_edits()
+    assert err.value.code == "review_mode"
+    assert err.value.message.startswith("lantern commit is not available in review mode")
+    assert untouched(path) == before and tip(path, API_BRANCH) is None
+    out = cli(path, "commit", env=cli_env(LANTERN_REVIEW="1"))
+    assert out.returncode == 2 and "review mode" in out.stderr
+    assert untouched(path) == before
+
+
+def _ops(path: Path, ref: str, since: str) -> list[str]:
+    repo = pygit2.Repository(str(path))
+    ops = []
+    for commit in repo.walk(tip(path, ref).id):
+        if str(commit.id) == since:
+            break
+        ops.append(parse_trailers(commit.message)["Lantern-Op"][0])
+    return ops
+
+
+def test_edit_import_revert_and_source_writes_work_in_review_mode_on_the_pending_version(seeded):
+    """memory edit, import, revert, source append and source remove read what they change as
+    the review branch has it and commit there; the store's branch and files stay untouched."""
     path, seed = seeded
     with opened(path) as store:
-        [source] = store.sources.add([SourceInput(b"line one\n", uri="session:refused")])
+        [source] = store.sources.add([SourceInput(b"User: hello\n", uri="session:main")])
+        other = store.add("a person's record", kind="fact")
+        store.update(other.id, priority=90)  # the commit revert undoes below
+    head = git(path, "rev-parse", "HEAD").strip()
     before = untouched(path)
     with opened(path, review=True) as store:
-        attempts = {
-            "memory edit": lambda: store.begin_edit(seed),
-            "lantern commit": lambda: store.commit_hand_edits(),
-            "lantern import": lambda: store.import_records([]),
-            "lantern revert": lambda: store.revert("HEAD"),
-            "source append": lambda: store.sources.append(source.manifest.id, "more\n"),
-            "source remove": lambda: store.sources.remove(source.manifest.id),
-        }
-        for what, attempt in attempts.items():
-            with pytest.raises(InvalidInput) as err:
-                attempt()
-            assert err.value.code == "review_mode" and err.value.message.startswith(what)
-        assert tip(path, API_BRANCH) is None
+        # memory edit: starts from the pending version, commits to the review branch.
+        store.update(seed, priority=70)
+        session = store.begin_edit(seed[:6])
+        assert "priority: 70" in session.original_text
+        edited = store.apply_edit(
+            seed,
+            session.original_text,
+            session.original_text.replace("priority: 70", "priority: 71"),
+        )
+        session.close()
+        assert edited.priority == 71
+        # import: a record the review branch added counts as present.
+        pending = store.add("proposed before the import", kind="fact")
+        lines = [
+            json.dumps(pending.to_dict()) + "\n",
+            json.dumps({"kind": "fact", "content": "imported in review mode"}) + "\n",
+        ]
+        imported = store.import_records(lines)
+        assert (imported.imported, imported.skipped) == (1, 1)
+        # revert: of a commit on the store's branch, on top of the record's pending version.
+        store.update(other.id, urgency=20)
+        reverted = store.revert(head)
+        assert reverted.records == [other.id]
+        # source append twice: the second grows the first's pending version.
+        store.sources.append(source.manifest.id[:6], "User: one\n")
+        appended = store.sources.append(source.manifest.id, "User: two\n")
+        assert appended.manifest.lines == 3
+        # source remove: of a source only the review branch has, found by its prefix.
+        [extra] = store.sources.add([SourceInput(b"scratch\n", uri="session:scratch")])
+        store.sources.remove(extra.manifest.id[:6])
     assert untouched(path) == before
-    out = cli(path, "source", "remove", source.manifest.id, env=cli_env(LANTERN_REVIEW="1"))
-    assert out.returncode == 2 and "review mode" in out.stderr
+    assert _ops(path, API_BRANCH, head) == [
+        "remove", "ingest", "append", "append", "revert", "update",
+        "import", "add", "edit", "update",
+    ]  # fmt: skip
+    assert "priority: 71" in (text_on(path, API_BRANCH, seed) or "")
+    branch_other = text_on(path, API_BRANCH, other.id) or ""
+    assert "priority: 50" in branch_other and "urgency: 20" in branch_other
+    repo = pygit2.Repository(str(path))
+    body = repo.revparse_single(
+        f"lantern/review/api:sources/{source.manifest.id[:2]}/{source.manifest.id}.txt"
+    )
+    assert body.data == b"User: hello\nUser: one\nUser: two\n"
+    with opened(path) as store:
+        (branch,) = store.review_list().branches
+        assert [(s.id, s.change) for s in branch.sources] == [(source.manifest.id, "changed")]
+        assert {r.id for r in branch.records} == {seed, other.id, pending.id, *imported.ids}
+    # Accepted, the source's new version and the records reach the store's branch.
+    accepted = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="ana"))
+    assert accepted.returncode == 0, accepted.stderr
+    assert (path / "sources" / source.manifest.id[:2] / f"{source.manifest.id}.txt").read_bytes()
+    assert git(path, "status", "--porcelain") == ""
 
 
 def test_search_include_pending_scores_records_as_they_would_be_once_accepted(seeded):
@@ -865,3 +937,300 @@ def test_an_agent_proposes_over_mcp_and_a_person_accepts_two_and_rejects_one(see
         (ids[0], None),
         (ids[1], None),
     }
+
+
+# -- review branches travel with lantern sync --review-branches
+
+
+def _remote_review_refs(remote: Path) -> list[str]:
+    return git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/lantern").split()
+
+
+def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_path):
+    """The issue's session across hosts: an agent on host A writes in review mode and syncs
+    with --review-branches; a person on host B syncs, reviews, accepts two (one merged with a
+    change B made meanwhile, listed), rejects one and syncs back; host A's branches follow,
+    and what A proposed meanwhile is merged record by record, not lost."""
+    from test_sync import clone_host, first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    seed = a.add("the seed record").id
+    a.sync()
+    b = clone_host(tmp_path, remote, "b")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        keep = agent.add("the build uses uv", kind="fact")
+        drop = agent.add("the moon is cheese", kind="fact")
+        agent.update(seed, priority=80)
+    # Without the flag, review branches stay home.
+    a.sync()
+    assert _remote_review_refs(remote) == []
+    report = a.store.sync(review_branches=True).to_dict()
+    assert report["review_branches"] == [
+        {
+            "name": "agent",
+            "how": "ahead",
+            "merge_commit": None,
+            "merged": [],
+            "merged_sources": [],
+            "pushed": True,
+        }
+    ]
+    assert _remote_review_refs(remote) == ["refs/heads/lantern/review/agent"]
+
+    # Host B: a person changes the seed's priority, then fetches the agent's proposals.
+    b.store.update(seed, priority=12)
+    fetched = cli(b.path, "sync", "--review-branches", "--json")
+    assert fetched.returncode == 0, fetched.stderr
+    (branch,) = json.loads(fetched.stdout)["review_branches"]
+    assert (branch["name"], branch["how"]) == ("agent", "created")
+    listed = cli(b.path, "review", "--json")
+    (pending,) = json.loads(listed.stdout)["branches"]
+    assert {r["id"] for r in pending["records"]} == {keep.id, drop.id, seed}
+    as_person = cli_env(LANTERN_AUTHOR="Ana <ana@example.org>")
+    accepted = cli(b.path, "review", "accept", keep.id, seed, "--json", env=as_person)
+    assert accepted.returncode == 0, accepted.stderr
+    decision = json.loads(accepted.stdout)
+    # The seed's pending priority met the person's: merged field by field, and listed.
+    (merged,) = decision["merged"]
+    assert merged["id"] == seed
+    priority = next(f for f in merged["fields"] if f["field"] == "priority")
+    assert (priority["store"], priority["pending"]) == (12, 80)
+    text = cli(b.path, "review", "--json")
+    assert [r["id"] for r in json.loads(text.stdout)["branches"][0]["records"]] == [drop.id]
+    rejected = cli(b.path, "review", "reject", drop.id, "--reason", "not true", env=as_person)
+    assert rejected.returncode == 0, rejected.stderr
+    accept_commit = git(b.path, "log", "-1", "--format=%B", "HEAD^{/^accept}")
+    assert f"Lantern-Review-Merged: {seed} (priority" in accept_commit
+    assert cli(b.path, "sync", "--review-branches").returncode == 0
+
+    # Host A meanwhile proposed one more record: its review branch and B's merge.
+    with opened(a.path, review=True, review_name="agent") as agent:
+        later = agent.add("proposed while the person reviewed", kind="fact")
+    back = a.store.sync(review_branches=True).to_dict()
+    (branch,) = back["review_branches"]
+    assert branch["how"] == "merged" and branch["pushed"] is True
+    assert back["fast_forward"] is True
+    with opened(a.path) as store:
+        ids = {r.id for r in store.list()}
+        assert ids == {seed, keep.id}
+        assert store.get(seed).priority == priority["merged"]
+        (left,) = store.review_list().branches
+        assert [r.id for r in left.records] == [later.id]
+    assert git(a.path, "status", "--porcelain") == ""
+    # B gets A's merge of the review branch: both hosts agree on it.
+    assert cli(b.path, "sync", "--review-branches").returncode == 0
+    assert git(a.path, "rev-parse", "lantern/review/agent") == git(
+        b.path, "rev-parse", "lantern/review/agent"
+    )
+    assert git(remote, "rev-parse", "lantern/review/agent") == git(
+        a.path, "rev-parse", "lantern/review/agent"
+    )
+
+
+def test_sync_review_branches_from_lantern_yaml_and_a_bad_value(tmp_path):
+    from test_sync import first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    with open(a.path / "lantern.yaml", "a") as handle:
+        handle.write("sync_review_branches: true\n")
+    git(a.path, "commit", "-qam", "carry review branches")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        agent.add("pending on host a", kind="fact")
+    with opened(a.path) as store:
+        store.sync()
+    assert _remote_review_refs(remote) == ["refs/heads/lantern/review/agent"]
+    # --no-review-branches overrides the store's setting for one run.
+    with opened(a.path, review=True, review_name="agent") as agent:
+        agent.add("another pending record", kind="fact")
+    tip_before = git(remote, "rev-parse", "lantern/review/agent")
+    assert cli(a.path, "sync", "--no-review-branches").returncode == 0
+    assert git(remote, "rev-parse", "lantern/review/agent") == tip_before
+    (a.path / "lantern.yaml").write_text("format: 1\nsync_review_branches: sometimes\n")
+    git(a.path, "commit", "-qam", "a bad value")
+    bad = cli(a.path, "sync", "--json")
+    assert bad.returncode == 2
+    assert json.loads(bad.stderr)["error"]["code"] == "invalid_review"
+
+
+@pytest.mark.parametrize("point", ["after-journal", "after-ref"])
+@pytest.mark.parametrize("diverged", [False, True])
+def test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back(
+    tmp_path, point, diverged
+):
+    """A review branch moved by sync (created, or merged when both hosts wrote to it) goes
+    through the journal: killed at each step, the ref is the old or the new one, and the next
+    sync finishes the job."""
+    from test_sync import clone_host, first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    b = clone_host(tmp_path, remote, "b")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        first = agent.add("proposed on host a", kind="fact")
+    a.store.sync(review_branches=True)
+    if diverged:
+        b.store.sync(review_branches=True)
+        with opened(a.path, review=True, review_name="agent") as agent:
+            agent.add("a second proposal on host a", kind="fact")
+        a.store.sync(review_branches=True)
+        with opened(b.path, review=True, review_name="agent") as agent:
+            agent.add("a proposal on host b", kind="fact")
+    old = tip(b.path, "refs/heads/lantern/review/agent")
+    killed = cli(b.path, "sync", "--review-branches", env=cli_env(LANTERN_FAULT=point))
+    assert killed.returncode == -9, killed.stderr
+    now = tip(b.path, "refs/heads/lantern/review/agent")
+    moved = (now.id if now else None) != (old.id if old else None)
+    assert moved == (point == "after-ref")
+    after = cli(b.path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    assert "interrupted sync on lantern/review/agent" in after.stderr
+    assert not (b.path / ".lantern" / "journal.json").exists()
+    again = cli(b.path, "sync", "--review-branches")
+    assert again.returncode == 0, again.stderr
+    pending = {
+        r["id"]
+        for br in json.loads(cli(b.path, "review", "--json").stdout)["branches"]
+        for r in br["records"]
+    }
+    assert first.id in pending and len(pending) == (3 if diverged else 1)
+    assert git(b.path, "status", "--porcelain") == ""
+
+
+# -- pending sources
+
+
+def test_pending_sources_are_listed_carried_by_an_accept_dropped_by_a_reject_and_verify(seeded):
+    """A source ingested in review mode waits on the review branch with the records; a record
+    citing it pins the branch's body, an accept of the record carries the source along, and
+    verify then says ok."""
+    path, _ = seeded
+    with opened(path, review=True, review_name="agent") as agent:
+        [cited] = agent.sources.add(
+            [SourceInput(b"User: we ship on Fridays\nAssistant: noted\n", uri="session:1")]
+        )
+        [other] = agent.sources.add([SourceInput(b"User: unrelated\n", uri="session:2")])
+        source_id = cited.manifest.id
+        record = agent.add(
+            "we ship on Fridays", kind="fact", source_refs=[f"source:{source_id}#L1"]
+        )
+        # Re-ingesting what the branch has is seen as unchanged there, not added again.
+        [again] = agent.sources.add(
+            [SourceInput(b"User: we ship on Fridays\nAssistant: noted\n", uri="session:1")]
+        )
+        assert again.status == "unchanged"
+    pinned = record.source_refs[0]
+    assert pinned.startswith(f"source:{source_id}@") and pinned.endswith("#L1")
+    assert (path / "sources").exists() is False  # the working tree has no source yet
+    listed = cli(path, "review", "--json")
+    (branch,) = json.loads(listed.stdout)["branches"]
+    assert [(s["id"], s["change"]) for s in branch["sources"]] == sorted(
+        [(source_id, "added"), (other.manifest.id, "added")]
+    )
+    assert {s["manifest"]["uri"] for s in branch["sources"]} == {"session:1", "session:2"}
+    text = cli(path, "review").stdout
+    assert "2 sources" in text.splitlines()[0] and f"source {source_id}" in text
+
+    rejected = cli(path, "review", "reject", other.manifest.id[:8], "--json")
+    assert rejected.returncode == 0, rejected.stderr
+    assert json.loads(rejected.stdout)["sources"] == [other.manifest.id]
+    accepted = cli(path, "review", "accept", record.id, "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    decision = json.loads(accepted.stdout)
+    assert decision["records"] == [record.id] and decision["sources"] == [source_id]
+    trailers = parse_trailers(git(path, "log", "-1", "--format=%B"))
+    assert trailers["Lantern-Source"] == [source_id]
+    verified = cli(path, "verify", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["ok"] is True
+    assert json.loads(verified.stdout)["checked"] == 1
+    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert not (path / "sources" / other.manifest.id[:2]).exists()
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_text_csv_and_show_output_mark_pending_records(seeded):
+    """--include-pending in a table: a first column P holds "*" on each pending row; CSV and
+    TSV get a pending column of true/false; show says pending: yes."""
+    path, seed = seeded
+    with opened(path, review=True) as store:
+        added = store.add("a pending seed note", kind="fact")
+    table = cli(path, "memory", "list", "--include-pending").stdout.splitlines()
+    assert table[0].startswith("P  ID")
+    assert [line[:1] for line in table[1:]] == ["*", " "]  # the pending add first (newest)
+    hits = cli(path, "memory", "search", "seed", "--include-pending").stdout.splitlines()
+    assert hits[0].startswith("P  SCORE  ID")
+    marked = [line for line in hits[1:] if line.startswith("*")]
+    assert len(marked) == 1 and added.id[:7] in marked[0]
+    assert any(seed[:7] in line and not line.startswith("*") for line in hits[1:])
+    fields = cli(path, "memory", "list", "--include-pending", "--fields", "id,content")
+    assert fields.stdout.splitlines()[0].split() == ["P", "ID", "CONTENT"]
+    csv_out = cli(path, "memory", "list", "--include-pending", "--csv").stdout.splitlines()
+    assert csv_out[0].endswith(",pending")
+    assert {line.split(",")[0]: line.rsplit(",", 1)[1] for line in csv_out[1:]} == {
+        added.id: "true",
+        seed: "false",
+    }
+    # Without pending records, or without the flag, the output is as before.
+    plain = cli(path, "memory", "list").stdout.splitlines()
+    assert plain[0].startswith("ID") and "P" not in plain[0].split()[:1]
+    shown = cli(path, "memory", "show", added.id, "--include-pending").stdout
+    assert "pending:       yes: awaits review" in shown
+
+
+@pytest.mark.parametrize("point", ["after-journal", "after-ref"])
+@pytest.mark.parametrize("op", ["import", "revert", "append", "remove"])
+def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rolled_back(
+    seeded, op, point
+):
+    """import, revert, source append and source remove in review mode take the review
+    branch's journaled path: killed before its ref moves nothing is pending, after it the
+    write is there; the store's branch and files are untouched either way."""
+    path, seed = seeded
+    added = cli(path, "source", "add", "-", "--uri", "crash:seed", input="User: hi\n")
+    assert added.returncode == 0, added.stderr
+    source_id = json.loads(cli(path, "source", "list", "--json").stdout)[0]["id"]
+    assert cli(path, "memory", "archive", seed).returncode == 0
+    args, stdin = {
+        "import": (["import", "-"], json.dumps({"kind": "fact", "content": "imported"}) + "\n"),
+        "revert": (["revert", "HEAD"], None),
+        "append": (["source", "append", source_id, "-"], "User: more\n"),
+        "remove": (["source", "remove", source_id], None),
+    }[op]
+    before = untouched(path)
+    killed = cli(path, *args, env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), input=stdin)
+    assert killed.returncode == -9, killed.stderr
+    after = cli(path, "review", "--json")
+    assert after.returncode == 0, after.stderr
+    done = "completed" if point == "after-ref" else "rolled back"
+    assert f"lantern: {done} an interrupted {op} on lantern/review/cli" in after.stderr
+    branches = json.loads(after.stdout)["branches"]
+    assert bool(branches) == (point == "after-ref")
+    assert untouched(path) == before
+    assert not (path / ".lantern" / "journal.json").exists()
+
+
+def test_cli_output_of_source_import_and_revert_writes_in_review_mode_says_pending(seeded):
+    path, seed = seeded
+    assert cli(path, "memory", "archive", seed).returncode == 0
+    env = cli_env(LANTERN_REVIEW="1")
+    added = cli(path, "source", "add", "-", "--uri", "s:1", env=env, input="User: hi\n")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith("added (pending review) ")
+    [source] = json.loads(
+        cli(path, "source", "add", "-", "--uri", "s:2", "--json", env=env, input="x\n").stdout
+    )
+    assert source["pending"] is True
+    appended = cli(path, "source", "append", source["id"], "-", "--json", env=env, input="y\n")
+    assert json.loads(appended.stdout)["pending"] is True
+    removed = cli(path, "source", "remove", source["id"], env=env)
+    assert removed.stdout.startswith("removed (pending review) ")
+    line = json.dumps({"kind": "fact", "content": "imported"}) + "\n"
+    imported = cli(path, "import", "-", "--json", env=env, input=line)
+    assert json.loads(imported.stdout)["pending"] is True
+    reverted = cli(path, "revert", "HEAD", env=env)
+    assert reverted.stdout.startswith("reverted (pending review) "), reverted.stderr
+    # The same writes without review mode say nothing of it.
+    plain = cli(path, "import", "-", "--json", input=line)
+    assert "pending" not in json.loads(plain.stdout)

@@ -46,7 +46,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     if not click.confirm("edit again?", default=True, err=True):
                         raise
         verb = "edited" if store.last_commit else "unchanged"
-        render.emit_record(record, as_json, store.root, verb)
+        render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
 
     @memory.command("history")
     @click.argument("record_id", metavar="ID")
@@ -86,8 +86,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
         (exit 2) for a merge commit, a commit lantern did not make, or a later change to a field
         the commit changed; refused (exit 1) while a record it touches has uncommitted edits.
         """
-        result = support.open_store(store_path, author).revert(commit, reason=reason)
-        render.emit(result, as_json, render.revert_lines)
+        store = support.open_store(store_path, author)
+        result = store.revert(commit, reason=reason)
+        render.emit_write(result, as_json, render.revert_lines, pending=store.last_pending)
 
     @cli.command("log")
     @click.option("--limit", type=int, default=20, show_default=True, metavar="N")
@@ -207,4 +208,4 @@ def register(cli: click.Group, memory: click.Group) -> None:
                 result = store.import_source(source, progress=advance, **options)
         else:
             result = store.import_source(source, **options)
-        render.emit(result, as_json, render.import_lines)
+        render.emit_write(result, as_json, render.import_lines, pending=store.last_pending)

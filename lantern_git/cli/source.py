@@ -112,7 +112,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
             results = store.sources.add(inputs, reason=reason, progress=advance)
         finally:
             bar.finish()
-        render.emit(results, as_json, render.source_write_lines)
+        render.emit_write(results, as_json, render.source_write_lines, pending=store.last_pending)
 
     @source.command("append")
     @click.argument("source_id", metavar="ID")
@@ -133,7 +133,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
         text = check_body(read_stdin(), "stdin")
         store = support.open_store(store_path, author)
         result = store.sources.append(source_id, text, reason=reason)
-        render.emit(result, as_json, lambda r: render.source_write_lines([r]))
+        render.emit_write(
+            result, as_json, lambda r: render.source_write_lines([r]), pending=store.last_pending
+        )
 
     @source.command("list")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
@@ -202,8 +204,14 @@ def register(cli: click.Group, memory: click.Group) -> None:
         author: str | None,
     ) -> None:
         """Delete a source's files in one commit (history keeps them; pins still resolve)."""
-        manifest = support.open_store(store_path, author).sources.remove(source_id, reason=reason)
-        render.emit(manifest, as_json, lambda m: [f"removed {m.id}  {m.title or m.uri or ''}"])
+        store = support.open_store(store_path, author)
+        manifest = store.sources.remove(source_id, reason=reason)
+        render.emit_write(
+            manifest,
+            as_json,
+            lambda m: [f"removed {m.id}  {m.title or m.uri or ''}"],
+            pending=store.last_pending,
+        )
 
     @cli.command("verify")
     @common

@@ -45,17 +45,30 @@ def clone_command(url: str, path: str | None, as_json: bool) -> None:
 @click.command("sync")
 @click.argument("remote", required=False)
 @click.option("--no-push", is_flag=True, help="Fetch and merge only; do not push.")
+@click.option(
+    "--review-branches/--no-review-branches",
+    default=None,
+    help="Also fetch, merge and push the review branches (lantern/review/*). "
+    "Default: sync_review_branches in lantern.yaml, else no.",
+)
 @writer
 def sync_command(
-    remote: str | None, no_push: bool, as_json: bool, store_path: str | None, author: str | None
+    remote: str | None,
+    no_push: bool,
+    review_branches: bool | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
 ) -> None:
     """Fetch from REMOTE, merge records field by field, push.
 
     REMOTE is a configured remote (default: the branch's upstream, else origin) or a URL or
     path. Records both sides changed are listed in the merge commit and in --json output.
-    Never force-pushes; refuses to run with uncommitted hand edits.
+    Never force-pushes; refuses to run with uncommitted hand edits. With --review-branches,
+    the review branches travel too, so a person on another host can review them.
     """
-    report = support.open_store(store_path, author).sync(remote, push=not no_push)
+    store = support.open_store(store_path, author)
+    report = store.sync(remote, push=not no_push, review_branches=review_branches)
     render.emit(report.to_dict(), as_json, render.sync_lines)
 
 

@@ -8,6 +8,7 @@ once with git's message instead of waiting for a password nobody will type.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -186,6 +187,49 @@ def fetch(root: str, target: Target, env: Mapping[str, str]) -> str | None:
     return first.split()[0] if first.strip() else None
 
 
+def fetch_prefixed(
+    root: str, target: Target, prefix: str, env: Mapping[str, str]
+) -> dict[str, str]:
+    """Fetch every branch of the remote under ``prefix`` (``refs/heads/lantern/review/``):
+    full ref name -> its tip as fetched. No tracking refs are made: the caller moves its own
+    branches, through its journal. Overwrites ``FETCH_HEAD``."""
+    listed = run_git(root, "ls-remote", "--heads", target.remote, prefix + "*", env=env)
+    if listed.returncode != 0:
+        raise failure(f"git ls-remote {target.remote}", listed)
+    refs = sorted(
+        {line.split("\t", 1)[1].strip() for line in listed.stdout.splitlines() if "\t" in line}
+    )
+    refs = [r for r in refs if r.startswith(prefix)]
+    if not refs:
+        return {}
+    result = run_git(root, "fetch", "--quiet", "--no-tags", target.remote, *refs, env=env)
+    if result.returncode != 0:
+        raise failure(f"git fetch {target.remote}", result)
+    tips: dict[str, str] = {}
+    with open(os.path.join(root, ".git", "FETCH_HEAD"), encoding="utf-8") as handle:
+        for line in handle:
+            match = _FETCH_HEAD_RE.match(line)
+            if match is not None and "refs/heads/" + match["name"] in refs:
+                tips["refs/heads/" + match["name"]] = match["oid"]
+    return tips
+
+
+# A line of FETCH_HEAD: "<oid>\t[not-for-merge]\tbranch '<name>' of <url>" (git runs with LC_ALL=C).
+_FETCH_HEAD_RE = re.compile(r"(?P<oid>[0-9a-f]{40,64})\t[^\t]*\tbranch '(?P<name>[^']+)' of ")
+
+
+def push_refs(
+    root: str, target: Target, refs: list[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess | None:
+    """Push local branches ``refs`` (full names) to the same names on the remote, in one git
+    push, never forced; as :func:`push_branch` answers."""
+    if not refs:
+        return None
+    return _push(
+        root, target, ["push", "--porcelain", target.remote, *(f"{r}:{r}" for r in refs)], env
+    )
+
+
 def push_branch(
     root: str, target: Target, branch: str, env: Mapping[str, str]
 ) -> subprocess.CompletedProcess | None:
@@ -198,6 +242,12 @@ def push_branch(
     if set_upstream:
         args.append("--set-upstream")
     args += [target.remote, f"refs/heads/{branch}:refs/heads/{target.remote_branch}"]
+    return _push(root, target, args, env)
+
+
+def _push(
+    root: str, target: Target, args: list[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess | None:
     result = run_git(root, *args, env=env)
     if result.returncode == 0:
         return None
