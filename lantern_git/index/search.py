@@ -923,6 +923,97 @@ class SearchIndex:
             self.close()
             raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
 
+    # -- for derived state kept beside the index (vectors.py)
+
+    def generation(self) -> str:
+        """A token that changes whenever the index's content may have: its folder (a rebuild
+        swaps in a new one) and Whoosh's commit generation."""
+
+        def read() -> str:
+            generation = self._open().latest_generation()
+            device, inode = self._folder or (0, 0)
+            return f"{device}:{inode}:{generation}"
+
+        return self._answer(read)
+
+    def digests(self) -> dict[str, str]:
+        """Every indexed record's id -> the hash of its file's content as indexed."""
+
+        def read() -> dict[str, str]:
+            return {
+                fields["id"]: fields.get("digest") or ""
+                for fields in self._searcher().reader().all_stored_fields()
+            }
+
+        return self._answer(read)
+
+    def records(self, ids: Iterable[str]) -> dict[str, Record]:
+        """The indexed records with these ids (those the index holds), by id."""
+
+        def read() -> dict[str, Record]:
+            searcher = self._searcher()
+            found = {}
+            for record_id in ids:
+                fields = searcher.document(id=record_id)
+                if fields is not None:
+                    found[record_id] = _record(fields["doc"])
+            return found
+
+        return self._answer(read)
+
+    def matching_ids(self, query: RecordQuery) -> builtins.list[str]:
+        """The ids of the records ``query``'s filters select (its text, order and page
+        aside): the candidates a semantic ranking chooses among."""
+
+        def read() -> builtins.list[str]:
+            searcher = self._searcher()
+            expired = _mask_docs(searcher, _mask_query(query))
+            docs: Iterable[int] = _matching(searcher, _filter_query(query))
+            if expired:
+                docs = filterfalse(expired.__contains__, docs)
+            return [searcher.stored_fields(docnum)["id"] for docnum in docs]
+
+        return self._answer(read)
+
+    def scored_ids(self, query: RecordQuery) -> builtins.list[tuple[str, float]]:
+        """Every record matching ``query`` (text and filters) as (id, BM25 score), best first,
+        ties by id: the keyword half of a hybrid ranking, without loading the records."""
+
+        def read() -> builtins.list[tuple[str, float]]:
+            if not query.text:
+                return []
+            searcher = self._searcher()
+            expired = _mask_docs(searcher, _mask_query(query))
+            filters = _filter_query(query)
+            restrict = None if isinstance(filters, Q.Every) else filters
+            text_query = _text_query(searcher.schema, query.text)
+            results = searcher.search(text_query, filter=restrict, limit=None)
+            scored = [
+                (searcher.stored_fields(docnum)["id"], round(float(score), 6))
+                for score, docnum in results.top_n
+                if expired is None or docnum not in expired
+            ]
+            scored.sort(key=lambda item: (-item[1], item[0]))
+            return scored
+
+        return self._answer(read)
+
+    def _answer(self, read: Callable[[], Any]) -> Any:
+        """``read()``, rebuilding a damaged index once, as ``_run`` does."""
+        for attempt in (1, 2):
+            try:
+                self._open()
+                return read()
+            except _NeedsRebuild:
+                if attempt == 2:
+                    raise StoreError("the search index cannot be read") from None
+            except Exception:
+                if attempt == 2:
+                    raise
+                self.close()
+            self.rebuild()
+        raise AssertionError("unreachable")
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
         try:
