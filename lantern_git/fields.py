@@ -238,3 +238,13 @@ MANIFEST_FIELDS = (
     "meta",
 )
 HIT_FIELDS = ("ref", "source_id", "lines", "score", "text", "kind", "uri", "title")
+
+# How a search ranks (README, "Semantic recall"): BM25 over the words, cosine of embeddings,
+# or the two fused by reciprocal rank.
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+
+# memory dupes' default cosine. WordLlama on pairs written to mean the same thing scores
+# 0.57-0.80 (README, "Semantic recall"); pairs about the same person or project but saying
+# different things reach 0.45-0.55, unrelated pairs stay below 0.1: 0.6 keeps near-duplicates
+# and leaves out "same subject, other fact".
+DUPE_THRESHOLD = 0.6

@@ -114,11 +114,6 @@ class RecordQuery:
         return self.include_expired or not record.is_expired(self.now)
 
 
-# How a search ranks (README, "Semantic recall"): BM25 over the words, cosine of embeddings,
-# or the two fused by reciprocal rank.
-SEARCH_MODES = ("keyword", "semantic", "hybrid")
-
-
 @dataclass
 class Hit:
     """A record that list or search found; search gives each its relevance ``score``, and the

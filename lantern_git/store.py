@@ -34,6 +34,8 @@ from .fields import (
     DEFAULT_PRIORITY,
     DEFAULT_SCOPE,
     DEFAULT_URGENCY,
+    DUPE_THRESHOLD,
+    SEARCH_MODES,
     UNSET,
     Unset,
 )
@@ -68,11 +70,6 @@ if TYPE_CHECKING:
     from .transfer import ImportResult, RecordExport, SourceImport
 
 FORMAT_VERSION = 1
-# memory dupes' default cosine. WordLlama on pairs written to mean the same thing scores
-# 0.57-0.80 (README, "Semantic recall"); pairs about the same person or project but saying
-# different things reach 0.45-0.55, unrelated pairs stay below 0.1: 0.6 keeps near-duplicates
-# and leaves out "same subject, other fact".
-DUPE_THRESHOLD = 0.6
 MARKER = "lantern.yaml"
 STATE_DIR = ".lantern"
 GITIGNORE_LINE = "/.lantern/"
@@ -732,7 +729,7 @@ class Store:
         pending record's hit is its :class:`~lantern_git.review.PendingVersion`. Keyword only:
         with ``mode`` semantic or hybrid it is refused (``usage_error``).
         """
-        from .query import SEARCH_MODES, RecordQuery
+        from .query import RecordQuery
 
         if mode is not None and mode not in SEARCH_MODES:
             raise InvalidInput(
