@@ -110,19 +110,11 @@ def extra_installed() -> bool:
 
 def chosen_name(configured: object, marker: str = "lantern.yaml") -> str:
     """The embedder asked for: ``LANTERN_EMBEDDER``, else ``embedder:`` in the store's
-    ``lantern.yaml`` (``configured``; checked here), else the default."""
-    env = os.environ.get("LANTERN_EMBEDDER", "").strip()
-    if env:
-        if env != NONE and not (_NAME.fullmatch(env) or _IMPORT_PATH.fullmatch(env)):
-            raise InvalidInput(
-                f"LANTERN_EMBEDDER: {env!r} is not wordllama, none, an entry-point name or a "
-                "module:attribute import path",
-                code="invalid_embedder",
-            )
-        return env
-    if configured is None:
-        return DEFAULT
-    if not isinstance(configured, str) or not _NAME.fullmatch(configured.strip()):
+    ``lantern.yaml`` (``configured``), else the default. The file's value is checked even when
+    the variable overrides it: a bad file is reported, not hidden."""
+    if configured is not None and (
+        not isinstance(configured, str) or not _NAME.fullmatch(configured.strip())
+    ):
         hint = (
             " (an import path is taken only from the LANTERN_EMBEDDER environment variable: "
             "lantern.yaml travels with git sync, and a synced file must not choose code to "
@@ -135,7 +127,16 @@ def chosen_name(configured: object, marker: str = "lantern.yaml") -> str:
             f"{ENTRY_POINTS} group, got {configured!r}{hint}",
             code="invalid_embedder",
         )
-    return configured.strip()
+    env = os.environ.get("LANTERN_EMBEDDER", "").strip()
+    if env:
+        if env != NONE and not (_NAME.fullmatch(env) or _IMPORT_PATH.fullmatch(env)):
+            raise InvalidInput(
+                f"LANTERN_EMBEDDER: {env!r} is not wordllama, none, an entry-point name or a "
+                "module:attribute import path",
+                code="invalid_embedder",
+            )
+        return env
+    return DEFAULT if configured is None else configured.strip()
 
 
 def available(name: str) -> bool:

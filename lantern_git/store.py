@@ -868,9 +868,11 @@ class Store:
         :class:`~lantern_git.errors.SemanticUnavailable` without one."""
         if self._vectors is None:
             from .embedders import load_embedder
+
+            # First: without an embedder this raises before numpy is imported.
+            embedder = load_embedder(self.embedder_name)
             from .index.vectors import RecordVectors
 
-            embedder = load_embedder(self.embedder_name)
             self._vectors = RecordVectors(self.derived_dir, self.index, embedder, self.locked)
         return self._vectors
 
