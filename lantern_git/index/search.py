@@ -347,6 +347,8 @@ class SearchIndex:
         self._folder: tuple[int, int] | None = None
         # The searcher kept between calls while the index is unchanged
         self._kept: Any = None
+        # (searcher, ids by document number) for the semantic paths: see ``_ids_by_docnum``
+        self._ids: tuple[Any, builtins.list[str]] | None = None
         self._watcher: Watcher | None = None
         self._manifest: dict | None = None
         # path -> the signature its file had when the index's content for it was read
@@ -971,7 +973,8 @@ class SearchIndex:
             docs: Iterable[int] = _matching(searcher, _filter_query(query))
             if expired:
                 docs = filterfalse(expired.__contains__, docs)
-            return [searcher.stored_fields(docnum)["id"] for docnum in docs]
+            id_of = self._ids_by_docnum(searcher)
+            return [id_of[docnum] for docnum in docs]
 
         return self._answer(read)
 
@@ -988,8 +991,9 @@ class SearchIndex:
             restrict = None if isinstance(filters, Q.Every) else filters
             text_query = _text_query(searcher.schema, query.text)
             results = searcher.search(text_query, filter=restrict, limit=None)
+            id_of = self._ids_by_docnum(searcher)
             scored = [
-                (searcher.stored_fields(docnum)["id"], round(float(score), 6))
+                (id_of[docnum], round(float(score), 6))
                 for score, docnum in results.top_n
                 if expired is None or docnum not in expired
             ]
@@ -997,6 +1001,21 @@ class SearchIndex:
             return scored
 
         return self._answer(read)
+
+    def _ids_by_docnum(self, searcher: Any) -> builtins.list[str]:
+        """Every document's id by document number, read from the id column (10k: 6 ms; their
+        stored fields one by one: 170 ms), kept while the searcher is."""
+        if self._ids is not None and self._ids[0] is searcher:
+            return self._ids[1]
+        ids: builtins.list[str] = []
+        for reader, offset in searcher.reader().leaf_readers():
+            if not reader.doc_count_all():
+                continue
+            if offset != len(ids):
+                raise ValueError("segment document numbers are not contiguous")
+            ids.extend(reader.column_reader("id"))
+        self._ids = (searcher, ids)
+        return ids
 
     def _answer(self, read: Callable[[], Any]) -> Any:
         """``read()``, rebuilding a damaged index once, as ``_run`` does."""
