@@ -80,6 +80,8 @@ TICK_EVERY = 500
 SEEN_FROM = 64
 # Shard folders to compare with the index, past which one walk over every indexed path is cheaper
 WALK_ALL_FROM = 16
+# Records to read from the index by id, from which one pass over all stored documents is cheaper
+LOOKUPS_BELOW = 500
 # When this many files changed at once (a checkout of another branch), one rebuild is cheaper.
 REBUILD_ABOVE = 20_000
 
@@ -952,10 +954,19 @@ class SearchIndex:
     def records(self, ids: Iterable[str]) -> dict[str, Record]:
         """The indexed records with these ids (those the index holds), by id."""
 
+        wanted = builtins.list(ids)
+
         def read() -> dict[str, Record]:
             searcher = self._searcher()
             found = {}
-            for record_id in ids:
+            if len(wanted) > LOOKUPS_BELOW:
+                # One pass over every stored document costs less than this many lookups.
+                chosen = set(wanted)
+                for fields in searcher.reader().all_stored_fields():
+                    if fields["id"] in chosen:
+                        found[fields["id"]] = _record(fields["doc"])
+                return found
+            for record_id in wanted:
                 fields = searcher.document(id=record_id)
                 if fields is not None:
                     found[record_id] = _record(fields["doc"])
