@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
     from .index.search import Hit, Progress, RefreshReport, SearchIndex
-    from .index.vectors import RecordVectors
+    from .index.vectors import Vectors
     from .query import DupePair, RecordQuery
     from .revert import RevertResult
     from .review import ReviewDecision, ReviewList
@@ -185,7 +185,7 @@ class Store:
         self._review_name = review_name
         self._configured_review: object = None
         self._configured_embedder: object = None
-        self._vectors: RecordVectors | None = None
+        self._vectors: dict[str, Vectors] = {}
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
         # Set by :meth:`clone`: what the clone set up.
@@ -798,10 +798,11 @@ class Store:
         """The records whose content embeds nearest to this record's, best first (cosine,
         ties by id), the record itself left out: among active, unexpired records, as the
         default list. ``min_score`` drops those below that cosine; ``limit`` 0 or None: all."""
-        from .index.vectors import rank
         from .query import Hit, RecordQuery
 
-        vectors = self.record_vectors()
+        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        from .index.vectors import rank
+
         if min_score is not None and (
             isinstance(min_score, bool) or not -1.0 <= float(min_score) <= 1.0
         ):
@@ -827,10 +828,11 @@ class Store:
         """Pairs of active, unexpired records (in ``scopes``, if given; a trailing ``*``
         matches a prefix) whose contents have a cosine of at least ``threshold``, by score
         desc then ids. Lantern only reports them: it never merges or archives on its own."""
-        from .index.vectors import pairs_above
         from .query import DupePair, RecordQuery
 
-        vectors = self.record_vectors()
+        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        from .index.vectors import pairs_above
+
         if isinstance(threshold, bool) or not -1.0 <= float(threshold) <= 1.0:
             raise InvalidInput("threshold: must be between -1 and 1", code="invalid_field")
         query = RecordQuery(scopes=_ref_list(scopes or (), "scopes"))
@@ -863,18 +865,26 @@ class Store:
 
         return available(self.embedder_name)
 
-    def record_vectors(self) -> RecordVectors:
+    def record_vectors(self) -> Vectors:
         """The records' vectors under this store's embedder (loaded on first use); raises
         :class:`~lantern_git.errors.SemanticUnavailable` without one."""
-        if self._vectors is None:
+        return self._vectors_of("records")
+
+    def chunk_vectors(self) -> Vectors:
+        """The source chunks' vectors, as :meth:`record_vectors`."""
+        return self._vectors_of("chunks")
+
+    def _vectors_of(self, name: str) -> Vectors:
+        if name not in self._vectors:
             from .embedders import load_embedder
 
             # First: without an embedder this raises before numpy is imported.
             embedder = load_embedder(self.embedder_name)
-            from .index.vectors import RecordVectors
+            from .index.vectors import RecordTexts, Vectors
 
-            self._vectors = RecordVectors(self.derived_dir, self.index, embedder, self.locked)
-        return self._vectors
+            texts = RecordTexts(self.index) if name == "records" else self.chunks
+            self._vectors[name] = Vectors(self.derived_dir, name, texts, embedder, self.locked)
+        return self._vectors[name]
 
     def _search_pending(self, query: RecordQuery) -> builtins.list[Hit]:
         from .index.search import search_records
@@ -900,6 +910,7 @@ class Store:
         chunks = self.chunks.rebuild()
         if self.semantic_available:
             self.record_vectors().rebuild()
+            self.chunk_vectors().rebuild()
         for problem in [*report.broken.values(), *chunks.broken.values()]:
             self.warn(f"warning: skipped {problem}")
         return report

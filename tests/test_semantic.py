@@ -283,6 +283,15 @@ def test_damaged_vectors_are_rebuilt_never_trusted(store, store_path, damage):
 
 
 @pytest.mark.semantic
+def test_an_empty_store_answers_every_mode(store, store_path):
+    for mode in ("keyword", "semantic", "hybrid"):
+        assert store.search("anything", mode=mode) == []
+        assert store.sources.search("anything", mode=mode) == []
+    assert store.dupes() == []
+    assert meta(store_path)["count"] == 0
+
+
+@pytest.mark.semantic
 def test_index_rebuild_rebuilds_the_vectors(store, store_path):
     fill(store)
     store.search(QUESTION, mode="semantic")
@@ -401,9 +410,17 @@ def test_without_the_extra_lantern_works_by_keyword(store_path):
     found = run("memory", "search", "answers", "--json")
     assert found.returncode == 0, found.stderr
     assert [(h["content"], h["mode"]) for h in json.loads(found.stdout)] == [(TARGET, "keyword")]
-    refused = run("memory", "search", "answers", "--mode", "semantic")
-    assert refused.returncode == 1
-    assert INSTALL in refused.stderr and "Traceback" not in refused.stderr
+    for args in (
+        ("memory", "search", "answers", "--mode", "semantic"),
+        ("source", "search", "answers", "--mode", "hybrid"),
+        ("memory", "similar", "61f4"),
+        ("memory", "dupes"),
+    ):
+        refused = run(*args)
+        assert refused.returncode == 1, args
+        assert INSTALL in refused.stderr and "Traceback" not in refused.stderr
+    sources = run("source", "search", "answers", "--json")
+    assert sources.returncode == 0 and json.loads(sources.stdout) == []
 
 
 @pytest.mark.semantic
@@ -425,3 +442,64 @@ def test_a_keyword_session_never_imports_numpy(store_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+# ---------------------------------------------------------------------------- source chunks
+
+
+def add_sources(store: Store) -> dict[str, str]:
+    from lantern_git.evidence import SourceInput
+
+    ids = {}
+    for name, text in (
+        ("food.md", "# Food\n\nBob is allergic to peanuts.\n"),
+        ("deploy.md", "# Release\n\nThe deploy runs every night at 2am.\n"),
+    ):
+        [result] = store.sources.add([SourceInput(text.encode(), name, kind="note", uri=name)])
+        ids[name] = result.manifest.id
+    return ids
+
+
+@pytest.mark.semantic
+def test_source_search_by_meaning(store, store_path):
+    ids = add_sources(store)
+    keyword = store.sources.search("food Bob must avoid", mode="keyword")
+    assert all(hit.mode == "keyword" for hit in keyword)
+    for mode in ("semantic", "hybrid", None):
+        hits = store.sources.search("which snacks are dangerous for him", mode=mode)
+        assert hits[0].source_id == ids["food.md"], mode
+        assert hits[0].mode == (mode or "hybrid")
+        assert hits[0].to_dict()["ref"].startswith(f"source:{ids['food.md']}@")
+    only = store.sources.search("snacks", mode="semantic", sources=[ids["deploy.md"]])
+    assert {hit.source_id for hit in only} == {ids["deploy.md"]}
+    rows = cli_json(store_path, "source", "search", "nightly release time", "--mode", "semantic")
+    assert rows[0]["source_id"] == ids["deploy.md"] and rows[0]["mode"] == "semantic"
+    # An append embeds only the chunks whose text is new (the tail, re-chunked from its
+    # resume line), not the rest.
+    chunks = Path(store_path, ".lantern/vectors/chunks/meta.json")
+    before = set(json.loads(chunks.read_text())["texts"])
+    store.sources.append(ids["deploy.md"], "\n# Freeze\n\nNo deploys in August.\n")
+    fresh = Store.open(str(store_path))
+    hits = fresh.sources.search("holiday freeze", mode="semantic")
+    new = set(json.loads(chunks.read_text())["texts"]) - before
+    assert 1 <= fresh.chunk_vectors().embedded == len(new) < len(hits)
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+@pytest.mark.semantic
+def test_source_search_mode_over_mcp(store, store_path):
+    from test_mcp import connect, ok
+
+    ids = add_sources(store)
+
+    async def body(client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        schema = tools["lantern_source_search"].input_schema["properties"]["mode"]
+        assert schema["enum"] == ["keyword", "semantic", "hybrid"]
+        return await ok(
+            client, "lantern_source_search", query="which snacks are dangerous", mode="semantic"
+        )
+
+    page = anyio.run(lambda: _run(store_path, body, connect))
+    assert page["hits"][0]["source_id"] == ids["food.md"]
+    assert page["hits"][0]["mode"] == "semantic"

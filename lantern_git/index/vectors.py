@@ -31,6 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -89,17 +90,51 @@ def unit_rows(matrix: np.ndarray, dim: int) -> np.ndarray:
     return np.ascontiguousarray(matrix / norms, dtype=np.float32)
 
 
-class RecordVectors:
-    """The vectors of one store's records under one embedder (see the module docstring)."""
+class Texts(Protocol):
+    """Where the texts to embed come from: the record index, or the chunk index."""
+
+    def generation(self) -> str:
+        """A token that changes whenever the texts may have."""
+        ...
+
+    def digests(self) -> dict[str, str]:
+        """Every key -> a digest that changes when its text may have."""
+        ...
+
+    def texts(self, keys: builtins.list[str]) -> dict[str, str]:
+        """The texts of these keys (those that still exist)."""
+        ...
+
+
+class RecordTexts:
+    """The record index as :class:`Texts`: record id -> content, file digests as digests."""
+
+    def __init__(self, index: SearchIndex):
+        self.index = index
+
+    def generation(self) -> str:
+        return self.index.generation()
+
+    def digests(self) -> dict[str, str]:
+        return self.index.digests()
+
+    def texts(self, keys: builtins.list[str]) -> dict[str, str]:
+        return {key: record.content for key, record in self.index.records(keys).items()}
+
+
+class Vectors:
+    """The vectors of one kind of text (records, or source chunks) under one embedder, kept in
+    ``<state_dir>/vectors/<name>/`` (see the module docstring)."""
 
     def __init__(
         self,
         state_dir: str,
-        index: SearchIndex,
+        name: str,
+        index: Texts,
         embedder: Embedder,
         locker: Callable[[], AbstractContextManager[object]],
     ):
-        self.dir = os.path.join(state_dir, "vectors", "records")
+        self.dir = os.path.join(state_dir, "vectors", name)
         self.index = index
         self.embedder = embedder
         self.fingerprint = fingerprint(embedder)
@@ -146,7 +181,7 @@ class RecordVectors:
             for i in ids
             if i not in old_row or old is None or old.digests[old_row[i]] != digests[i]
         ]
-        records = self.index.records(changed)
+        contents = self.index.texts(changed)
         texts: dict[str, str] = {}
         if old is not None:
             texts = {i: old.texts[old_row[i]] for i in ids if i in old_row}
@@ -154,15 +189,16 @@ class RecordVectors:
         by_hash = {} if old is None else {t: n for n, t in enumerate(old.texts)}
         fresh_rows: dict[str, int] = {}
         to_embed: list[str] = []
-        for record_id in changed:
-            record = records.get(record_id)
-            if record is None:  # gone since the digests were read: the next call sees it
-                digests.pop(record_id)
+        for key in changed:
+            content = contents.get(key)
+            if content is None:  # gone since the digests were read: the next call sees it
+                digests.pop(key)
                 continue
-            texts[record_id] = text_hash(record.content)
-            if texts[record_id] not in by_hash:
-                fresh_rows[record_id] = len(to_embed)
-                to_embed.append(record.content)
+            texts[key] = text_hash(content)
+            if texts[key] not in by_hash:
+                by_hash[texts[key]] = -1  # one embedding per distinct new text
+                fresh_rows[texts[key]] = len(to_embed)
+                to_embed.append(content)
         ids = [i for i in ids if i in digests]
         dim = self.embedder.dim
         embedded = np.zeros((0, dim), dtype=np.float32)
@@ -174,12 +210,13 @@ class RecordVectors:
             embedded = np.concatenate(parts)
         self.embedded = len(to_embed)
         matrix = np.empty((len(ids), dim), dtype=np.float32)
-        for number, record_id in enumerate(ids):
-            if record_id in fresh_rows:
-                matrix[number] = embedded[fresh_rows[record_id]]
+        for number, key in enumerate(ids):
+            row = by_hash[texts[key]]
+            if row < 0:
+                matrix[number] = embedded[fresh_rows[texts[key]]]
             else:
                 assert old is not None
-                matrix[number] = old.matrix[by_hash[texts[record_id]]]
+                matrix[number] = old.matrix[row]
         made = VectorSet(
             self.fingerprint,
             generation,
@@ -309,4 +346,6 @@ def pairs_above(
 
 def _crc(matrix: np.ndarray) -> int:
     """CRC-32 of the array's bytes (~1 GB/s: 10 ms for 10k records' vectors)."""
+    if not matrix.size:
+        return 0  # an empty buffer cannot be cast to bytes
     return zlib.crc32(np.ascontiguousarray(matrix).data.cast("B"))
