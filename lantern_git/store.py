@@ -780,14 +780,20 @@ class Store:
             cited = self.index.records(candidates)
             candidates = [i for i in candidates if query.matches_cites(cited[i])]
         assert query.text is not None
-        ranked = rank(current, vectors.embed_query(query.text), candidates)
+        end = None if query.limit is None else query.offset + query.limit
+        # Hybrid fuses whole rankings; semantic needs only the page.
+        ranked = rank(
+            current,
+            vectors.embed_query(query.text),
+            candidates,
+            None if mode == "hybrid" else end,
+        )
         if mode == "hybrid":
             keyword = self.index.scored_ids(whole)
             if query.cites is not None:
                 chosen = set(candidates)
                 keyword = [item for item in keyword if item[0] in chosen]
             ranked = fuse(keyword, ranked)
-        end = None if query.limit is None else query.offset + query.limit
         page = ranked[query.offset : end]
         records = self.index.records(record_id for record_id, _ in page)
         return [Hit(records[i], score) for i, score in page if i in records]
