@@ -503,3 +503,24 @@ def test_source_search_mode_over_mcp(store, store_path):
     page = anyio.run(lambda: _run(store_path, body, connect))
     assert page["hits"][0]["source_id"] == ids["food.md"]
     assert page["hits"][0]["mode"] == "semantic"
+
+
+@pytest.mark.semantic
+def test_wordllama_loads_and_embeds_without_the_network(store, store_path):
+    fill(store)
+    code = (
+        "import socket, sys\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('lantern tried the network')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from lantern_git.cli import cli\n"
+        f"cli.main(['--store', {str(store_path)!r}, 'memory', 'search', {QUESTION!r},\n"
+        "          '--mode', 'semantic', '--json', '--limit', '1'], standalone_mode=False)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["content"] == TARGET
