@@ -524,3 +524,15 @@ def test_wordllama_loads_and_embeds_without_the_network(store, store_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)[0]["content"] == TARGET
+
+
+@pytest.mark.semantic
+def test_one_text_is_embedded_once_and_shared(store, store_path):
+    a = store.add(TARGET, kind="preference", scope="user:ana")
+    b = store.add(TARGET, kind="preference", scope="user:bob")
+    store.add("Ship the beta on Friday.", kind="goal")
+    store.search(QUESTION, mode="semantic")
+    assert store.record_vectors().embedded == 2
+    pairs = store.dupes()
+    assert [(p.a.id, p.b.id) for p in pairs] == [tuple(sorted((a.id, b.id)))]
+    assert pairs[0].score == pytest.approx(1.0, abs=1e-5)

@@ -160,7 +160,7 @@ class Vectors:
         return self._loaded
 
     def rebuild(self) -> VectorSet:
-        """Embed every indexed record again, from nothing."""
+        """Embed every text again, from nothing (``lantern index rebuild``)."""
         with self._locker():
             shutil.rmtree(self.dir, ignore_errors=True)
             self._loaded = None
@@ -209,14 +209,15 @@ class Vectors:
             ]
             embedded = np.concatenate(parts)
         self.embedded = len(to_embed)
+        # Each row from the old set (its row there) or from the fresh embeddings (-1).
+        source = np.fromiter((by_hash[texts[key]] for key in ids), dtype=np.int64, count=len(ids))
         matrix = np.empty((len(ids), dim), dtype=np.float32)
-        for number, key in enumerate(ids):
-            row = by_hash[texts[key]]
-            if row < 0:
-                matrix[number] = embedded[fresh_rows[texts[key]]]
-            else:
-                assert old is not None
-                matrix[number] = old.matrix[row]
+        reused = source >= 0
+        if old is not None and reused.any():
+            matrix[reused] = old.matrix[source[reused]]
+        if not reused.all():
+            new_rows = [fresh_rows[texts[key]] for key, row in zip(ids, source) if row < 0]
+            matrix[~reused] = embedded[new_rows]
         made = VectorSet(
             self.fingerprint,
             generation,
