@@ -53,6 +53,14 @@ class ReadOnlyStore(StoreError):
     code = "read_only"
 
 
+class SemanticUnavailable(StoreError):
+    """A semantic or hybrid search, ``similar`` or ``dupes`` without an embedder: the extra is
+    not installed, or ``embedder: none`` chose keyword search only. Exit 1; the message names
+    the install command."""
+
+    code = "semantic_unavailable"
+
+
 class InvalidInput(LanternError):
     """The caller gave a bad value. Exit 2."""
 

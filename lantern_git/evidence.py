@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .errors import InvalidInput, NotFound, StoreError, UncommittedChanges, ValidationError
+from .fields import SEARCH_MODES
 from .source import (
     MAX_INGEST_BYTES,
     PIN_DIGITS,
@@ -527,15 +528,29 @@ class Sources:
         sources: Iterable[str] = (),
         limit: int | None = None,
         offset: int = 0,
+        mode: str | None = None,
     ) -> builtins.list[ChunkHit]:
-        """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited."""
+        """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited.
+
+        ``mode`` as for :meth:`Store.search`: keyword (BM25), semantic (cosine of the chunk's
+        embedding with the query's, among the chunks the filters select) or hybrid (the two
+        fused by reciprocal rank, k = 60); None is hybrid when an embedder is available.
+        """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
+        if mode is not None and mode not in SEARCH_MODES:
+            raise InvalidInput(
+                f"mode: must be keyword, semantic or hybrid; got {mode!r}", code="invalid_field"
+            )
         kinds = tuple(kinds)
         for kind in kinds:
             check_kind(kind)
         source_ids = tuple(self.resolve(s) for s in sources)
         _check_page(limit, offset)
+        if mode is None:
+            mode = "hybrid" if self.store.semantic_available else "keyword"
+        elif mode != "keyword":
+            self.store.chunk_vectors()  # without an embedder, refused before anything is read
         if not self.store.exists:
             return []
         self.store.recover()
@@ -543,7 +558,39 @@ class Sources:
         report = index.refresh()
         for problem in report.broken.values():
             self.store.warn(f"warning: skipped {problem}")
-        return index.search(text, kinds=kinds, sources=source_ids, limit=limit, offset=offset)
+        if mode == "keyword":
+            hits = index.search(text, kinds=kinds, sources=source_ids, limit=limit, offset=offset)
+        else:
+            hits = self._search_vectors(text, kinds, source_ids, limit, offset, mode)
+        for hit in hits:
+            hit.mode = mode
+        return hits
+
+    def _search_vectors(
+        self,
+        text: str,
+        kinds: tuple[str, ...],
+        sources: tuple[str, ...],
+        limit: int | None,
+        offset: int,
+        mode: str,
+    ) -> builtins.list[ChunkHit]:
+        from .index.vectors import fuse, rank
+
+        index = self.store.chunks
+        vectors = self.store.chunk_vectors()
+        current = vectors.current()
+        ranked = rank(current, vectors.embed_query(text), index.chunk_keys(kinds, sources))
+        if mode == "hybrid":
+            keyword = [
+                (index.key(hit), hit.score)
+                for hit in index.search(text, kinds=kinds, sources=sources)
+            ]
+            ranked = fuse(keyword, ranked)
+        if limit == 0:
+            return []  # as the keyword search answers
+        end = None if limit is None else offset + limit
+        return index.hits(ranked[offset:end])
 
     # ------------------------------------------------------------------ references
 

@@ -238,3 +238,13 @@ MANIFEST_FIELDS = (
     "meta",
 )
 HIT_FIELDS = ("ref", "source_id", "lines", "score", "text", "kind", "uri", "title")
+
+# How a search ranks (README, "Semantic recall"): BM25 over the words, cosine of embeddings,
+# or the two fused by reciprocal rank.
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+
+# memory dupes' default cosine, measured on wordllama (README, "Semantic recall"): ten pairs
+# written to say the same thing scored 0.50-0.94 (nine of them 0.56 or more), eight pairs about
+# the same person or project saying different things 0.09-0.45, unrelated pairs -0.06-0.32.
+# 0.48 lies in the gap between the last two groups' top and the first's bottom.
+DUPE_THRESHOLD = 0.48

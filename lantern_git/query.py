@@ -116,16 +116,34 @@ class RecordQuery:
 
 @dataclass
 class Hit:
-    """A record that list or search found; search gives each its relevance ``score``."""
+    """A record that list or search found; search gives each its relevance ``score``, and the
+    ``mode`` that ranked it (keyword, semantic or hybrid)."""
 
     record: Record
     score: float | None = None
+    mode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record object with ``"score"`` added (contract §6)."""
+        """The record object with ``"score"`` added (contract §6), and ``"mode"`` for a
+        search's hit."""
         data = self.record.to_dict()
         data["score"] = self.score
+        if self.mode is not None:
+            data["mode"] = self.mode
         return data
+
+
+@dataclass
+class DupePair:
+    """Two records whose contents embed close together (``memory dupes``): a, b by id, and
+    their cosine. Lantern only reports them; what to do is the caller's choice."""
+
+    a: Record
+    b: Record
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "score": self.score}
 
 
 def _strings(value: Iterable[str] | str | None) -> tuple[str, ...]:

@@ -855,3 +855,14 @@ def evidence_lines(record: Record, evidence: list[dict[str, Any]]) -> list[str]:
         if item["text"] is not None:
             out.extend("   " + line for line in item["text"].splitlines())
     return out
+
+
+def dupes_lines(pairs: list[Any], root: str | None) -> list[str]:
+    """``memory dupes``: each pair's cosine, then its two records, one per line."""
+    short = ShortIds(root)
+    width = max(40, terminal_width() - 16)
+    out: list[str] = []
+    for pair in pairs:
+        for mark, record in ((f"{pair.score:.2f}", pair.a), ("", pair.b)):
+            out.append(f"{mark:>5}  {short(record.id)}  {truncate(record.content, width)}")
+    return out

@@ -34,6 +34,8 @@ from .fields import (
     DEFAULT_PRIORITY,
     DEFAULT_SCOPE,
     DEFAULT_URGENCY,
+    DUPE_THRESHOLD,
+    SEARCH_MODES,
     UNSET,
     Unset,
 )
@@ -58,7 +60,8 @@ if TYPE_CHECKING:
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
     from .index.search import Hit, Progress, RefreshReport, SearchIndex
-    from .query import RecordQuery
+    from .index.vectors import Vectors
+    from .query import DupePair, RecordQuery
     from .revert import RevertResult
     from .review import ReviewDecision, ReviewList
     from .sync import SyncReport
@@ -185,6 +188,8 @@ class Store:
         self._review_name = review_name
         self._configured_review: object = None
         self._configured_sync_review: object = None
+        self._configured_embedder: object = None
+        self._vectors: dict[str, Vectors] = {}
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
         # Set by :meth:`clone`: what the clone set up.
@@ -321,6 +326,7 @@ class Store:
             )
         self._configured_review = data.get("review")
         self._configured_sync_review = data.get("sync_review_branches")
+        self._configured_embedder = data.get("embedder")
 
     @property
     def review_ref(self) -> str | None:
@@ -694,27 +700,192 @@ class Store:
         text: str,
         query: RecordQuery | None = None,
         *,
+        mode: str | None = None,
         include_pending: bool = False,
         **filters: Any,
     ) -> builtins.list[Hit]:
-        """Records matching ``text`` by keyword relevance, as hits with a ``score``.
+        """Records matching ``text``, most relevant first, as hits with a ``score`` and the
+        ``mode`` that ranked them (README, "Semantic recall"):
+
+        - ``keyword``: BM25 over the words (stemmed); ``score`` is the BM25 score.
+        - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
+          the records the filters select (records with a cosine of 0 or less are left out);
+          ``score`` is the cosine.
+        - ``hybrid``: reciprocal rank fusion of the two rankings, each record scoring the sum
+          of ``1 / (60 + rank)`` over the rankings that hold it (k = 60); ``score`` is that sum.
+
+        ``mode=None`` is hybrid when an embedder is available (the ``semantic`` extra, and no
+        ``embedder: none``), keyword otherwise. Every filter applies before ranking; priority,
+        urgency and status never enter a score. Semantic and hybrid raise
+        :class:`~lantern_git.errors.SemanticUnavailable` without an embedder.
 
         ``include_pending``: searches the records as they would be once the review branches
         are accepted (as ``list``'s), each scored as the index would score it in that store; a
-        pending record's hit is its :class:`~lantern_git.review.PendingVersion`.
+        pending record's hit is its :class:`~lantern_git.review.PendingVersion`. Keyword only:
+        with ``mode`` semantic or hybrid it is refused (``usage_error``).
         """
         from .query import RecordQuery
 
+        if mode is not None and mode not in SEARCH_MODES:
+            raise InvalidInput(
+                f"mode: must be keyword, semantic or hybrid; got {mode!r}", code="invalid_field"
+            )
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
         query = query or RecordQuery(**filters)
         query.text = text
         _check_query(query)
+        if include_pending:
+            if mode not in (None, "keyword"):
+                raise InvalidInput(
+                    "--include-pending searches by keyword only (pending records have no "
+                    "vectors); use --mode keyword",
+                    code="usage_error",
+                )
+            mode = "keyword"
+        if mode is None:
+            mode = "hybrid" if self.semantic_available else "keyword"
+        elif mode != "keyword":
+            self.record_vectors()  # without an embedder, refused before anything is read
         if not self.exists:
             return []
         if include_pending:
-            return self._search_pending(query)
-        return self._fresh(query, scored=True)
+            hits = self._search_pending(query)
+        elif mode == "keyword":
+            hits = self._fresh(query, scored=True)
+        else:
+            hits = self._search_vectors(query, mode)
+        for hit in hits:
+            hit.mode = mode
+        return hits
+
+    def _search_vectors(self, query: RecordQuery, mode: str) -> builtins.list[Hit]:
+        from .index.vectors import fuse, rank
+        from .query import Hit
+
+        if query.cites is not None and len(query.cites) < 16:
+            query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
+        self.refresh()
+        vectors = self.record_vectors()
+        current = vectors.current()
+        whole = dataclasses.replace(query, limit=None, offset=0)
+        candidates = self.index.matching_ids(whole)
+        if query.cites is not None:
+            # Citations are not indexed: checked on the candidates' records.
+            cited = self.index.records(candidates)
+            candidates = [i for i in candidates if query.matches_cites(cited[i])]
+        assert query.text is not None
+        end = None if query.limit is None else query.offset + query.limit
+        # Hybrid fuses whole rankings; semantic needs only the page.
+        ranked = rank(
+            current,
+            vectors.embed_query(query.text),
+            candidates,
+            None if mode == "hybrid" else end,
+        )
+        if mode == "hybrid":
+            keyword = self.index.scored_ids(whole)
+            if query.cites is not None:
+                chosen = set(candidates)
+                keyword = [item for item in keyword if item[0] in chosen]
+            ranked = fuse(keyword, ranked)
+        page = ranked[query.offset : end]
+        records = self.index.records(record_id for record_id, _ in page)
+        return [Hit(records[i], score) for i, score in page if i in records]
+
+    def similar(
+        self, ref: str, *, limit: int | None = 10, min_score: float | None = None
+    ) -> builtins.list[Hit]:
+        """The records whose content embeds nearest to this record's, best first (cosine,
+        ties by id), the record itself left out: among active, unexpired records, as the
+        default list. ``min_score`` drops those below that cosine; ``limit`` 0 or None: all."""
+        from .query import Hit, RecordQuery
+
+        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        from .index.vectors import rank
+
+        if min_score is not None and (
+            isinstance(min_score, bool) or not -1.0 <= float(min_score) <= 1.0
+        ):
+            raise InvalidInput("min_score: must be between -1 and 1", code="invalid_field")
+        _check_query(RecordQuery(limit=limit))
+        self.recover()
+        record_id = self.resolve_id(ref)
+        self.refresh()
+        current = vectors.current()
+        if record_id not in current.row:
+            raise NotFound(f"record {record_id} is not indexed (a broken file? see lantern check)")
+        candidates = [i for i in self.index.matching_ids(RecordQuery()) if i != record_id]
+        ranked = rank(current, current.matrix[current.row[record_id]], candidates)
+        if min_score is not None:
+            ranked = [item for item in ranked if item[1] >= min_score]
+        ranked = ranked[:limit] if limit else ranked
+        records = self.index.records(i for i, _ in ranked)
+        return [Hit(records[i], score, "semantic") for i, score in ranked if i in records]
+
+    def dupes(
+        self, *, scopes: Iterable[str] | None = None, threshold: float = DUPE_THRESHOLD
+    ) -> builtins.list[DupePair]:
+        """Pairs of active, unexpired records (in ``scopes``, if given; a trailing ``*``
+        matches a prefix) whose contents have a cosine of at least ``threshold``, by score
+        desc then ids. Lantern only reports them: it never merges or archives on its own."""
+        from .query import DupePair, RecordQuery
+
+        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        from .index.vectors import pairs_above
+
+        if isinstance(threshold, bool) or not -1.0 <= float(threshold) <= 1.0:
+            raise InvalidInput("threshold: must be between -1 and 1", code="invalid_field")
+        query = RecordQuery(scopes=_ref_list(scopes or (), "scopes"))
+        _check_query(query)
+        if not self.exists:
+            return []
+        self.refresh()
+        current = vectors.current()
+        pairs = pairs_above(current, self.index.matching_ids(query), float(threshold))
+        records = self.index.records({i for a, b, _ in pairs for i in (a, b)})
+        return [
+            DupePair(records[a], records[b], score)
+            for a, b, score in pairs
+            if a in records and b in records
+        ]
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder this store uses: ``LANTERN_EMBEDDER``, else ``embedder:`` in
+        ``lantern.yaml``, else wordllama (see :mod:`lantern_git.embedders`)."""
+        from .embedders import chosen_name
+
+        return chosen_name(self._configured_embedder, os.path.join(self.root, MARKER))
+
+    @property
+    def semantic_available(self) -> bool:
+        """Whether semantic and hybrid search can run (decides the default search mode),
+        found without importing numpy or the embedder."""
+        from .embedders import available
+
+        return available(self.embedder_name)
+
+    def record_vectors(self) -> Vectors:
+        """The records' vectors under this store's embedder (loaded on first use); raises
+        :class:`~lantern_git.errors.SemanticUnavailable` without one."""
+        return self._vectors_of("records")
+
+    def chunk_vectors(self) -> Vectors:
+        """The source chunks' vectors, as :meth:`record_vectors`."""
+        return self._vectors_of("chunks")
+
+    def _vectors_of(self, name: str) -> Vectors:
+        if name not in self._vectors:
+            from .embedders import load_embedder
+
+            # First: without an embedder this raises before numpy is imported.
+            embedder = load_embedder(self.embedder_name)
+            from .index.vectors import RecordTexts, Vectors
+
+            texts = RecordTexts(self.index) if name == "records" else self.chunks
+            self._vectors[name] = Vectors(self.derived_dir, name, texts, embedder, self.locked)
+        return self._vectors[name]
 
     def _search_pending(self, query: RecordQuery) -> builtins.list[Hit]:
         from .index.search import search_records
@@ -733,11 +904,14 @@ class Store:
         return [Hit(by_id[h.record.id], h.score) for h in search_records(records, query)]
 
     def rebuild_index(self) -> RefreshReport:
-        """Build the search index from scratch from the record files, and the chunk index
-        from the sources."""
+        """Build the search index from scratch from the record files, the chunk index from
+        the sources, and with an embedder the records' vectors."""
         self.recover()
         report = self.index.rebuild()
         chunks = self.chunks.rebuild()
+        if self.semantic_available:
+            self.record_vectors().rebuild()
+            self.chunk_vectors().rebuild()
         for problem in [*report.broken.values(), *chunks.broken.values()]:
             self.warn(f"warning: skipped {problem}")
         return report

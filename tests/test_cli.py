@@ -170,14 +170,15 @@ def test_empty_list_and_empty_search_are_empty_arrays(run):
     assert result.stdout == "[]\n"
 
 
-def test_search_json_adds_a_score_after_the_record_fields(run):
+def test_search_json_adds_a_score_and_the_mode_after_the_record_fields(run):
     add(run, "The deploy host is zettabyte.")
     target = add(run, "Deploys go through GitHub Actions; deploy on tag.")
     hits = one_json(run("memory", "search", "deploy", "--json"))
     assert len(hits) == 2
     for hit in hits:
-        assert list(hit) == [*RECORD_KEY_LIST, "score"]
+        assert list(hit) == [*RECORD_KEY_LIST, "score", "mode"]
         assert isinstance(hit["score"], float) and hit["score"] > 0
+        assert hit["mode"] == "keyword"  # the conftest's LANTERN_EMBEDDER=none
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     only = one_json(run("memory", "search", "actions", "--json"))
     assert [h["id"] for h in only] == [target["id"]]

@@ -7,6 +7,8 @@ import json
 from conftest import git, lantern, snapshot
 from test_mcp import fail, ok, run
 
+from lantern_git.fields import HIT_FIELDS
+
 TRANSCRIPT = (
     "User: we should deploy on Fridays only after the freeze review.\n"
     "Assistant: understood.\n"
@@ -46,7 +48,8 @@ def test_an_agent_ingests_searches_cites_and_verifies(store_path):
     assert list(source)[:3] == ["id", "kind", "uri"] and source["meta"] == {"agent": "planner"}
     assert again == source  # the same text again: nothing new
     assert hit["source_id"] == source["id"] and hit["lines"][0] <= 3 <= hit["lines"][1]
-    assert set(hit) == {"ref", "source_id", "lines", "score", "text", "kind", "uri", "title"}
+    assert set(hit) == {*HIT_FIELDS, "mode"}
+    assert hit["mode"] == "keyword"  # the conftest's LANTERN_EMBEDDER=none
     assert "helix" in hit["text"]
     assert record["source_refs"][0].startswith(f"source:{source['id']}@")
     assert verified == {"ok": True, "checked": 1, "problems": []}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__, render
-from ..fields import RECORD_KEYS, UNSET
+from ..fields import DUPE_THRESHOLD, RECORD_KEYS, SEARCH_MODES, UNSET
 from . import support
 from .support import (
     LanternGroup,
@@ -158,12 +158,20 @@ def memory_list(
 @click.argument("query")
 @filter_options
 @click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="keyword (BM25), semantic (embeddings) or hybrid (both, fused by rank). "
+    "Default: hybrid with the semantic extra, keyword without.",
+)
+@click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
 )
-@output_options((*RECORD_KEYS, "score"))
+@output_options((*RECORD_KEYS, "score", "mode"))
 @common
 def memory_search(
     query: str,
+    mode: str | None,
     as_json: bool,
     store_path: str | None,
     include_pending: bool,
@@ -174,8 +182,53 @@ def memory_search(
     from ..query import RecordQuery
 
     store = support.open_store(store_path)
-    hits = store.search(query, RecordQuery.from_options(**filters), include_pending=include_pending)
+    hits = store.search(
+        query, RecordQuery.from_options(**filters), mode=mode, include_pending=include_pending
+    )
     render.emit_listing(hits, output, store.root)
+
+
+@memory.command("similar")
+@click.argument("record_id", metavar="ID")
+@click.option("--limit", type=int, default=10, show_default=True, metavar="N", help="0: all.")
+@click.option("--min-score", type=float, default=None, metavar="F", help="Cosine at least F.")
+@output_options((*RECORD_KEYS, "score", "mode"))
+@common
+def memory_similar(
+    record_id: str,
+    limit: int,
+    min_score: float | None,
+    as_json: bool,
+    store_path: str | None,
+    output: Any,
+) -> None:
+    """Active records whose content is nearest in meaning to ID's (needs the semantic extra)."""
+    store = support.open_store(store_path)
+    hits = store.similar(record_id, limit=limit, min_score=min_score)
+    render.emit_listing(hits, output, store.root)
+
+
+@memory.command("dupes")
+@click.option("--scope", multiple=True, metavar="S", help="Only in this scope (user:* a prefix).")
+@click.option(
+    "--threshold",
+    type=float,
+    default=DUPE_THRESHOLD,
+    show_default=True,
+    metavar="F",
+    help="Report pairs with a cosine of at least F.",
+)
+@common
+def memory_dupes(
+    scope: tuple[str, ...], threshold: float, as_json: bool, store_path: str | None
+) -> None:
+    """Pairs of active records that say nearly the same thing (needs the semantic extra).
+
+    Only a report: lantern never merges or archives on its own (see memory supersede).
+    """
+    store = support.open_store(store_path)
+    pairs = store.dupes(scopes=scope, threshold=threshold)
+    render.emit(pairs, as_json, lambda value: render.dupes_lines(value, store.root))
 
 
 @memory.command("show")

@@ -12,7 +12,7 @@ import click
 
 from .. import render
 from ..errors import InvalidInput
-from ..fields import HIT_FIELDS, MANIFEST_FIELDS
+from ..fields import HIT_FIELDS, MANIFEST_FIELDS, SEARCH_MODES
 from . import support
 from .support import common, meta_pairs, output_options, page_options, reason_option, writer
 
@@ -172,13 +172,21 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.argument("query")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
+    @click.option(
+        "--mode",
+        type=click.Choice(SEARCH_MODES),
+        default=None,
+        help="keyword, semantic or hybrid, as memory search. "
+        "Default: hybrid with the semantic extra, keyword without.",
+    )
     @page_options
-    @output_options(HIT_FIELDS)
+    @output_options((*HIT_FIELDS, "mode"))
     @common
     def source_search(
         query: str,
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
+        mode: str | None,
         limit: int | None,
         offset: int,
         output: Any,
@@ -187,7 +195,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
     ) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
-        hits = store.sources.search(query, kinds=kinds, sources=sources, limit=limit, offset=offset)
+        hits = store.sources.search(
+            query, kinds=kinds, sources=sources, limit=limit, offset=offset, mode=mode
+        )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)
         )

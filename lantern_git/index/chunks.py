@@ -24,6 +24,7 @@ are broken by source id then first line, whichever path answered.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import heapq
@@ -139,9 +140,11 @@ class ChunkHit:
     kind: str
     uri: str | None
     title: str | None
+    # keyword, semantic or hybrid: what ranked it (README, "Semantic recall")
+    mode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "ref": self.ref,
             "source_id": self.source_id,
             "lines": [self.lines[0], self.lines[1]],
@@ -151,6 +154,9 @@ class ChunkHit:
             "uri": self.uri,
             "title": self.title,
         }
+        if self.mode is not None:
+            data["mode"] = self.mode
+        return data
 
 
 @dataclass
@@ -504,6 +510,98 @@ class ChunkIndex:
             self._forget()
             raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
 
+    # -- for the chunk vectors (vectors.py): a chunk's key is "<source id>:<first line>"
+
+    def generation(self) -> str:
+        """A token that changes whenever the chunks may have (a commit, or a rebuild's new
+        folder)."""
+
+        def read() -> str:
+            generation = self._open().latest_generation()
+            st = os.stat(self.dir)
+            return f"{st.st_dev}:{st.st_ino}:{generation}"
+
+        return self._answer(read)
+
+    def digests(self) -> dict[str, str]:
+        """Every chunk's key -> the hash of its text."""
+
+        def read() -> dict[str, str]:
+            return {
+                f"{fields['source']}:{fields['a']}": _text_hash(fields["text"])
+                for fields in self._kept_searcher().reader().all_stored_fields()
+            }
+
+        return self._answer(read)
+
+    def texts(self, keys: list[str]) -> dict[str, str]:
+        """The text of the chunks with these keys (those that still exist)."""
+        wanted = set(keys)
+        return {key: hit.text for key, hit in self._stored(wanted).items()}
+
+    def chunk_keys(self, kinds: Sequence[str] = (), sources: Sequence[str] = ()) -> list[str]:
+        """The keys of the chunks these filters select: a semantic ranking's candidates."""
+
+        def read() -> list[str]:
+            searcher = self._kept_searcher()
+            restrict = _filter(tuple(kinds), tuple(sources))
+            docs = searcher.docs_for_query(restrict if restrict is not None else Q.Every())
+            keys = []
+            for docnum in docs:
+                fields = searcher.stored_fields(docnum)
+                keys.append(f"{fields['source']}:{fields['a']}")
+            return keys
+
+        return self._answer(read)
+
+    def hits(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
+        """The chunks of these (key, score) pairs as hits with those scores, in that order."""
+        found = self._stored({key for key, _ in scored})
+        return [
+            dataclasses.replace(found[key], score=score) for key, score in scored if key in found
+        ]
+
+    @staticmethod
+    def key(hit: ChunkHit) -> str:
+        return f"{hit.source_id}:{hit.lines[0]}"
+
+    def _stored(self, keys: set[str]) -> dict[str, ChunkHit]:
+        def read() -> dict[str, ChunkHit]:
+            state = self._load_state()
+            if state is None:
+                raise _NeedsRebuild("no state")
+            known: dict[str, _Indexed] = state["sources"]
+            found = {}
+            for _, fields in self._kept_searcher().reader().iter_docs():
+                key = f"{fields['source']}:{fields['a']}"
+                entry = known.get(fields["source"])
+                if key not in keys or entry is None:
+                    continue
+                a, b = fields["a"], fields["b"]
+                found[key] = ChunkHit(
+                    ref=str(SourceRef(fields["source"], entry.blob, a, b)),
+                    source_id=fields["source"],
+                    lines=(a, b),
+                    score=0.0,
+                    text=fields["text"],
+                    kind=entry.kind,
+                    uri=entry.uri,
+                    title=entry.title,
+                )
+            return found
+
+        return self._answer(read) if keys else {}
+
+    def _answer(self, read: Callable[[], Any]) -> Any:
+        """``read()``, rebuilding a missing or damaged index once."""
+        for _ in range(2):
+            try:
+                return read()
+            except Exception:
+                self._forget()
+                self.rebuild()
+        return read()
+
     def counts(self) -> tuple[int, int]:
         """(sources indexed, chunks indexed)."""
         for _ in range(2):
@@ -750,6 +848,10 @@ def _ranked(
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 def _plain_parts(query: Any) -> list[tuple[tuple[str, ...], float]] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
+from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT, SEARCH_MODES
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
 from .spec import MAX_LIMIT, REASON_SCHEMA, ToolSpec, object_schema, one_more, page, page_limit
 
@@ -60,6 +60,7 @@ _HIT_SCHEMA = {
         "kind": MANIFEST_SCHEMA["kind"],
         "uri": MANIFEST_SCHEMA["uri"],
         "title": MANIFEST_SCHEMA["title"],
+        "mode": {"type": "string", "enum": list(SEARCH_MODES)},
     },
 }
 _VERIFY_SCHEMA = {
@@ -177,6 +178,7 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         sources=args.get("source", ()),
         limit=one_more(limit),
         offset=offset,
+        mode=args.get("mode"),
     )
     return page("hits", [h.to_dict() for h in hits], offset, limit), None
 
@@ -287,11 +289,13 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="lantern_source_search",
-        title="Search sources by keyword",
+        title="Search sources",
         description=(
-            "Return one page of source chunks (line ranges) matching the keywords, most "
-            "relevant first (BM25), each with the text and a `ref` to cite in a record's "
-            "source_refs unchanged. Read-only."
+            "Return one page of source chunks (line ranges) matching the query, most "
+            "relevant first, each with the text, its `score`, the `mode` that ranked it "
+            "(keyword: BM25; semantic: cosine of text embeddings; hybrid: both fused by "
+            "reciprocal rank) and a `ref` to cite in a record's source_refs unchanged. "
+            "Read-only."
         ),
         input_schema=object_schema(
             {
@@ -299,6 +303,14 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "minLength": 1,
                     "description": "Keywords to look for (stemmed; any word may match).",
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": list(SEARCH_MODES),
+                    "description": (
+                        "keyword, semantic or hybrid (RRF, k=60). Default: hybrid when the "
+                        "server has the semantic extra, keyword otherwise."
+                    ),
                 },
                 "kind": _kinds(),
                 "source": {

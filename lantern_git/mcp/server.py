@@ -30,9 +30,11 @@ from ..errors import InvalidInput, LanternError
 from ..fields import (
     DEFAULT_LIMIT,
     DEFAULT_STATUS,
+    DUPE_THRESHOLD,
     FIELDS,
     NO_LIMIT,
     RECORD_KEYS,
+    SEARCH_MODES,
     UNSET,
     choose_fields,
 )
@@ -55,7 +57,9 @@ INSTRUCTIONS = (
     "commit. These tools store and retrieve records. They do not decide what is worth "
     "remembering, resolve contradictions or rank by hidden salience: list returns records in "
     "one documented order (active first, then priority desc, urgency desc, updated_at desc, id "
-    "asc) and search by keyword relevance. Choosing which records to use is up to you. List "
+    "asc) and search by relevance (keyword, or with the semantic extra by meaning too: "
+    "lantern_memory_similar and lantern_memory_dupes find records that say the same "
+    "thing). Choosing which records to use is up to you. List "
     "and search return at most `limit` records per call; page with `offset` and "
     "`next_offset`, and ask only for the `fields` you need. The evidence a memory comes from "
     "(a transcript, a note, a tool output) can be stored verbatim with lantern_source_add and "
@@ -158,21 +162,70 @@ HISTORY_SCHEMA = {
 }
 
 
+_MODE = {
+    "type": "string",
+    "enum": list(SEARCH_MODES),
+    "description": (
+        "keyword: BM25 over the words. semantic: cosine of text embeddings (finds paraphrases). "
+        "hybrid: both rankings fused by reciprocal rank (k=60). Default: hybrid when the "
+        "server has the semantic extra, keyword otherwise; semantic and hybrid fail with "
+        "semantic_unavailable without it."
+    ),
+}
+_SCORED = {"score": {"type": "number"}, "mode": {"type": "string", "enum": list(SEARCH_MODES)}}
+_PAGE_LIMIT = {
+    "type": "integer",
+    "minimum": NO_LIMIT,
+    "maximum": MAX_LIMIT,
+    "default": DEFAULT_LIMIT,
+    "description": f"At most this many per page (1-{MAX_LIMIT}); {NO_LIMIT}: all.",
+}
+_PAGE_OFFSET = {
+    "type": "integer",
+    "minimum": 0,
+    "default": 0,
+    "description": "Skip this many first; use next_offset from a page.",
+}
+_DUPES_PAGE = {
+    "type": "object",
+    "properties": {
+        "pairs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}},
+                "required": ["a", "b", "score"],
+                "additionalProperties": False,
+            },
+        },
+        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": NO_LIMIT},
+        "next_offset": {"type": ["integer", "null"]},
+    },
+    "required": ["pairs", "offset", "limit", "next_offset"],
+    "additionalProperties": False,
+}
+
+
 def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
     """A record field's input schema from the table, with ``changes`` (a description, a type)."""
     return {**FIELDS[name].input_schema(default=default), **changes}
 
 
 def _filter_properties(search: bool) -> dict[str, dict]:
-    fields = [*RECORD_KEYS, "score"] if search else list(RECORD_KEYS)
+    fields = [*RECORD_KEYS, "score", "mode"] if search else list(RECORD_KEYS)
     scope, status = FIELDS["scope"], FIELDS["status"]
     properties: dict[str, dict] = {}
     if search:
         properties["query"] = {
             "type": "string",
             "minLength": 1,
-            "description": "Keywords to look for in the content (stemmed; any word may match).",
+            "description": (
+                "What to look for: keywords (stemmed; any word may match), or in semantic and "
+                "hybrid mode a question or phrase in plain words."
+            ),
         }
+        properties["mode"] = _MODE
     properties.update(
         {
             "scope": {
@@ -366,7 +419,7 @@ def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit", "include_pending") and not (search and k == "query")
+        if k not in ("fields", "limit", "include_pending", "mode") and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
     return RecordQuery.from_options(**options, limit=one_more(limit))
@@ -394,9 +447,26 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
     hits = store.search(
         args["query"],
         _query(args, limit, search=True),
+        mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
     )
     return _page([hit.to_dict() for hit in hits], args, limit), None
+
+
+def _similar(store: Store, args: dict) -> tuple[dict, str | None]:
+    limit, offset = page_limit(args), args.get("offset", 0)
+    wanted = None if limit == NO_LIMIT else offset + one_more(limit)
+    hits = store.similar(args["id"], limit=wanted, min_score=args.get("min_score"))
+    return page("records", [hit.to_dict() for hit in hits[offset:]], offset, limit), None
+
+
+def _dupes(store: Store, args: dict) -> tuple[dict, str | None]:
+    limit, offset = page_limit(args), args.get("offset", 0)
+    pairs = store.dupes(
+        scopes=args.get("scope", ()), threshold=args.get("threshold", DUPE_THRESHOLD)
+    )
+    end = None if limit == NO_LIMIT else offset + one_more(limit)
+    return page("pairs", [pair.to_dict() for pair in pairs[offset:end]], offset, limit), None
 
 
 def _history(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -563,21 +633,84 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="lantern_memory_search",
-        title="Search memory records by keyword",
+        title="Search memory records",
         description=(
-            "Return one page of records whose content matches the keywords, most relevant "
-            "first (BM25 keyword score, ties by id), each with its `score`. Plain keyword "
-            "relevance only: no embeddings, no priority or recency weighting. Takes the same "
-            "filters, paging and `fields` as lantern_memory_list. Read-only."
+            "Return one page of records matching the query, most relevant first (ties by id), "
+            "each with its `score` and the `mode` that ranked it: keyword (BM25), semantic "
+            "(cosine of text embeddings: finds paraphrases) or hybrid (both fused by "
+            "reciprocal rank). Relevance only: no priority or recency weighting. The filters "
+            "select the candidates before ranking. Takes the same filters, paging and "
+            "`fields` as lantern_memory_list. Read-only."
         ),
         input_schema=_object(_filter_properties(search=True), ("query",)),
-        output_schema=_page_schema(
-            {**_RECORD_PROPERTIES, **_PENDING_PROPERTY, "score": {"type": "number"}}
-        ),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_SCORED}),
         read_only=True,
         destructive=False,
         idempotent=True,
         call=_search,
+    ),
+    ToolSpec(
+        name="lantern_memory_similar",
+        title="Find records similar in meaning to one record",
+        description=(
+            "Return one page of active, unexpired records whose content is nearest in meaning "
+            "to this record's (cosine of text embeddings, best first, ties by id; the record "
+            "itself left out), each with its `score`. Needs the semantic extra on the server "
+            "(semantic_unavailable otherwise). Read-only: it changes nothing."
+        ),
+        input_schema=_object(
+            {
+                "id": _ID_PREFIX,
+                "min_score": {
+                    "type": "number",
+                    "minimum": -1,
+                    "maximum": 1,
+                    "description": "Only records with a cosine of at least this.",
+                },
+                "limit": _PAGE_LIMIT,
+                "offset": _PAGE_OFFSET,
+            },
+            ("id",),
+        ),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, **_SCORED}),
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_similar,
+    ),
+    ToolSpec(
+        name="lantern_memory_dupes",
+        title="Find pairs of near-duplicate records",
+        description=(
+            "Return one page of pairs of active, unexpired records whose contents say nearly "
+            "the same thing: {a, b, score} with a's id < b's, by cosine desc then ids. Only a "
+            "report: lantern never merges or archives on its own; to keep one of a pair, use "
+            "lantern_memory_supersede or lantern_memory_archive. Needs the semantic extra on "
+            "the server. Read-only."
+        ),
+        input_schema=_object(
+            {
+                "scope": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Only records in these scopes ('user:*' a prefix).",
+                },
+                "threshold": {
+                    "type": "number",
+                    "minimum": -1,
+                    "maximum": 1,
+                    "default": DUPE_THRESHOLD,
+                    "description": "Report pairs with a cosine of at least this.",
+                },
+                "limit": _PAGE_LIMIT,
+                "offset": _PAGE_OFFSET,
+            }
+        ),
+        output_schema=_DUPES_PAGE,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        call=_dupes,
     ),
     ToolSpec(
         name="lantern_memory_archive",

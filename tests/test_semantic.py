@@ -1,0 +1,538 @@
+"""Semantic recall (README, "Semantic recall"): real stores, the real CLI, a real MCP client.
+
+Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it (conftest.py);
+the others run with ``LANTERN_EMBEDDER=none`` or with numpy and wordllama blocked, as a host
+without the extra. ``HashEmbedder`` is a tiny deterministic embedder for the plug-in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from conftest import git
+
+from lantern_git.cli import cli
+from lantern_git.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "what kind of replies does Ana like"
+TARGET = "Ana prefers short answers."
+RECORDS = [
+    (TARGET, "preference", "user:ana"),
+    ("Ana's editor is helix.", "fact", "user:ana"),
+    ("Ana lives in Lisbon and works remotely.", "fact", "user:ana"),
+    ("Ship the beta on Friday.", "goal", "project:beta"),
+    ("Raphael likes separate branches on his repos.", "preference", "user:raphael"),
+    ("The deploy runs every night at 2am.", "fact", "project:beta"),
+]
+INSTALL = "pip install 'lantern-git[semantic]'"
+
+
+class HashEmbedder:
+    """A hashed bag of words: deterministic, no model, no download."""
+
+    name = "test-hashed-words-v1"
+    dim = 64
+
+    def embed(self, texts):
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in "".join(c if c.isalnum() else " " for c in text.lower()).split():
+                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+HASH_EMBEDDER = "test_semantic:HashEmbedder"
+
+
+def fill(store: Store) -> dict[str, str]:
+    return {
+        content: store.add(content, kind=kind, scope=scope).id for content, kind, scope in RECORDS
+    }
+
+
+def invoke(store_path, *args):
+    result = CliRunner().invoke(cli, ["--store", str(store_path), *args])
+    return result
+
+
+def cli_json(store_path, *args):
+    result = invoke(store_path, *args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def meta(store_path) -> dict:
+    return json.loads((Path(store_path) / ".lantern/vectors/records/meta.json").read_text())
+
+
+# ---------------------------------------------------------------------------- the README scenario
+
+
+@pytest.mark.semantic
+def test_a_paraphrase_is_found_first_by_hybrid_and_semantic_not_by_keyword(store, store_path):
+    fill(store)
+    keyword = cli_json(store_path, "memory", "search", QUESTION, "--mode", "keyword")
+    assert keyword[0]["content"] != TARGET  # "likes" in another record outweighs "Ana"
+    assert {hit["mode"] for hit in keyword} == {"keyword"}
+    for mode in ("semantic", "hybrid"):
+        hits = cli_json(store_path, "memory", "search", QUESTION, "--mode", mode)
+        assert hits[0]["content"] == TARGET, mode
+        assert hits[0]["mode"] == mode and isinstance(hits[0]["score"], float)
+    default = cli_json(store_path, "memory", "search", QUESTION)
+    assert default[0]["content"] == TARGET and default[0]["mode"] == "hybrid"
+    # Derived state only: nothing for git to see.
+    assert git(store_path, "status", "--porcelain") == ""
+    assert (Path(store_path) / ".lantern/vectors/records/vectors.npy").is_file()
+
+
+@pytest.mark.semantic
+def test_the_scenario_over_mcp(store, store_path):
+    from test_mcp import connect, fail, ok
+
+    ids = fill(store)
+    store.add("Ana likes short answers.", kind="preference", scope="user:other")
+
+    async def body(client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        mode = tools["lantern_memory_search"].input_schema["properties"]["mode"]
+        assert mode["enum"] == ["keyword", "semantic", "hybrid"]
+        assert tools["lantern_memory_similar"].annotations.read_only_hint is True
+        found = {}
+        for mode in ("semantic", "hybrid", None):
+            args = {"query": QUESTION, "scope": ["user:ana", "project:*", "user:raphael"]}
+            if mode:
+                args["mode"] = mode
+            found[mode] = await ok(client, "lantern_memory_search", **args)
+        similar = await ok(client, "lantern_memory_similar", id=ids[TARGET][:6], limit=2)
+        dupes = await ok(client, "lantern_memory_dupes", limit=1)
+        error = await fail(client, "lantern_memory_search", query="x", mode="fuzzy")
+        return found, similar, dupes, error
+
+    found, similar, dupes, error = anyio.run(lambda: _run(store_path, body, connect))
+    for mode, page in found.items():
+        assert page["records"][0]["content"] == TARGET, mode
+        assert page["records"][0]["mode"] == (mode or "hybrid")
+    assert len(similar["records"]) == 2 and similar["next_offset"] == 2
+    assert similar["records"][0]["content"] == "Ana likes short answers."
+    pair = dupes["pairs"][0]
+    assert {pair["a"]["content"], pair["b"]["content"]} == {TARGET, "Ana likes short answers."}
+    assert error["code"] == "invalid_field" and "mode" in error["message"]
+
+
+async def _run(store_path, body, connect):
+    async with connect(store_path) as client:
+        return await body(client)
+
+
+# ---------------------------------------------------------------------------- filters and order
+
+
+@pytest.mark.semantic
+def test_filters_choose_the_candidates_before_ranking(store, store_path):
+    ids = fill(store)
+    store.archive(ids[TARGET])
+    store.update(ids["Raphael likes separate branches on his repos."], priority=90)
+    for mode in ("semantic", "hybrid"):
+        hits = store.search(QUESTION, mode=mode)
+        assert TARGET not in [h.record.content for h in hits]  # archived: not a candidate
+        scoped = store.search(QUESTION, mode=mode, scopes=("project:*",))
+        assert {h.record.scope for h in scoped} == {"project:beta"}
+        assert len(scoped) == 2
+        kinds = store.search(QUESTION, mode=mode, kinds=("goal",), status="all")
+        assert [h.record.kind for h in kinds] == ["goal"]
+        important = store.search(QUESTION, mode=mode, min_priority=80)
+        assert [h.record.priority for h in important] == [90]
+        archived = store.search(QUESTION, mode=mode, status="archived")
+        assert [h.record.content for h in archived] == [TARGET]
+        page = store.search(QUESTION, mode=mode, limit=2, offset=1)
+        assert [h.record.id for h in page] == [h.record.id for h in hits[1:3]]
+
+
+@pytest.mark.semantic
+def test_relevance_only_and_list_order_unchanged(store, store_path):
+    ids = fill(store)
+    before = [r.id for r in store.list()]
+    store.search(QUESTION, mode="semantic")
+    assert [r.id for r in store.list()] == before
+    # Priority never enters a score: raising one changes no score.
+    scores = {h.record.id: h.score for h in store.search(QUESTION, mode="hybrid")}
+    store.update(ids["Ship the beta on Friday."], priority=100, urgency=100)
+    again = {h.record.id: h.score for h in store.search(QUESTION, mode="hybrid")}
+    assert again == scores
+    assert store.list()[0].id == ids["Ship the beta on Friday."]
+
+
+# ---------------------------------------------------------------------------- similar and dupes
+
+
+@pytest.mark.semantic
+def test_similar_returns_the_nearest_other_records(store, store_path):
+    ids = fill(store)
+    near = store.add("Ana wants brief replies.", kind="preference", scope="user:ana")
+    hits = store.similar(ids[TARGET], limit=3)
+    assert hits[0].record.id == near.id
+    assert ids[TARGET] not in [h.record.id for h in hits]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert store.similar(ids[TARGET], min_score=0.99) == []
+    rows = cli_json(store_path, "memory", "similar", ids[TARGET][:6], "--limit", "1")
+    assert [row["id"] for row in rows] == [near.id]
+    assert rows[0]["mode"] == "semantic" and rows[0]["score"] == hits[0].score
+    assert invoke(store_path, "memory", "similar", "ffff").exit_code == 3
+
+
+@pytest.mark.semantic
+def test_dupes_finds_a_paraphrase_pair_and_not_unrelated_records(store, store_path):
+    fill(store)
+    store.add(
+        "Raphael prefers a distinct branch for each repository.",
+        kind="preference",
+        scope="user:raphael",
+    )
+    pairs = store.dupes()
+    assert [{p.a.content, p.b.content} for p in pairs] == [
+        {
+            "Raphael likes separate branches on his repos.",
+            "Raphael prefers a distinct branch for each repository.",
+        }
+    ]
+    assert pairs[0].a.id < pairs[0].b.id
+    rows = cli_json(store_path, "memory", "dupes")
+    assert rows == [pairs[0].to_dict()] and set(rows[0]) == {"a", "b", "score"}
+    assert cli_json(store_path, "memory", "dupes", "--scope", "user:ana") == []
+    low = store.dupes(threshold=0.1)
+    assert len(low) > 1
+    assert [p.score for p in low] == sorted((p.score for p in low), reverse=True)
+    text = invoke(store_path, "memory", "dupes")
+    assert text.exit_code == 0 and "Raphael prefers a distinct" in text.output
+    # Reported only: nothing was written.
+    assert git(store_path, "status", "--porcelain") == ""
+    assert len(store.list()) == len(RECORDS) + 1
+
+
+# ---------------------------------------------------------------------------- derived state
+
+
+@pytest.mark.semantic
+def test_a_hand_edit_is_embedded_again_by_the_next_search(store, store_path):
+    ids = fill(store)
+    store.search(QUESTION, mode="semantic")
+    path = next(Path(store_path, "memory").rglob(f"{ids['Ship the beta on Friday.']}.md"))
+    text = path.read_text()
+    path.write_text(text.replace("Ship the beta on Friday.", "Ana enjoys terse replies."))
+    fresh = Store.open(str(store_path))
+    hits = fresh.search(QUESTION, mode="semantic")
+    assert fresh.record_vectors().embedded == 1
+    assert hits[0].record.content == "Ana enjoys terse replies."
+    # A status edit changes the file, not the text: nothing is embedded again.
+    path.write_text(path.read_text().replace("status: active", "status: archived"))
+    again = Store.open(str(store_path))
+    again.search(QUESTION, mode="semantic", status="all")
+    assert again.record_vectors().embedded == 0
+    # A removed record's row is dropped.
+    path.unlink()
+    gone = Store.open(str(store_path))
+    gone.search(QUESTION, mode="semantic", status="all")
+    assert ids["Ship the beta on Friday."] not in meta(store_path)["ids"]
+    assert meta(store_path)["count"] == len(RECORDS) - 1
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("damage", ["delete", "truncate", "flip", "meta", "shape"])
+def test_damaged_vectors_are_rebuilt_never_trusted(store, store_path, damage):
+    fill(store)
+    expected = [h.record.id for h in store.search(QUESTION, mode="semantic")]
+    folder = Path(store_path, ".lantern/vectors/records")
+    data = folder / "vectors.npy"
+    if damage == "delete":
+        import shutil
+
+        shutil.rmtree(Path(store_path, ".lantern/vectors"))
+    elif damage == "truncate":
+        data.write_bytes(data.read_bytes()[:-100])
+    elif damage == "flip":
+        raw = bytearray(data.read_bytes())
+        raw[-7] ^= 0xFF  # one vector's bytes: the CRC no longer matches
+        data.write_bytes(bytes(raw))
+    elif damage == "meta":
+        (folder / "meta.json").write_text("{not json")
+    else:
+        recorded = meta(store_path)
+        recorded["count"] += 1
+        (folder / "meta.json").write_text(json.dumps(recorded))
+    fresh = Store.open(str(store_path))
+    assert [h.record.id for h in fresh.search(QUESTION, mode="semantic")] == expected
+    assert fresh.record_vectors().embedded == len(RECORDS)
+    assert meta(store_path)["count"] == len(RECORDS)
+    # And now whole again: the next process embeds nothing.
+    again = Store.open(str(store_path))
+    again.search(QUESTION, mode="semantic")
+    assert again.record_vectors().embedded == 0
+
+
+@pytest.mark.semantic
+def test_an_empty_store_answers_every_mode(store, store_path):
+    for mode in ("keyword", "semantic", "hybrid"):
+        assert store.search("anything", mode=mode) == []
+        assert store.sources.search("anything", mode=mode) == []
+    assert store.dupes() == []
+    assert meta(store_path)["count"] == 0
+
+
+@pytest.mark.semantic
+def test_index_rebuild_rebuilds_the_vectors(store, store_path):
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    result = invoke(store_path, "index", "rebuild")
+    assert result.exit_code == 0, result.output
+    assert meta(store_path)["count"] == len(RECORDS)
+    fresh = Store.open(str(store_path))
+    fresh.search(QUESTION, mode="semantic")
+    assert fresh.record_vectors().embedded == 0
+
+
+@pytest.mark.semantic
+def test_switching_embedder_embeds_again(store, store_path, monkeypatch):
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    assert meta(store_path)["embedder"].startswith("wordllama-")
+    monkeypatch.setenv("LANTERN_EMBEDDER", HASH_EMBEDDER)
+    hashed = Store.open(str(store_path))
+    hits = hashed.search("Ana answers", mode="semantic")
+    assert hashed.record_vectors().embedded == len(RECORDS)
+    assert meta(store_path)["embedder"] == "test-hashed-words-v1/64"
+    assert hits[0].record.content == TARGET  # two words in common
+    # The CLI, in a subprocess, imports the embedder from the variable too.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    search = ["memory", "search", "Ana answers", "--json"]
+    out = subprocess.run(
+        [sys.executable, "-m", "lantern_git", "--store", str(store_path), *search],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert json.loads(out.stdout)[0]["content"] == TARGET
+    monkeypatch.delenv("LANTERN_EMBEDDER")
+    back = Store.open(str(store_path))
+    back.search(QUESTION, mode="semantic")
+    assert back.record_vectors().embedded == len(RECORDS)
+    assert meta(store_path)["embedder"].startswith("wordllama-")
+
+
+@pytest.mark.semantic
+def test_pending_records_are_searched_by_keyword_only(store, store_path):
+    fill(store)
+    hits = store.search("Ana", include_pending=True)
+    assert hits and {h.mode for h in hits} == {"keyword"}
+    with pytest.raises(Exception) as caught:
+        store.search("Ana", mode="semantic", include_pending=True)
+    assert caught.value.code == "usage_error"
+
+
+@pytest.mark.semantic
+def test_reciprocal_rank_fusion():
+    from lantern_git.index.vectors import RRF_K, fuse
+
+    fused = fuse([("a", 9.0), ("b", 5.0)], [("b", 0.9), ("c", 0.5)])
+    assert [i for i, _ in fused] == ["b", "a", "c"]
+    assert fused[0][1] == round(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 6)
+    assert fuse([("b", 1.0)], [("a", 1.0)]) == [("a", 0.016393), ("b", 0.016393)]
+
+
+# ---------------------------------------------------------------------------- choosing
+
+
+def test_an_import_path_in_lantern_yaml_is_refused(store, store_path):
+    marker = Path(store_path, "lantern.yaml")
+    marker.write_text(marker.read_text() + f"embedder: {HASH_EMBEDDER}\n")
+    result = invoke(store_path, "memory", "search", "Ana", "--mode", "semantic", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "invalid_embedder"
+    assert "lantern.yaml" in error["message"] and "'embedder'" in error["message"]
+    assert "LANTERN_EMBEDDER" in error["message"]
+
+
+def test_embedder_none_means_keyword_only(store, store_path):
+    fill(store)
+    assert os.environ["LANTERN_EMBEDDER"] == "none"
+    assert {hit["mode"] for hit in cli_json(store_path, "memory", "search", "Ana")} == {"keyword"}
+    for args in (("search", "Ana", "--mode", "hybrid"), ("similar", "61f4"), ("dupes",)):
+        result = invoke(store_path, "memory", *args, "--json")
+        assert result.exit_code == 1, args
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] == "semantic_unavailable" and INSTALL in error["message"]
+
+
+BLOCKED = """
+import sys
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numpy", "wordllama"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Blocker())
+sys.argv = ["lantern", *sys.argv[1:]]
+from lantern_git.cli import main
+main()
+"""
+
+
+def test_without_the_extra_lantern_works_by_keyword(store_path):
+    env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-c", BLOCKED, "--store", str(store_path), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+
+    added = run("memory", "add", TARGET, "--kind", "preference", "--json")
+    assert added.returncode == 0, added.stderr
+    listed = run("memory", "list", "--json")
+    assert [r["content"] for r in json.loads(listed.stdout)] == [TARGET]
+    found = run("memory", "search", "answers", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [(h["content"], h["mode"]) for h in json.loads(found.stdout)] == [(TARGET, "keyword")]
+    for args in (
+        ("memory", "search", "answers", "--mode", "semantic"),
+        ("source", "search", "answers", "--mode", "hybrid"),
+        ("memory", "similar", "61f4"),
+        ("memory", "dupes"),
+    ):
+        refused = run(*args)
+        assert refused.returncode == 1, args
+        assert INSTALL in refused.stderr and "Traceback" not in refused.stderr
+    sources = run("source", "search", "answers", "--json")
+    assert sources.returncode == 0 and json.loads(sources.stdout) == []
+
+
+@pytest.mark.semantic
+def test_a_keyword_session_never_imports_numpy(store_path):
+    code = (
+        "import sys\n"
+        "from lantern_git.cli import cli\n"
+        "def run(*args):\n"
+        f"    cli.main(['--store', {str(store_path)!r}, *args], standalone_mode=False)\n"
+        f"run('memory', 'add', {TARGET!r}, '--kind', 'preference')\n"
+        "run('memory', 'list')\n"
+        "run('memory', 'search', 'answers', '--mode', 'keyword')\n"
+        "run('memory', 'show', '61f4')\n"
+        "print('numpy' in sys.modules, 'wordllama' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+# ---------------------------------------------------------------------------- source chunks
+
+
+def add_sources(store: Store) -> dict[str, str]:
+    from lantern_git.evidence import SourceInput
+
+    ids = {}
+    for name, text in (
+        ("food.md", "# Food\n\nBob is allergic to peanuts.\n"),
+        ("deploy.md", "# Release\n\nThe deploy runs every night at 2am.\n"),
+    ):
+        [result] = store.sources.add([SourceInput(text.encode(), name, kind="note", uri=name)])
+        ids[name] = result.manifest.id
+    return ids
+
+
+@pytest.mark.semantic
+def test_source_search_by_meaning(store, store_path):
+    ids = add_sources(store)
+    keyword = store.sources.search("food Bob must avoid", mode="keyword")
+    assert all(hit.mode == "keyword" for hit in keyword)
+    for mode in ("semantic", "hybrid", None):
+        hits = store.sources.search("which snacks are dangerous for him", mode=mode)
+        assert hits[0].source_id == ids["food.md"], mode
+        assert hits[0].mode == (mode or "hybrid")
+        assert hits[0].to_dict()["ref"].startswith(f"source:{ids['food.md']}@")
+    only = store.sources.search("snacks", mode="semantic", sources=[ids["deploy.md"]])
+    assert {hit.source_id for hit in only} == {ids["deploy.md"]}
+    rows = cli_json(store_path, "source", "search", "nightly release time", "--mode", "semantic")
+    assert rows[0]["source_id"] == ids["deploy.md"] and rows[0]["mode"] == "semantic"
+    # An append embeds only the chunks whose text is new (the tail, re-chunked from its
+    # resume line), not the rest.
+    chunks = Path(store_path, ".lantern/vectors/chunks/meta.json")
+    before = set(json.loads(chunks.read_text())["texts"])
+    store.sources.append(ids["deploy.md"], "\n# Freeze\n\nNo deploys in August.\n")
+    fresh = Store.open(str(store_path))
+    hits = fresh.sources.search("holiday freeze", mode="semantic")
+    new = set(json.loads(chunks.read_text())["texts"]) - before
+    assert 1 <= fresh.chunk_vectors().embedded == len(new) < len(hits)
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+@pytest.mark.semantic
+def test_source_search_mode_over_mcp(store, store_path):
+    from test_mcp import connect, ok
+
+    ids = add_sources(store)
+
+    async def body(client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        schema = tools["lantern_source_search"].input_schema["properties"]["mode"]
+        assert schema["enum"] == ["keyword", "semantic", "hybrid"]
+        return await ok(
+            client, "lantern_source_search", query="which snacks are dangerous", mode="semantic"
+        )
+
+    page = anyio.run(lambda: _run(store_path, body, connect))
+    assert page["hits"][0]["source_id"] == ids["food.md"]
+    assert page["hits"][0]["mode"] == "semantic"
+
+
+@pytest.mark.semantic
+def test_wordllama_loads_and_embeds_without_the_network(store, store_path):
+    fill(store)
+    code = (
+        "import socket, sys\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('lantern tried the network')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from lantern_git.cli import cli\n"
+        f"cli.main(['--store', {str(store_path)!r}, 'memory', 'search', {QUESTION!r},\n"
+        "          '--mode', 'semantic', '--json', '--limit', '1'], standalone_mode=False)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["content"] == TARGET
+
+
+@pytest.mark.semantic
+def test_one_text_is_embedded_once_and_shared(store, store_path):
+    a = store.add(TARGET, kind="preference", scope="user:ana")
+    b = store.add(TARGET, kind="preference", scope="user:bob")
+    store.add("Ship the beta on Friday.", kind="goal")
+    store.search(QUESTION, mode="semantic")
+    assert store.record_vectors().embedded == 2
+    pairs = store.dupes()
+    assert [(p.a.id, p.b.id) for p in pairs] == [tuple(sorted((a.id, b.id)))]
+    assert pairs[0].score == pytest.approx(1.0, abs=1e-5)
