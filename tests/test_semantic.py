@@ -349,7 +349,11 @@ def test_reciprocal_rank_fusion():
     fused = fuse([("a", 9.0), ("b", 5.0)], [("b", 0.9), ("c", 0.5)])
     assert [i for i, _ in fused] == ["b", "a", "c"]
     assert fused[0][1] == round(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 6)
+    # A tie goes to the last (semantic) ranking's choice, whatever the ids' order.
     assert fuse([("b", 1.0)], [("a", 1.0)]) == [("a", 0.016393), ("b", 0.016393)]
+    assert fuse([("a", 1.0)], [("b", 1.0)]) == [("b", 0.016393), ("a", 0.016393)]
+    swapped = fuse([("x", 3.0), ("y", 2.0), ("z", 1.0)], [("z", 0.9), ("y", 0.5), ("x", 0.1)])
+    assert [i for i, _ in swapped] == ["z", "x", "y"]
 
 
 # ---------------------------------------------------------------------------- choosing

@@ -63,3 +63,13 @@ def test_a_phrase_matches_its_words_in_any_form_and_only_in_order(store):
     store.add("Jobs keep running.", kind="fact")
     assert ids(store.search('"run job"')) == [target.id]
     assert ids(store.search('"running jobs"')) == [target.id]
+
+
+def test_a_stem_beside_its_word_does_not_make_a_record_longer(store):
+    """BM25 scores a shared word by the record's length in words: "likes" indexed with its
+    stem "like" is still one word, so these two four-word records score alike for "Ana"."""
+    inflected = store.add("Ana likes green tea.", kind="preference")
+    plain = store.add("Ana drink green tea.", kind="preference")
+    hits = store.search("ana")
+    assert {hit.record.id for hit in hits} == {inflected.id, plain.id}
+    assert hits[0].score == hits[1].score

@@ -51,6 +51,9 @@ class StemAlongside(Filter):
                 yield token
                 continue
             yield token
+            words = getattr(token, "words", None)
+            if words is not None:
+                words[0] += 1
             if stemmed != text:
                 # Whoosh reuses one token object; the consumer has read it before it changes.
                 token.text = stemmed
@@ -64,6 +67,17 @@ class WordForms(TEXT):
     A phrase asks for one word per position, so there the query asks for the stems, which
     every indexed word has at its position. Whoosh's parser reads a phrase as the only query
     text it tokenizes with character offsets (``PhrasePlugin``); single words come without."""
+
+    def index(self, value: str, **kwargs: Any) -> Iterator[tuple[bytes, int, float, bytes]]:
+        # Whoosh's writer takes a field's length to be the sum of the frequencies given here.
+        # A stem beside its word is not another word: the length must count words, or BM25
+        # would score a record with inflected words as a longer one ("Ana prefers short
+        # answers" as six words, below "Ana's editor is helix" for "Ana"). Frequencies feed
+        # nothing else (postings carry the weights), so the first term carries the count.
+        words = [0]
+        items = list(super().index(value, words=words, **kwargs))
+        for number, (term, _, weight, encoded) in enumerate(items):
+            yield term, words[0] if number == 0 else 0, weight, encoded
 
     def tokenize(self, value: str, **kwargs: Any) -> Any:
         if kwargs.get("mode") == "query" and kwargs.get("chars"):

@@ -315,14 +315,21 @@ def rank(
 
 def fuse(*rankings: builtins.list[tuple[str, float]]) -> builtins.list[tuple[str, float]]:
     """Reciprocal rank fusion: each id scores the sum over the rankings that hold it of
-    1 / (RRF_K + rank), rank counted from 1; best first, ties by id. Only ranks count, so
-    BM25 scores and cosines, on different scales, need no calibration."""
+    1 / (RRF_K + rank), rank counted from 1; best first. Only ranks count, so BM25 scores and
+    cosines, on different scales, need no calibration.
+
+    Ties are common (first in one ranking and third in the other ties with the reverse) and go
+    to the id the last ranking places first (the caller gives the semantic one last: a tie is
+    a disagreement, and that ranking is the one that reads past the words), then by id."""
     fused: dict[str, float] = {}
     for ranking in rankings:
         for place, (record_id, _) in enumerate(ranking, 1):
             fused[record_id] = fused.get(record_id, 0.0) + 1.0 / (RRF_K + place)
+    final = rankings[-1] if rankings else []
+    last = {record_id: place for place, (record_id, _) in enumerate(final)}
+    unplaced = len(last)
     ordered = [(record_id, round(score, 6)) for record_id, score in fused.items()]
-    ordered.sort(key=lambda item: (-item[1], item[0]))
+    ordered.sort(key=lambda item: (-item[1], last.get(item[0], unplaced), item[0]))
     return ordered
 
 
