@@ -534,7 +534,8 @@ class Sources:
 
         ``mode`` as for :meth:`Store.search`: keyword (BM25), semantic (cosine of the chunk's
         embedding with the query's, among the chunks the filters select) or hybrid (the two
-        fused by reciprocal rank, k = 60); None is hybrid when an embedder is available.
+        weighted as :func:`~lantern_git.index.vectors.fuse` says); None is hybrid when an
+        embedder is available.
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")

@@ -240,7 +240,7 @@ MANIFEST_FIELDS = (
 HIT_FIELDS = ("ref", "source_id", "lines", "score", "text", "kind", "uri", "title")
 
 # How a search ranks (README, "Semantic recall"): BM25 over the words, cosine of embeddings,
-# or the two fused by reciprocal rank.
+# or a weighted sum of the two (index.vectors.fuse).
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 
 # memory dupes' default cosine, measured on wordllama (README, "Semantic recall"): ten pairs

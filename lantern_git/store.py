@@ -711,8 +711,9 @@ class Store:
         - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
           the records the filters select (records with a cosine of 0 or less are left out);
           ``score`` is the cosine.
-        - ``hybrid``: reciprocal rank fusion of the two rankings, each record scoring the sum
-          of ``1 / (60 + rank)`` over the rankings that hold it (k = 60); ``score`` is that sum.
+        - ``hybrid``: ``0.2 * bm25 / best bm25 + 0.8 * cosine`` over the candidates
+          (:func:`~lantern_git.index.vectors.fuse`, where the weight is measured); ``score`` is
+          that sum, between 0 and 1.
 
         ``mode=None`` is hybrid when an embedder is available (the ``semantic`` extra, and no
         ``embedder: none``), keyword otherwise. Every filter applies before ranking; priority,

@@ -167,9 +167,12 @@ def test_relevance_only_and_list_order_unchanged(store, store_path):
     before = [r.id for r in store.list()]
     store.search(QUESTION, mode="semantic")
     assert [r.id for r in store.list()] == before
-    # Priority never enters a score: raising one changes no score.
+    # Priority never enters a score: raising one changes no score. (Each side is scored by a
+    # freshly built index: Whoosh's BM25 statistics count a replaced document until a merge.)
+    store.rebuild_index()
     scores = {h.record.id: h.score for h in store.search(QUESTION, mode="hybrid")}
     store.update(ids["Ship the beta on Friday."], priority=100, urgency=100)
+    store.rebuild_index()
     again = {h.record.id: h.score for h in store.search(QUESTION, mode="hybrid")}
     assert again == scores
     assert store.list()[0].id == ids["Ship the beta on Friday."]
@@ -343,17 +346,23 @@ def test_pending_records_are_searched_by_keyword_only(store, store_path):
 
 
 @pytest.mark.semantic
-def test_reciprocal_rank_fusion():
-    from lantern_git.index.vectors import RRF_K, fuse
+def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
+    from lantern_git.index.vectors import KEYWORD_WEIGHT, fuse
 
-    fused = fuse([("a", 9.0), ("b", 5.0)], [("b", 0.9), ("c", 0.5)])
-    assert [i for i, _ in fused] == ["b", "a", "c"]
-    assert fused[0][1] == round(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 6)
-    # A tie goes to the last (semantic) ranking's choice, whatever the ids' order.
-    assert fuse([("b", 1.0)], [("a", 1.0)]) == [("a", 0.016393), ("b", 0.016393)]
-    assert fuse([("a", 1.0)], [("b", 1.0)]) == [("b", 0.016393), ("a", 0.016393)]
-    swapped = fuse([("x", 3.0), ("y", 2.0), ("z", 1.0)], [("z", 0.9), ("y", 0.5), ("x", 0.1)])
-    assert [i for i, _ in swapped] == ["z", "x", "y"]
+    keyword = [("a", 8.0), ("b", 4.0)]
+    semantic = [("c", 0.7), ("b", 0.5), ("a", -0.2)]
+    fused = dict(fuse(keyword, semantic))
+    assert fused["a"] == round(KEYWORD_WEIGHT * 1.0, 6)  # a negative cosine adds nothing
+    assert fused["b"] == round(KEYWORD_WEIGHT * 0.5 + (1 - KEYWORD_WEIGHT) * 0.5, 6)
+    assert fused["c"] == round((1 - KEYWORD_WEIGHT) * 0.7, 6)  # no keyword match
+    assert [key for key, _ in fuse(keyword, semantic)] == ["c", "b", "a"]
+    # A record only the keyword ranking places first does not tie with the cosine's first.
+    named = fuse(
+        [("shares-the-name", 3.0), ("target", 1.0)], [("target", 0.6), ("shares-the-name", 0.3)]
+    )
+    assert [key for key, _ in named] == ["target", "shares-the-name"]
+    # Equal sums: the semantic ranking's order, whatever the ids.
+    assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)])] == ["z", "y"]
 
 
 # ---------------------------------------------------------------------------- choosing

@@ -293,8 +293,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Return one page of source chunks (line ranges) matching the query, most "
             "relevant first, each with the text, its `score`, the `mode` that ranked it "
-            "(keyword: BM25; semantic: cosine of text embeddings; hybrid: both fused by "
-            "reciprocal rank) and a `ref` to cite in a record's source_refs unchanged. "
+            "(keyword: BM25; semantic: cosine of text embeddings; hybrid: a weighted sum of "
+            "the two) and a `ref` to cite in a record's source_refs unchanged. "
             "Read-only."
         ),
         input_schema=object_schema(
@@ -308,8 +308,9 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "enum": list(SEARCH_MODES),
                     "description": (
-                        "keyword, semantic or hybrid (RRF, k=60). Default: hybrid when the "
-                        "server has the semantic extra, keyword otherwise."
+                        "keyword, semantic or hybrid (0.2 x BM25 / best + 0.8 x cosine). "
+                        "Default: hybrid when the server has the semantic extra, keyword "
+                        "otherwise."
                     ),
                 },
                 "kind": _kinds(),

@@ -167,7 +167,7 @@ _MODE = {
     "enum": list(SEARCH_MODES),
     "description": (
         "keyword: BM25 over the words. semantic: cosine of text embeddings (finds paraphrases). "
-        "hybrid: both rankings fused by reciprocal rank (k=60). Default: hybrid when the "
+        "hybrid: 0.2 x BM25 over the best BM25 + 0.8 x cosine. Default: hybrid when the "
         "server has the semantic extra, keyword otherwise; semantic and hybrid fail with "
         "semantic_unavailable without it."
     ),
@@ -637,8 +637,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Return one page of records matching the query, most relevant first (ties by id), "
             "each with its `score` and the `mode` that ranked it: keyword (BM25), semantic "
-            "(cosine of text embeddings: finds paraphrases) or hybrid (both fused by "
-            "reciprocal rank). Relevance only: no priority or recency weighting. The filters "
+            "(cosine of text embeddings: finds paraphrases) or hybrid (a weighted sum of "
+            "the two). Relevance only: no priority or recency weighting. The filters "
             "select the candidates before ranking. Takes the same filters, paging and "
             "`fields` as lantern_memory_list. Read-only."
         ),
