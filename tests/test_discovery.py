@@ -399,9 +399,25 @@ def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_run
     """Checked by shape, not run: running the whole suite inside the suite would recurse. CI
     (.ci/run) runs the same steps."""
     second = _readme_commands()[1]
-    assert second == (
-        ".ci/system-deps && python3 -m venv .venv && . .venv/bin/activate && "
-        "pip install -e '.[dev]' && python -m pytest -q"
-    )
+    steps = second.split(" && ")
+    assert steps == [
+        ".ci/system-deps",
+        "python3 -m venv .venv",
+        ". .venv/bin/activate",
+        "pip install -e '.[dev]'",
+        "python -m pytest -q -m 'not semantic'",
+        "pip install -e '.[dev,semantic]'",
+        "python -m pytest -q -m semantic",
+    ]
+    # CI runs the same installs and test runs, in the same order.
+    ci = [line.strip() for line in (EXAMPLES.parent / ".ci" / "run").read_text().splitlines()]
+    same = [
+        "python -m pip install --quiet -e '.[dev]'",
+        "python -m pytest -q -m 'not semantic'",
+        "python -m pip install --quiet -e '.[dev,semantic]'",
+        "python -m pytest -q -m semantic",
+    ]
+    positions = [ci.index(line) for line in same]
+    assert positions == sorted(positions)
     assert ".venv/" in (EXAMPLES.parent / ".gitignore").read_text().split()
     assert os.access(EXAMPLES.parent / ".ci" / "system-deps", os.X_OK)
