@@ -18,11 +18,11 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 SECTION = "## Evidence: sources, chunks and pinned references"
 
 
-def console_blocks() -> list[list[tuple[str, list[str]]]]:
-    """Each console block of the section as (command, expected output lines)."""
+def console_blocks(section: str = SECTION) -> list[list[tuple[str, list[str]]]]:
+    """Each console block of the README's ``section`` as (command, expected output lines)."""
     text = README.read_text()
-    start = text.index(SECTION)
-    end = text.index("\n## ", start + len(SECTION))
+    start = text.index(section)
+    end = text.index("\n## ", start + len(section))
     blocks = re.findall(r"```console\n(.*?)```", text[start:end], re.DOTALL)
     parsed = []
     for block in blocks:

@@ -1,0 +1,32 @@
+"""The README's semantic recall session, run as written: every ``$`` command of the section's
+console block in a real shell, with the semantic extra, its output compared with the README's."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from test_readme_evidence import console_blocks, run_steps
+
+SECTION = "## Semantic recall"
+
+
+@pytest.mark.semantic
+def test_the_readme_semantic_session_runs_as_written(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    launcher = bin_dir / "lantern"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lantern_git "$@"\n')
+    launcher.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+    env["HOME"] = str(tmp_path)
+    for name in ("LANTERN_STORE", "LANTERN_EMBEDDER"):
+        env.pop(name, None)
+    [steps] = console_blocks(SECTION)
+    (first, nothing), rest = steps[0], steps[1:]
+    # The first line makes the store and enters its folder; a shell keeps that folder for the
+    # lines after it, so they run there.
+    assert first.startswith("mkdir ~/semantic-demo && cd ~/semantic-demo") and nothing == []
+    run_steps([(first, nothing)], tmp_path, env)
+    run_steps(rest, tmp_path / "semantic-demo", env)
