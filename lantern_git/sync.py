@@ -221,6 +221,20 @@ def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
     return repo[entry[0]].peel(pygit2.Blob).data if entry is not None else None
 
 
+class Unmergeable(GitError):
+    """Both sides changed files that no lantern merge covers (not records, not sources)."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.shown = ", ".join(paths[:5]) + (" ..." if len(paths) > 5 else "")
+        super().__init__(
+            f"both sides changed {self.shown} in ways lantern cannot merge; nothing was "
+            "changed. Merge with git (git pull --no-rebase), resolve, commit, then run "
+            "lantern sync again",
+            code="merge_conflict",
+        )
+
+
 def merge_trees(
     git: GitRepo,
     base: pygit2.Tree | None,
@@ -283,12 +297,7 @@ def merge_trees(
         elif merged != ours_entry:
             result[path] = merged
     if unmerged:
-        shown = ", ".join(unmerged[:5]) + (" ..." if len(unmerged) > 5 else "")
-        raise GitError(
-            f"both sides changed {shown} in ways lantern cannot merge; nothing was changed. "
-            "Merge with git (git pull --no-rebase), resolve, commit, then run lantern sync again",
-            code="merge_conflict",
-        )
+        raise Unmergeable(unmerged)
     return TreeMerge(git.build_tree(ours, result), reports, source_reports)
 
 
@@ -511,7 +520,18 @@ class _Sync:
                 item.how = "created" if ours is None else "fast-forward"
             else:
                 label = f"merge lantern/review/{name} of {self.target.remote}"
-                commit, merged = self._merge(ours, theirs, label)
+                try:
+                    commit, merged = self._merge(ours, theirs, label)
+                except Unmergeable as err:
+                    # The store's branch is merged by now: "nothing was changed" would be false.
+                    raise GitError(
+                        f"lantern/review/{name} here and on {self.target.remote}: both changed "
+                        f"{err.shown} in ways lantern cannot merge. That review branch was left "
+                        "as it was; the store's branch is synced here but not pushed. Merge "
+                        "the review branch with git, then run lantern sync --review-branches "
+                        "again",
+                        code="merge_conflict",
+                    ) from None
                 self.tx.move_branch(ref, ours, commit, summary, "sync")
                 item.how, item.merge_commit = "merged", str(commit)
                 item.merged, item.merged_sources = merged.records, merged.sources

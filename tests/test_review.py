@@ -14,7 +14,7 @@ import pytest
 from conftest import git, snapshot
 from reliability_support import add_args, cli, cli_env, make_store
 
-from lantern_git.errors import InvalidInput, NotFound
+from lantern_git.errors import GitError, InvalidInput, NotFound
 from lantern_git.evidence import SourceInput
 from lantern_git.git.repo import parse_trailers
 from lantern_git.recordfile import record_path
@@ -1234,3 +1234,43 @@ def test_cli_output_of_source_import_and_revert_writes_in_review_mode_says_pendi
     # The same writes without review mode say nothing of it.
     plain = cli(path, "import", "-", "--json", input=line)
     assert "pending" not in json.loads(plain.stdout)
+
+
+def _commit_file_on(path: Path, ref: str, name: str, data: bytes) -> None:
+    """A plain-git commit of one file on ``ref`` (not a record: no lantern merge covers it)."""
+    repo = pygit2.Repository(str(path))
+    tip = repo.references[ref].peel(pygit2.Commit)
+    builder = repo.TreeBuilder(tip.tree)
+    builder.insert(name, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
+    who = pygit2.Signature("someone", "someone@example.org")
+    repo.create_commit(ref, who, who, f"edit {name}", builder.write(), [tip.id])
+
+
+def test_a_review_branch_sync_cannot_merge_says_what_it_left_and_what_it_did(tmp_path):
+    """Both hosts changed a non-record file on the same review branch: sync stops with
+    merge_conflict naming the branch and the file, leaves that branch as it was, and says the
+    store's branch was merged here but not pushed (not "nothing was changed")."""
+    from test_sync import clone_host, first_host, make_remote
+
+    remote = make_remote(tmp_path)
+    a = first_host(tmp_path, remote, "a")
+    with opened(a.path, review=True, review_name="agent") as agent:
+        agent.add("the build uses uv", kind="fact")
+    a.store.sync(review_branches=True)
+    b = clone_host(tmp_path, remote, "b")
+    b.store.sync(review_branches=True)
+    ref = "refs/heads/lantern/review/agent"
+    _commit_file_on(a.path, ref, "notes.txt", b"from a\n")
+    a.add("a record on a's main branch")
+    a.store.sync(review_branches=True)
+    _commit_file_on(b.path, ref, "notes.txt", b"from b\n")
+    before = git(b.path, "rev-parse", ref).strip()
+    with pytest.raises(GitError) as caught:
+        b.store.sync(review_branches=True)
+    assert caught.value.code == "merge_conflict"
+    message = caught.value.message
+    assert "lantern/review/agent" in message and "notes.txt" in message
+    assert "not pushed" in message and "nothing was changed" not in message
+    assert git(b.path, "rev-parse", ref).strip() == before
+    # The store's branch did take a's record.
+    assert "a record on a's main branch" in [r.content for r in b.store.list()]
