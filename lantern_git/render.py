@@ -521,6 +521,10 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     if info.get("sources"):
         lines.append(f"sources:  {info['sources']} ({info['chunks']} chunks indexed)")
     lines.append(f"index:    {info['index']}")
+    if info.get("embedder"):
+        lines.append(f"search:   {info['search_mode']} by default (embedder {info['embedder']})")
+    else:
+        lines.append(f"search:   {info['search_mode']} (no embedder: see Semantic recall)")
     branch = info["branch"] or "(detached HEAD)"
     if info["upstream"]:
         branch += f" -> {info['upstream']} (ahead {info['ahead']}, behind {info['behind']})"

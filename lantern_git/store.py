@@ -1393,6 +1393,8 @@ class Store:
             "sources": 0,
             "chunks": 0,
             "index": None,
+            "embedder": None,
+            "search_mode": "keyword",
             "branch": None,
             "head": None,
             "upstream": None,
@@ -1414,6 +1416,8 @@ class Store:
             if report.rebuilt
             else ("refreshed" if report.updated or report.removed else "up to date")
         )
+        if self.semantic_available:
+            info["embedder"], info["search_mode"] = self.embedder_name, "hybrid"
         info.update(self.git.branch_info())
         return info
 

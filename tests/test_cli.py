@@ -30,6 +30,8 @@ STATUS_KEYS = [
     "sources",
     "chunks",
     "index",
+    "embedder",
+    "search_mode",
     "branch",
     "head",
     "upstream",
@@ -202,6 +204,8 @@ def test_status_json_fields(run, store_path):
     assert info["branch"] == "main"
     assert info["head"] == git(store_path, "rev-parse", "HEAD").strip()
     assert (info["upstream"], info["ahead"], info["behind"]) == (None, None, None)
+    # The suite runs without an embedder (LANTERN_EMBEDDER=none): keyword search by default.
+    assert (info["embedder"], info["search_mode"]) == (None, "keyword")
 
 
 def test_status_text(run, store_path):
@@ -212,6 +216,7 @@ def test_status_text(run, store_path):
     assert "records:  1\n" in out
     assert "branch:   main" in out
     assert re.search(r"^index:    (up to date|refreshed|rebuilt)$", out, re.M)
+    assert "search:   keyword (no embedder: see Semantic recall)\n" in out
 
 
 def test_init_and_index_rebuild_json(tmp_path, monkeypatch, run):

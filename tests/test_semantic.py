@@ -93,6 +93,8 @@ def test_a_paraphrase_is_found_first_by_hybrid_and_semantic_not_by_keyword(store
         assert hits[0]["mode"] == mode and isinstance(hits[0]["score"], float)
     default = cli_json(store_path, "memory", "search", QUESTION)
     assert default[0]["content"] == TARGET and default[0]["mode"] == "hybrid"
+    status = cli_json(store_path, "status")
+    assert (status["embedder"], status["search_mode"]) == ("wordllama", "hybrid")
     # Derived state only: nothing for git to see.
     assert git(store_path, "status", "--porcelain") == ""
     assert (Path(store_path) / ".lantern/vectors/records/vectors.npy").is_file()
