@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__, render
-from ..fields import DUPE_THRESHOLD, RECORD_KEYS, SEARCH_MODES, UNSET
+from ..fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
 from . import support
 from .support import (
     LanternGroup,
@@ -157,13 +157,7 @@ def memory_list(
 @memory.command("search")
 @click.argument("query")
 @filter_options
-@click.option(
-    "--mode",
-    type=click.Choice(SEARCH_MODES),
-    default=None,
-    help="keyword (BM25), semantic (embeddings) or hybrid (both, fused by rank). "
-    "Default: hybrid with the semantic extra, keyword without.",
-)
+@support.mode_option
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
 )

@@ -12,9 +12,17 @@ import click
 
 from .. import render
 from ..errors import InvalidInput
-from ..fields import HIT_FIELDS, MANIFEST_FIELDS, SEARCH_MODES
+from ..fields import HIT_FIELDS, MANIFEST_FIELDS
 from . import support
-from .support import common, meta_pairs, output_options, page_options, reason_option, writer
+from .support import (
+    common,
+    meta_pairs,
+    mode_option,
+    output_options,
+    page_options,
+    reason_option,
+    writer,
+)
 
 if TYPE_CHECKING:
     from ..evidence import SourceInput
@@ -172,13 +180,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.argument("query")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
-    @click.option(
-        "--mode",
-        type=click.Choice(SEARCH_MODES),
-        default=None,
-        help="keyword, semantic or hybrid, as memory search. "
-        "Default: hybrid with the semantic extra, keyword without.",
-    )
+    @mode_option
     @page_options
     @output_options((*HIT_FIELDS, "mode"))
     @common

@@ -21,6 +21,7 @@ from ..fields import (
     DEFAULT_STATUS,
     DEFAULT_URGENCY,
     KINDS,
+    SEARCH_MODES,
 )
 
 if TYPE_CHECKING:
@@ -329,6 +330,15 @@ def filter_options(func: Callable) -> Callable:
     for option in reversed(options):
         func = option(func)
     return page_options(func)
+
+
+mode_option = click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="keyword (BM25), semantic (embeddings) or hybrid (a weighted sum of the two). "
+    "Default: hybrid with the semantic extra, keyword without.",
+)
 
 
 def page_options(func: Callable) -> Callable:
