@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from .watch import Watcher
 
 # 3: words as written and their Porter2 stems (see analysis.py).
-SCHEMA_VERSION = 3
+# 4: a column of each file digest's first 64 bits, read whole by ``digests``.
+SCHEMA_VERSION = 4
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 # Each record file's lstat signature as it was just before the index took in its content; kept
@@ -103,6 +104,9 @@ def _schema() -> Schema:
         content=word_forms(),
         doc=STORED,
         digest=STORED,
+        # The digest's first 64 bits as a column: every record's, read in one piece, tell the
+        # vectors which records changed (their stored fields one by one: ~1 s at 100k).
+        digest_key=COLUMN(NumericColumn("Q")),
     )
 
 
@@ -942,13 +946,27 @@ class SearchIndex:
         return self._answer(read)
 
     def digests(self) -> dict[str, str]:
-        """Every indexed record's id -> the hash of its file's content as indexed."""
+        """Every indexed record's id -> the first 64 bits of its file's content hash as
+        indexed (16 hex digits): from the id and digest columns, not the stored records."""
 
         def read() -> dict[str, str]:
-            return {
-                fields["id"]: fields.get("digest") or ""
-                for fields in self._searcher().reader().all_stored_fields()
-            }
+            searcher = self._searcher()
+            id_of = self._ids_by_docnum(searcher)
+            found: dict[str, str] = {}
+            for reader, offset in searcher.reader().leaf_readers():
+                count = reader.doc_count_all()
+                if not count:
+                    continue
+                keys = whoosh_compat.numeric_column(reader, "digest_key")
+                ids = id_of[offset : offset + count]
+                pairs: Iterable[tuple[str, int]]
+                if reader.has_deletions():
+                    deleted = whoosh_compat.deleted_docs(reader)
+                    pairs = ((ids[n], key) for n, key in enumerate(keys) if n not in deleted)
+                else:
+                    pairs = zip(ids, keys)
+                found.update((i, f"{key:016x}") for i, key in pairs)
+            return found
 
         return self._answer(read)
 
@@ -1101,7 +1119,16 @@ def _document(path: str, record: Record, digest: str) -> dict:
         "content": record.content,
         "doc": json.dumps(record.to_dict(), ensure_ascii=False),
         "digest": digest,
+        "digest_key": _digest_key(digest),
     }
+
+
+def _digest_key(digest: str) -> int:
+    """A digest's first 64 bits (0 for none): a changed file keeps them by a 2**-64 chance."""
+    try:
+        return int(digest[:16], 16)
+    except ValueError:
+        return 0
 
 
 def _record(doc: str) -> Record:
