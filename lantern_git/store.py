@@ -816,7 +816,7 @@ class Store:
         if record_id not in current.row:
             raise NotFound(f"record {record_id} is not indexed (a broken file? see lantern check)")
         candidates = [i for i in self.index.matching_ids(RecordQuery()) if i != record_id]
-        ranked = rank(current, current.matrix[current.row[record_id]], candidates)
+        ranked = rank(current, current.vector(record_id), candidates)
         if min_score is not None:
             ranked = [item for item in ranked if item[1] >= min_score]
         ranked = ranked[:limit] if limit else ranked

@@ -22,15 +22,16 @@ Only this module and ``embedders.py`` import numpy, and only semantic paths impo
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import hashlib
 import json
 import os
 import shutil
+import struct
 import zlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -39,7 +40,17 @@ from ..embedders import Embedder
 from . import whoosh_compat
 from .search import SearchIndex
 
-FORMAT = 1
+# 2: file digests as the index's 64-bit digest keys, a base token, and the journal
+FORMAT = 2
+# Changes since the base file was written, appended (see ``Vectors._append``)
+JOURNAL = "journal.bin"
+MAGIC = b"LVJ1"
+# magic, JSON length, rows, CRC-32 of the JSON and the rows (float32, little-endian)
+HEAD = struct.Struct("<4sIII")
+# Rows written to the journal (and rows left unused) past which the whole set is written
+# again: COMPACT_FROM plus one per COMPACT_SHARE records. At 100k, ~7k rows (7 MB).
+COMPACT_FROM = 1024
+COMPACT_SHARE = 16
 # Reciprocal rank fusion's constant (Cormack, Clarke & Büttcher, 2009): a record ranked r-th
 # by one ranking gets 1 / (RRF_K + r) from it; 60 keeps the first few places of either ranking
 # from swamping the other, and is the value that paper and most engines use.
@@ -53,25 +64,107 @@ def text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-@dataclass
 class VectorSet:
-    """One embedder's vectors for the indexed records, as of one index generation."""
+    """One embedder's vectors for the indexed records, as of one index generation: the rows of
+    the base file (``matrix``, ids in order), then those the journal added (``extra``). A
+    record's live row is ``row[id]``; rows replaced or dropped since stay, unused, until the
+    next full write."""
 
-    fingerprint: str
-    generation: str
-    ids: builtins.list[str]
-    digests: builtins.list[str]
-    texts: builtins.list[str]
-    matrix: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.row = {record_id: number for number, record_id in enumerate(self.ids)}
+    def __init__(
+        self,
+        fingerprint: str,
+        generation: str,
+        ids: builtins.list[str],
+        digests: builtins.list[str],
+        texts: builtins.list[str],
+        matrix: np.ndarray,
+        base: str = "",
+    ):
+        self.fingerprint = fingerprint
+        self.generation = generation
+        self.ids = ids
+        self.digests = digests
+        self.texts = texts
+        self.matrix = matrix
+        self.base = base
+        self.extra = np.zeros((0, matrix.shape[1]), dtype=np.float32)
+        self.row = {record_id: number for number, record_id in enumerate(ids)}
+        # Bytes of the journal taken in, and meta.json's identity (None: not the one on disk)
+        self.journal_end = 0
+        self.identity: tuple[int, ...] | None = None
+        self._keys: np.ndarray | None = None
+        self._by_hash: dict[str, int] | None = None
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of every row with ``vector`` (a unit vector): one pass over the map."""
         if not len(self.ids):
             return np.zeros(0, dtype=np.float32)
-        return np.asarray(self.matrix @ vector, dtype=np.float32)
+        scores = np.asarray(self.matrix @ vector, dtype=np.float32)
+        if len(self.extra):
+            scores = np.concatenate([scores, np.asarray(self.extra @ vector, dtype=np.float32)])
+        return scores
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """These rows' vectors, from the base file or the journal's."""
+        base = len(self.matrix)
+        out = np.empty((len(rows), self.matrix.shape[1]), dtype=np.float32)
+        low = rows < base
+        if low.any():
+            out[low] = self.matrix[rows[low]]
+        if not low.all():
+            out[~low] = self.extra[rows[~low] - base]
+        return out
+
+    def vector(self, key: str) -> np.ndarray:
+        return self.take(np.asarray([self.row[key]], dtype=np.int64))[0]
+
+    def order_keys(self) -> np.ndarray:
+        """Each row's place in id order, for ties (a row no longer live: any): base rows are in
+        id order; a journal row takes the place of its id among them (by bisection)."""
+        if self._keys is None:
+            base = len(self.matrix)
+            keys = np.arange(len(self.ids), dtype=np.float64)
+            gaps: dict[int, builtins.list[str]] = {}
+            base_ids = self.ids[:base]
+            for number in range(base, len(self.ids)):
+                key = self.ids[number]
+                if self.row.get(key) != number:
+                    continue
+                place = bisect.bisect_left(base_ids, key)
+                if place < base and base_ids[place] == key:
+                    keys[number] = place
+                else:
+                    gaps.setdefault(place, []).append(key)
+            for place, members in gaps.items():
+                members.sort()
+                for j, key in enumerate(members):
+                    keys[self.row[key]] = place - 1 + (j + 1) / (len(members) + 1)
+            self._keys = keys
+        return self._keys
+
+    def by_hash(self) -> dict[str, int]:
+        """Text hash -> a row holding that text's vector (live or not: the vector is right)."""
+        if self._by_hash is None:
+            self._by_hash = {t: n for n, t in enumerate(self.texts)}
+        return self._by_hash
+
+    def apply(self, entry: dict, rows: np.ndarray) -> None:
+        """Take in one journal entry: drop its ``drop`` ids, add its rows, move generation."""
+        for key in entry["drop"]:
+            self.row.pop(key, None)
+        start = len(self.ids)
+        self.ids.extend(entry["ids"])
+        self.digests.extend(entry["digests"])
+        self.texts.extend(entry["texts"])
+        for number, key in enumerate(entry["ids"], start):
+            self.row[key] = number
+        if self._by_hash is not None:
+            for number, text in enumerate(entry["texts"], start):
+                self._by_hash.setdefault(text, number)
+        if len(rows):
+            self.extra = np.concatenate([self.extra, rows])
+        self.generation = entry["generation"]
+        self._keys = None
 
 
 def fingerprint(embedder: Embedder) -> str:
@@ -152,7 +245,8 @@ class Vectors:
             self._loaded = loaded
             return loaded
         with self._locker():
-            loaded = self._load()  # another process may have brought them in step meanwhile
+            # Another process may have brought them in step meanwhile: its journal entries.
+            loaded = self._reload()
             if loaded is not None and loaded.generation == generation:
                 self._loaded = loaded
                 return loaded
@@ -173,33 +267,35 @@ class Vectors:
     # -- keeping in step
 
     def _catch_up(self, old: VectorSet | None, generation: str) -> VectorSet:
+        """The vectors as of ``generation``: only the texts whose digest changed are looked at
+        (and embedded, if their text is new); a few changes are appended to the journal, many
+        (or no usable set) write the whole set again."""
         digests = self.index.digests()
-        ids = sorted(digests)
         old_row = old.row if old is not None else {}
         changed = [
-            i
-            for i in ids
-            if i not in old_row or old is None or old.digests[old_row[i]] != digests[i]
+            key
+            for key, digest in digests.items()
+            if old is None or (row := old_row.get(key)) is None or old.digests[row] != digest
         ]
         contents = self.index.texts(changed)
-        texts: dict[str, str] = {}
-        if old is not None:
-            texts = {i: old.texts[old_row[i]] for i in ids if i in old_row}
         # Rows whose text is new: by the hash of the text, which a status edit leaves alone.
-        by_hash = {} if old is None else {t: n for n, t in enumerate(old.texts)}
+        by_hash = {} if old is None else old.by_hash()
         fresh_rows: dict[str, int] = {}
         to_embed: list[str] = []
+        keys: list[str] = []
+        hashes: list[str] = []
         for key in changed:
             content = contents.get(key)
             if content is None:  # gone since the digests were read: the next call sees it
                 digests.pop(key)
                 continue
-            texts[key] = text_hash(content)
-            if texts[key] not in by_hash:
-                by_hash[texts[key]] = -1  # one embedding per distinct new text
-                fresh_rows[texts[key]] = len(to_embed)
+            hashed = text_hash(content)
+            keys.append(key)
+            hashes.append(hashed)
+            if hashed not in by_hash and hashed not in fresh_rows:
+                fresh_rows[hashed] = len(to_embed)  # one embedding per distinct new text
                 to_embed.append(content)
-        ids = [i for i in ids if i in digests]
+        dropped = [key for key in old_row if key not in digests]
         dim = self.embedder.dim
         embedded = np.zeros((0, dim), dtype=np.float32)
         if to_embed:
@@ -209,15 +305,44 @@ class Vectors:
             ]
             embedded = np.concatenate(parts)
         self.embedded = len(to_embed)
-        # Each row from the old set (its row there) or from the fresh embeddings (-1).
-        source = np.fromiter((by_hash[texts[key]] for key in ids), dtype=np.int64, count=len(ids))
+        # The changed keys' vectors: a reused row of the old set, or a fresh embedding.
+        rows = np.empty((len(keys), dim), dtype=np.float32)
+        reused = np.fromiter((by_hash.get(h, -1) for h in hashes), dtype=np.int64, count=len(keys))
+        mask = reused >= 0
+        if old is not None and mask.any():
+            rows[mask] = old.take(reused[mask])
+        if not mask.all():
+            rows[~mask] = embedded[[fresh_rows[h] for h, m in zip(hashes, mask) if not m]]
+        if old is not None and old.identity is not None:
+            waste = len(old.extra) + len(keys) + len(dropped)
+            if waste <= COMPACT_FROM + len(digests) // COMPACT_SHARE:
+                entry = {
+                    "base": old.base,
+                    "generation": generation,
+                    "drop": dropped,
+                    "ids": keys,
+                    "digests": [digests[key] for key in keys],
+                    "texts": hashes,
+                }
+                self._append(old, entry, rows)
+                old.apply(entry, rows)
+                return old
+        # The whole set, in id order: changed rows from ``rows``, the others from the old set.
+        ids = sorted(digests)
+        new_at = {key: number for number, key in enumerate(keys)}
+        texts = dict(zip(keys, hashes))
+        source = np.fromiter((new_at.get(key, -1) for key in ids), dtype=np.int64, count=len(ids))
         matrix = np.empty((len(ids), dim), dtype=np.float32)
-        reused = source >= 0
-        if old is not None and reused.any():
-            matrix[reused] = old.matrix[source[reused]]
-        if not reused.all():
-            new_rows = [fresh_rows[texts[key]] for key, row in zip(ids, source) if row < 0]
-            matrix[~reused] = embedded[new_rows]
+        fresh = source >= 0
+        if fresh.any():
+            matrix[fresh] = rows[source[fresh]]
+        if not fresh.all():
+            assert old is not None  # with no old set, every key is changed
+            kept = [old_row[key] for key, at in zip(ids, source) if at < 0]
+            matrix[~fresh] = old.take(np.asarray(kept, dtype=np.int64))
+            for key in ids:
+                if key not in texts:
+                    texts[key] = old.texts[old_row[key]]
         made = VectorSet(
             self.fingerprint,
             generation,
@@ -225,6 +350,7 @@ class Vectors:
             [digests[i] for i in ids],
             [texts[i] for i in ids],
             matrix,
+            base=os.urandom(8).hex(),
         )
         self._save(made)
         return made
@@ -245,6 +371,7 @@ class Vectors:
                 "format": FORMAT,
                 "embedder": made.fingerprint,
                 "generation": made.generation,
+                "base": made.base,
                 "count": len(made.ids),
                 "dim": int(made.matrix.shape[1]),
                 "crc32": _crc(made.matrix),
@@ -256,20 +383,63 @@ class Vectors:
                 json.dump(meta, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
+                made.identity = _identity(os.fstat(handle.fileno()))
             whoosh_compat.swap_in(fresh, self.dir)
         except OSError:
+            made.identity = None
             shutil.rmtree(fresh, ignore_errors=True)
+
+    def _append(self, old: VectorSet, entry: dict, rows: np.ndarray) -> None:
+        """Append one entry to the journal of the set ``old`` was loaded from (under the lock),
+        first cutting off whatever follows the entries ``old`` took in: a torn tail that a
+        killed writer left. A read-only store keeps the entry in memory."""
+        body = json.dumps(entry).encode("utf-8")
+        data = body + np.ascontiguousarray(rows, dtype="<f4").tobytes()
+        head = HEAD.pack(MAGIC, len(body), len(rows), zlib.crc32(data))
+        try:
+            handle = os.open(os.path.join(self.dir, JOURNAL), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            old.identity = None  # not on disk: the next check loads what is
+            return
+        try:
+            os.ftruncate(handle, old.journal_end)
+            os.lseek(handle, old.journal_end, os.SEEK_SET)
+            view = memoryview(head + data)
+            while view:
+                view = view[os.write(handle, view) :]
+            os.fsync(handle)
+            old.journal_end += len(head) + len(data)
+        except OSError:
+            old.identity = None
+        finally:
+            os.close(handle)
+
+    def _reload(self) -> VectorSet | None:
+        """The set on disk: the one in memory plus the journal entries written since, while
+        the base file is the same one; else loaded whole."""
+        loaded = self._loaded
+        if loaded is not None and loaded.identity is not None:
+            try:
+                same = _identity(os.stat(os.path.join(self.dir, "meta.json"))) == loaded.identity
+            except OSError:
+                same = False
+            if same:
+                _replay(loaded, self.dir, self.embedder.dim)
+                return loaded
+        return self._load()
 
     def _load(self) -> VectorSet | None:
         """The vector set on disk if it is whole and this embedder's; None otherwise."""
         try:
             with open(os.path.join(self.dir, "meta.json"), encoding="utf-8") as handle:
+                identity = _identity(os.fstat(handle.fileno()))
                 meta = json.load(handle)
             count, dim = meta["count"], meta["dim"]
             ok = (
                 meta["format"] == FORMAT
                 and meta["embedder"] == self.fingerprint
                 and dim == self.embedder.dim
+                and isinstance(meta["base"], str)
                 and len(meta["ids"]) == len(meta["digests"]) == len(meta["texts"]) == count
             )
             if not ok:
@@ -282,16 +452,62 @@ class Vectors:
                 return None
             if count and _crc(matrix) != meta["crc32"]:
                 return None
-            return VectorSet(
+            made = VectorSet(
                 meta["embedder"],
                 meta["generation"],
                 meta["ids"],
                 meta["digests"],
                 meta["texts"],
                 matrix,
+                base=meta["base"],
             )
+            made.identity = identity
+            _replay(made, self.dir, dim)
+            return made
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """A file's identity: a base file is never rewritten in place, only replaced."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _replay(made: VectorSet, folder: str, dim: int) -> None:
+    """Take in the journal entries past ``made.journal_end``: each whole (its CRC-32 holds), of
+    this base and well formed, up to the first that is not (a torn tail: the entries before it
+    are a consistent set, and the next append cuts it off)."""
+    try:
+        with open(os.path.join(folder, JOURNAL), "rb") as handle:
+            handle.seek(made.journal_end)
+            data = handle.read()
+    except OSError:
+        return
+    at = 0
+    while at + HEAD.size <= len(data):
+        magic, size, count, crc = HEAD.unpack_from(data, at)
+        end = at + HEAD.size + size + count * dim * 4
+        if magic != MAGIC or end > len(data):
+            return
+        body = data[at + HEAD.size : end]
+        if zlib.crc32(body) != crc:
+            return
+        try:
+            entry = json.loads(body[:size])
+            ok = (
+                entry["base"] == made.base
+                and isinstance(entry["generation"], str)
+                and isinstance(entry["drop"], list)
+                and len(entry["ids"]) == len(entry["digests"]) == len(entry["texts"]) == count
+            )
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            return
+        rows = np.frombuffer(body, dtype="<f4", offset=size).reshape(count, dim)
+        made.apply(entry, rows.astype(np.float32))
+        at = end
+        made.journal_end += HEAD.size + size + count * dim * 4
 
 
 def rank(
@@ -299,16 +515,20 @@ def rank(
 ) -> builtins.list[tuple[str, float]]:
     """The ``candidates`` by cosine with ``query`` (rounded to 6 places), best first, ties by
     id; those with a cosine of 0 or less (nothing in common) are left out; the first ``end``
-    only, if given. In numpy: the rows are in id order, so a stable sort keeps ties by id
-    (100k candidates: ~40 ms, against ~250 ms in Python)."""
+    only, if given. In numpy: base rows are in id order, so a stable sort keeps ties by id
+    (100k candidates: ~40 ms, against ~250 ms in Python); with journal rows, each row's place
+    in id order is the tie's second key."""
     scores = vectors.scores(query)
     row = vectors.row
     rows = np.fromiter((row.get(i, -1) for i in candidates), dtype=np.int64)
-    rows = np.unique(rows[rows >= 0])  # sorted: id order
+    rows = np.unique(rows[rows >= 0])  # sorted: id order, for the base rows
     chosen = np.round(scores[rows].astype(np.float64), 6)
     keep = chosen > 0
     rows, chosen = rows[keep], chosen[keep]
-    order = np.argsort(-chosen, kind="stable")[:end]
+    if len(vectors.extra):
+        order = np.lexsort((vectors.order_keys()[rows], -chosen))[:end]
+    else:
+        order = np.argsort(-chosen, kind="stable")[:end]
     ids = vectors.ids
     return [(ids[int(r)], float(c)) for r, c in zip(rows[order], chosen[order])]
 
@@ -342,8 +562,8 @@ def pairs_above(
     ids = sorted(i for i in set(candidates) if i in vectors.row)
     if len(ids) < 2:
         return []
-    rows = np.asarray([vectors.row[i] for i in ids])
-    sub = np.ascontiguousarray(vectors.matrix[rows])
+    rows = np.asarray([vectors.row[i] for i in ids], dtype=np.int64)
+    sub = vectors.take(rows)
     found: list[tuple[str, str, float]] = []
     for start in range(0, len(ids), BLOCK):
         block = sub[start : start + BLOCK] @ sub.T
