@@ -702,3 +702,25 @@ def test_many_changes_write_the_set_whole_and_a_half_written_one_is_ignored(
     (fresh / "meta.json").write_text('{"format": 2, "count"')
     current, embedded = on_disk(store_path)
     assert embedded == 0 and len(current.row) == len(RECORDS) + 3
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("damage", ["flip", "delete"])
+def test_damaged_row_digests_are_never_trusted(store, store_path, damage):
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    rows = vectors_folder(store_path) / "rows.json"
+    if damage == "flip":
+        rows.write_text(rows.read_text().replace('"', "'", 1))
+    else:
+        rows.unlink()
+    # A search of a set in step does not read them ...
+    current, embedded = on_disk(store_path)
+    assert embedded == 0 and len(current.row) == len(RECORDS)
+    # ... a catch-up does, finds them damaged and embeds everything again.
+    store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    current, embedded = on_disk(store_path)
+    assert embedded == len(RECORDS) + 1
+    assert rows.is_file()
+    again, embedded = on_disk(store_path)
+    assert embedded == 0 and len(again.row) == len(RECORDS) + 1

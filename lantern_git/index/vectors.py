@@ -3,19 +3,30 @@
 One unit vector per record content, made by the store's embedder, kept as
 
     .lantern/vectors/records/meta.json     format, embedder fingerprint, count, dim, CRC-32 of
-                                           the vectors, the index generation they match, and
-                                           per row: record id, file digest, text hash
+                                           the vectors and of rows.json, the index generation
+                                           they match, a random base token, the record ids
     .lantern/vectors/records/vectors.npy   float32 (count, dim), opened with mmap
+    .lantern/vectors/records/rows.json     per row: file digest, text hash (read only to
+                                           catch up: a search of a set in step never does)
+    .lantern/vectors/records/journal.bin   changes since: entries appended after writes
 
 Never committed (``.lantern/`` is git-ignored) and safe to delete. The search index is the
 source: when its generation differs from the one the vectors were made against (a hand edit,
-a pull, a checkout, a lantern write), its id -> file digest map is compared with the rows';
-a record whose file changed is re-embedded only if its text did (the row is keyed by the hash
-of the text), and rows of records gone are dropped. A vector set made by another embedder
-(name or dim) is not used: everything is embedded again. The new set is written into a fresh
-folder and swapped in (the index's swap, ``whoosh_compat.swap_in``), so a crash leaves the old
-set or the new one; a set whose meta does not parse, whose array has another shape or dtype,
-or whose CRC differs is rebuilt, never trusted.
+a pull, a checkout, a lantern write), its id -> file digest map (two columns) is compared with
+the rows'; a record whose file changed is re-embedded only if its text did (the row is keyed by
+the hash of the text), and rows of records gone are dropped.
+
+A few changes are appended to the journal as one entry: the new generation, the ids dropped,
+and the changed ids with their digests, text hashes and vectors, under a CRC-32 of the whole
+entry and tied to the base by its token. Loading takes in the entries up to the first that is
+torn, fails its CRC or names another base (a kill mid-append): the entries before it are a
+consistent, older set, which catches up from there, and the next append cuts the tail off.
+Past ``COMPACT_FROM`` + 1/``COMPACT_SHARE`` of the records in journal rows, or with no usable
+set, the whole set is written into a fresh folder and swapped in (the index's swap,
+``whoosh_compat.swap_in``), so a crash leaves the old set or the new one. A vector set made by
+another embedder (name or dim) is not used: everything is embedded again. A set whose meta does
+not parse, whose array has another shape or dtype, or whose CRCs differ is rebuilt, never
+trusted.
 
 Only this module and ``embedders.py`` import numpy, and only semantic paths import them.
 """
@@ -24,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import functools
 import hashlib
 import json
 import os
@@ -40,8 +52,10 @@ from ..embedders import Embedder
 from . import whoosh_compat
 from .search import SearchIndex
 
-# 2: file digests as the index's 64-bit digest keys, a base token, and the journal
+# 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal
 FORMAT = 2
+# The base rows' file digests and text hashes, read only to catch up (not by a search)
+ROWS = "rows.json"
 # Changes since the base file was written, appended (see ``Vectors._append``)
 JOURNAL = "journal.bin"
 MAGIC = b"LVJ1"
@@ -75,16 +89,21 @@ class VectorSet:
         fingerprint: str,
         generation: str,
         ids: builtins.list[str],
-        digests: builtins.list[str],
-        texts: builtins.list[str],
+        digests: builtins.list[str] | None,
+        texts: builtins.list[str] | None,
         matrix: np.ndarray,
         base: str = "",
+        rows: Callable[[], tuple[builtins.list[str], builtins.list[str]]] | None = None,
     ):
+        """``digests`` and ``texts`` are the base rows'; None: ``rows()`` reads them when
+        first needed (a search of a set in step never does)."""
         self.fingerprint = fingerprint
         self.generation = generation
         self.ids = ids
-        self.digests = digests
-        self.texts = texts
+        self._base_rows = None if digests is None or texts is None else (digests, texts)
+        self._read_rows = rows
+        # The journal rows' digests and text hashes
+        self._more: tuple[builtins.list[str], builtins.list[str]] = ([], [])
         self.matrix = matrix
         self.base = base
         self.extra = np.zeros((0, matrix.shape[1]), dtype=np.float32)
@@ -142,6 +161,35 @@ class VectorSet:
             self._keys = keys
         return self._keys
 
+    def _rows(self) -> tuple[builtins.list[str], builtins.list[str]]:
+        if self._base_rows is None:
+            if self._read_rows is None:
+                raise ValueError("the rows' digests are not known")
+            digests, texts = self._read_rows()
+            if not len(digests) == len(texts) == len(self.matrix):
+                raise ValueError("the rows' digests do not match the vectors")
+            self._base_rows = (digests, texts)
+        return self._base_rows
+
+    def digest(self, row: int) -> str:
+        """The digest of the text whose vector is row ``row``: raises ValueError (or OSError)
+        if the base rows' digests are damaged."""
+        base = len(self.matrix)
+        return self._rows()[0][row] if row < base else self._more[0][row - base]
+
+    def text(self, row: int) -> str:
+        """The hash of the text whose vector is row ``row``."""
+        base = len(self.matrix)
+        return self._rows()[1][row] if row < base else self._more[1][row - base]
+
+    @property
+    def digests(self) -> builtins.list[str]:
+        return self._rows()[0] + self._more[0]
+
+    @property
+    def texts(self) -> builtins.list[str]:
+        return self._rows()[1] + self._more[1]
+
     def by_hash(self) -> dict[str, int]:
         """Text hash -> a row holding that text's vector (live or not: the vector is right)."""
         if self._by_hash is None:
@@ -154,8 +202,8 @@ class VectorSet:
             self.row.pop(key, None)
         start = len(self.ids)
         self.ids.extend(entry["ids"])
-        self.digests.extend(entry["digests"])
-        self.texts.extend(entry["texts"])
+        self._more[0].extend(entry["digests"])
+        self._more[1].extend(entry["texts"])
         for number, key in enumerate(entry["ids"], start):
             self.row[key] = number
         if self._by_hash is not None:
@@ -271,11 +319,17 @@ class Vectors:
         (and embedded, if their text is new); a few changes are appended to the journal, many
         (or no usable set) write the whole set again."""
         digests = self.index.digests()
+        if old is not None:
+            try:
+                if len(old.matrix):
+                    old.digest(0)  # the base rows' digests, read now
+            except (OSError, ValueError):
+                old = None  # damaged: embedded again, never trusted
         old_row = old.row if old is not None else {}
         changed = [
             key
             for key, digest in digests.items()
-            if old is None or (row := old_row.get(key)) is None or old.digests[row] != digest
+            if old is None or (row := old_row.get(key)) is None or old.digest(row) != digest
         ]
         contents = self.index.texts(changed)
         # Rows whose text is new: by the hash of the text, which a status edit leaves alone.
@@ -342,7 +396,7 @@ class Vectors:
             matrix[~fresh] = old.take(np.asarray(kept, dtype=np.int64))
             for key in ids:
                 if key not in texts:
-                    texts[key] = old.texts[old_row[key]]
+                    texts[key] = old.text(old_row[key])
         made = VectorSet(
             self.fingerprint,
             generation,
@@ -367,6 +421,11 @@ class Vectors:
                 np.save(handle, made.matrix)
                 handle.flush()
                 os.fsync(handle.fileno())
+            rows = json.dumps({"digests": made.digests, "texts": made.texts}).encode("utf-8")
+            with open(os.path.join(fresh, ROWS), "wb") as handle:
+                handle.write(rows)
+                handle.flush()
+                os.fsync(handle.fileno())
             meta = {
                 "format": FORMAT,
                 "embedder": made.fingerprint,
@@ -375,9 +434,8 @@ class Vectors:
                 "count": len(made.ids),
                 "dim": int(made.matrix.shape[1]),
                 "crc32": _crc(made.matrix),
+                "rows_crc32": zlib.crc32(rows),
                 "ids": made.ids,
-                "digests": made.digests,
-                "texts": made.texts,
             }
             with open(os.path.join(fresh, "meta.json"), "w", encoding="utf-8") as handle:
                 json.dump(meta, handle)
@@ -440,7 +498,8 @@ class Vectors:
                 and meta["embedder"] == self.fingerprint
                 and dim == self.embedder.dim
                 and isinstance(meta["base"], str)
-                and len(meta["ids"]) == len(meta["digests"]) == len(meta["texts"]) == count
+                and isinstance(meta["rows_crc32"], int)
+                and len(meta["ids"]) == count
             )
             if not ok:
                 return None
@@ -456,16 +515,30 @@ class Vectors:
                 meta["embedder"],
                 meta["generation"],
                 meta["ids"],
-                meta["digests"],
-                meta["texts"],
+                None,
+                None,
                 matrix,
                 base=meta["base"],
+                rows=functools.partial(_read_rows, self.dir, meta["rows_crc32"]),
             )
             made.identity = identity
             _replay(made, self.dir, dim)
             return made
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _read_rows(folder: str, crc: int) -> tuple[builtins.list[str], builtins.list[str]]:
+    """The base rows' digests and text hashes, from ``rows.json`` if its CRC-32 is ``crc``."""
+    with open(os.path.join(folder, ROWS), "rb") as handle:
+        data = handle.read()
+    if zlib.crc32(data) != crc:
+        raise ValueError("rows.json does not match meta.json")
+    rows = json.loads(data)
+    digests, texts = rows["digests"], rows["texts"]
+    if not (isinstance(digests, list) and isinstance(texts, list)):
+        raise ValueError("rows.json is damaged")
+    return digests, texts
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
