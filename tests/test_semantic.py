@@ -724,3 +724,25 @@ def test_damaged_row_digests_are_never_trusted(store, store_path, damage):
     assert rows.is_file()
     again, embedded = on_disk(store_path)
     assert embedded == 0 and len(again.row) == len(RECORDS) + 1
+
+
+@pytest.mark.semantic
+def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, monkeypatch):
+    from lantern_git.index import vectors
+
+    ids = fill(store)
+    store.search(QUESTION, mode="semantic")
+    monkeypatch.setattr(vectors, "COMPACT_FROM", 3)
+    journal = vectors_folder(store_path) / "journal.bin"
+    gone = [ids[content] for content, _, _ in RECORDS[1:4]]
+    journaled = []
+    for record_id in gone:
+        store.delete(record_id)
+        store.search(QUESTION, mode="semantic")
+        assert store.record_vectors().embedded == 0
+        journaled.append(journal.exists())
+    # The second delete: an unused row and an entry already, so the set is written whole.
+    assert journaled == [True, False, True]
+    assert meta(store_path)["count"] == len(RECORDS) - 2
+    current, embedded = on_disk(store_path)
+    assert embedded == 0 and not set(gone) & set(current.row)

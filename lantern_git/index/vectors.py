@@ -21,12 +21,12 @@ and the changed ids with their digests, text hashes and vectors, under a CRC-32 
 entry and tied to the base by its token. Loading takes in the entries up to the first that is
 torn, fails its CRC or names another base (a kill mid-append): the entries before it are a
 consistent, older set, which catches up from there, and the next append cuts the tail off.
-Past ``COMPACT_FROM`` + 1/``COMPACT_SHARE`` of the records in journal rows, or with no usable
-set, the whole set is written into a fresh folder and swapped in (the index's swap,
-``whoosh_compat.swap_in``), so a crash leaves the old set or the new one. A vector set made by
-another embedder (name or dim) is not used: everything is embedded again. A set whose meta does
-not parse, whose array has another shape or dtype, or whose CRCs differ is rebuilt, never
-trusted.
+Past ``COMPACT_FROM`` + 1/``COMPACT_SHARE`` of the records in journal rows, unused rows and
+entries, or with no usable set, the whole set is written into a fresh folder and swapped in
+(the index's swap, ``whoosh_compat.swap_in``), so a crash leaves the old set or the new one.
+A vector set made by another embedder (name or dim) is not used: everything is embedded again.
+A set whose meta does not parse, whose array has another shape or dtype, or whose CRCs differ
+is rebuilt, never trusted.
 
 Only this module and ``embedders.py`` import numpy, and only semantic paths import them.
 """
@@ -61,8 +61,8 @@ JOURNAL = "journal.bin"
 MAGIC = b"LVJ1"
 # magic, JSON length, rows, CRC-32 of the JSON and the rows (float32, little-endian)
 HEAD = struct.Struct("<4sIII")
-# Rows written to the journal (and rows left unused) past which the whole set is written
-# again: COMPACT_FROM plus one per COMPACT_SHARE records. At 100k, ~7k rows (7 MB).
+# Rows written to the journal, rows left unused and entries, past which the whole set is
+# written again: COMPACT_FROM plus one per COMPACT_SHARE records. At 100k, ~7k (7 MB of rows).
 COMPACT_FROM = 1024
 COMPACT_SHARE = 16
 # Reciprocal rank fusion's constant (Cormack, Clarke & Büttcher, 2009): a record ranked r-th
@@ -110,6 +110,7 @@ class VectorSet:
         self.row = {record_id: number for number, record_id in enumerate(ids)}
         # Bytes of the journal taken in, and meta.json's identity (None: not the one on disk)
         self.journal_end = 0
+        self.entries = 0  # journal entries taken in
         self.identity: tuple[int, ...] | None = None
         self._keys: np.ndarray | None = None
         self._by_hash: dict[str, int] | None = None
@@ -212,6 +213,7 @@ class VectorSet:
         if len(rows):
             self.extra = np.concatenate([self.extra, rows])
         self.generation = entry["generation"]
+        self.entries += 1
         self._keys = None
 
 
@@ -368,7 +370,9 @@ class Vectors:
         if not mask.all():
             rows[~mask] = embedded[[fresh_rows[h] for h, m in zip(hashes, mask) if not m]]
         if old is not None and old.identity is not None:
-            waste = len(old.extra) + len(keys) + len(dropped)
+            # Journal rows, rows no longer used and entries (each parsed by every new process)
+            unused = len(old.ids) - len(old.row)
+            waste = len(old.extra) + unused + old.entries + len(keys) + len(dropped) + 1
             if waste <= COMPACT_FROM + len(digests) // COMPACT_SHARE:
                 entry = {
                     "base": old.base,
