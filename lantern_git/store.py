@@ -760,7 +760,7 @@ class Store:
         return hits
 
     def _search_vectors(self, query: RecordQuery, mode: str) -> builtins.list[Hit]:
-        from .index.vectors import fuse, rank
+        from .index.vectors import fuse, fuse_top, rank
         from .query import Hit
 
         if query.cites is not None and len(query.cites) < 16:
@@ -776,19 +776,18 @@ class Store:
             candidates = [i for i in candidates if query.matches_cites(cited[i])]
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
-        # Hybrid fuses whole rankings; semantic needs only the page.
-        ranked = rank(
-            current,
-            vectors.embed_query(query.text),
-            candidates,
-            None if mode == "hybrid" else end,
-        )
+        wanted = vectors.embed_query(query.text)
         if mode == "hybrid":
             keyword = self.index.scored_ids(whole)
             if query.cites is not None:
                 chosen = set(candidates)
                 keyword = [item for item in keyword if item[0] in chosen]
-            ranked = fuse(keyword, ranked)
+            if end is not None:
+                ranked = fuse_top(current, wanted, candidates, keyword, end)
+            else:  # every record: whole rankings fused
+                ranked = fuse(keyword, rank(current, wanted, candidates))
+        else:  # semantic needs only the page
+            ranked = rank(current, wanted, candidates, end)
         page = ranked[query.offset : end]
         records = self.index.records(record_id for record_id, _ in page)
         return [Hit(records[i], score) for i, score in page if i in records]

@@ -464,6 +464,11 @@ class Vectors:
             old.identity = None  # not on disk: the next check loads what is
             return
         try:
+            if os.fstat(handle).st_size < old.journal_end:
+                # Not the journal ``old`` read (removed by hand): its entries stay in memory,
+                # and the next check loads what is on disk.
+                old.identity = None
+                return
             os.ftruncate(handle, old.journal_end)
             os.lseek(handle, old.journal_end, os.SEEK_SET)
             view = memoryview(head + data)
@@ -608,6 +613,53 @@ def rank(
         order = np.argsort(-chosen, kind="stable")[:end]
     ids = vectors.ids
     return [(ids[int(r)], float(c)) for r, c in zip(rows[order], chosen[order])]
+
+
+def fuse_top(
+    vectors: VectorSet,
+    query: np.ndarray,
+    candidates: Iterable[str],
+    keyword: builtins.list[tuple[str, float]],
+    end: int,
+) -> builtins.list[tuple[str, float]]:
+    """``fuse(keyword, rank(vectors, query, candidates))[:end]``, without ranking every
+    candidate in Python: the first ``end`` of the fusion are among the keyword hits and the
+    first ``end`` of the semantic ranking (a record found only by meaning, at place p, has
+    every record placed before it by meaning before it in the fusion too: a larger or equal
+    score, and the better place breaks the tie). The semantic order is taken in numpy; only
+    those records' places enter Python."""
+    scores = vectors.scores(query)
+    row = vectors.row
+    rows = np.fromiter((row.get(i, -1) for i in candidates), dtype=np.int64)
+    rows = np.unique(rows[rows >= 0])
+    chosen = np.round(scores[rows].astype(np.float64), 6)
+    keep = chosen > 0
+    rows, chosen = rows[keep], chosen[keep]
+    if len(vectors.extra):
+        order = np.lexsort((vectors.order_keys()[rows], -chosen))
+    else:
+        order = np.argsort(-chosen, kind="stable")
+    ranked = rows[order]
+    total = len(ranked)
+    ids = vectors.ids
+    # Each row's place (from 0) in the semantic ranking, -1 for none
+    place_of = np.full(len(ids), -1, dtype=np.int64)
+    place_of[ranked] = np.arange(total, dtype=np.int64)
+    fused: dict[str, float] = {}
+    last: dict[str, int] = {}
+    for place, (record_id, _) in enumerate(keyword, 1):
+        fused[record_id] = fused.get(record_id, 0.0) + 1.0 / (RRF_K + place)
+    for record_id in fused:
+        number = row.get(record_id)
+        if number is not None and place_of[number] >= 0:
+            last[record_id] = int(place_of[number])
+    for place in range(min(total, end)):
+        last.setdefault(ids[int(ranked[place])], place)
+    for record_id, place in last.items():
+        fused[record_id] = fused.get(record_id, 0.0) + 1.0 / (RRF_K + place + 1)
+    ordered = [(record_id, round(score, 6)) for record_id, score in fused.items()]
+    ordered.sort(key=lambda item: (-item[1], last.get(item[0], total), item[0]))
+    return ordered[:end]
 
 
 def fuse(*rankings: builtins.list[tuple[str, float]]) -> builtins.list[tuple[str, float]]:
