@@ -746,3 +746,34 @@ def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, mo
     assert meta(store_path)["count"] == len(RECORDS) - 2
     current, embedded = on_disk(store_path)
     assert embedded == 0 and not set(gone) & set(current.row)
+
+
+@pytest.mark.semantic
+def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
+    store, store_path
+):
+    from lantern_git.index.vectors import fuse, fuse_top, rank
+    from lantern_git.query import RecordQuery
+
+    words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
+    for number in range(40):
+        # Repeated texts tie on cosine; shared words tie on BM25.
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:beta")
+    store.search(QUESTION, mode="semantic")
+    for number in range(0, 40, 3):  # journal rows too, their cosines tied with base rows'
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:gamma")
+    store.refresh()
+    vectors = store.record_vectors()
+    current = vectors.current()
+    assert len(current.extra)
+    candidates = store.index.matching_ids(RecordQuery())
+    for text in ("Ana short answers", "deploy at night", "Bob", "nothing like it"):
+        keyword = store.index.scored_ids(RecordQuery(text=text))
+        wanted = vectors.embed_query(text)
+        ranked = rank(current, wanted, candidates)
+        assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))  # ties by id
+        whole = fuse(keyword, ranked)
+        for end in (1, 3, 10, 25, 100):
+            assert fuse_top(current, wanted, candidates, keyword, end) == whole[:end], (text, end)
