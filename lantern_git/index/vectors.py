@@ -361,19 +361,15 @@ class Vectors:
             ]
             embedded = np.concatenate(parts)
         self.embedded = len(to_embed)
-        # The changed keys' vectors: a reused row of the old set, or a fresh embedding.
-        rows = np.empty((len(keys), dim), dtype=np.float32)
+        # Each changed key's vector: a row of the old set (reused), or a fresh embedding (new).
         reused = np.fromiter((by_hash.get(h, -1) for h in hashes), dtype=np.int64, count=len(keys))
-        mask = reused >= 0
-        if old is not None and mask.any():
-            rows[mask] = old.take(reused[mask])
-        if not mask.all():
-            rows[~mask] = embedded[[fresh_rows[h] for h, m in zip(hashes, mask) if not m]]
+        new = np.fromiter((fresh_rows.get(h, -1) for h in hashes), dtype=np.int64, count=len(keys))
         if old is not None and old.identity is not None:
             # Journal rows, rows no longer used and entries (each parsed by every new process)
             unused = len(old.ids) - len(old.row)
             waste = len(old.extra) + unused + old.entries + len(keys) + len(dropped) + 1
             if waste <= COMPACT_FROM + len(digests) // COMPACT_SHARE:
+                rows = _gather(old, reused, embedded, new)
                 entry = {
                     "base": old.base,
                     "generation": generation,
@@ -385,22 +381,23 @@ class Vectors:
                 self._append(old, entry, rows)
                 old.apply(entry, rows)
                 return old
-        # The whole set, in id order: changed rows from ``rows``, the others from the old set.
+        # The whole set, in id order, gathered straight from the old set and the embeddings.
         ids = sorted(digests)
-        new_at = {key: number for number, key in enumerate(keys)}
+        at = {key: number for number, key in enumerate(keys)}
         texts = dict(zip(keys, hashes))
-        source = np.fromiter((new_at.get(key, -1) for key in ids), dtype=np.int64, count=len(ids))
-        matrix = np.empty((len(ids), dim), dtype=np.float32)
-        fresh = source >= 0
-        if fresh.any():
-            matrix[fresh] = rows[source[fresh]]
-        if not fresh.all():
-            assert old is not None  # with no old set, every key is changed
-            kept = [old_row[key] for key, at in zip(ids, source) if at < 0]
-            matrix[~fresh] = old.take(np.asarray(kept, dtype=np.int64))
+        if old is not None:
             for key in ids:
                 if key not in texts:
                     texts[key] = old.text(old_row[key])
+        from_old = np.fromiter(
+            (reused[at[key]] if key in at else old_row[key] for key in ids),
+            dtype=np.int64,
+            count=len(ids),
+        )
+        from_new = np.fromiter(
+            (new[at[key]] if key in at else -1 for key in ids), dtype=np.int64, count=len(ids)
+        )
+        matrix = _gather(old, from_old, embedded, from_new)
         made = VectorSet(
             self.fingerprint,
             generation,
@@ -548,6 +545,19 @@ def _read_rows(folder: str, crc: int) -> tuple[builtins.list[str], builtins.list
     if not (isinstance(digests, list) and isinstance(texts, list)):
         raise ValueError("rows.json is damaged")
     return digests, texts
+
+
+def _gather(
+    old: VectorSet | None, from_old: np.ndarray, embedded: np.ndarray, from_new: np.ndarray
+) -> np.ndarray:
+    """Row i: row ``from_old[i]`` of ``old`` if not -1, else ``embedded[from_new[i]]``."""
+    out = np.empty((len(from_old), embedded.shape[1]), dtype=np.float32)
+    mask = from_old >= 0
+    if old is not None and mask.any():
+        out[mask] = old.take(from_old[mask])
+    if not mask.all():
+        out[~mask] = embedded[from_new[~mask]]
+    return out
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
