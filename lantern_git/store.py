@@ -761,7 +761,7 @@ class Store:
         return hits
 
     def _search_vectors(self, query: RecordQuery, mode: str) -> builtins.list[Hit]:
-        from .index.vectors import fuse, rank
+        from .index.vectors import fuse, fuse_top, rank
         from .query import Hit
 
         if query.cites is not None and len(query.cites) < 16:
@@ -777,19 +777,18 @@ class Store:
             candidates = [i for i in candidates if query.matches_cites(cited[i])]
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
-        # Hybrid fuses whole rankings; semantic needs only the page.
-        ranked = rank(
-            current,
-            vectors.embed_query(query.text),
-            candidates,
-            None if mode == "hybrid" else end,
-        )
+        wanted = vectors.embed_query(query.text)
         if mode == "hybrid":
             keyword = self.index.scored_ids(whole)
             if query.cites is not None:
                 chosen = set(candidates)
                 keyword = [item for item in keyword if item[0] in chosen]
-            ranked = fuse(keyword, ranked)
+            if end is not None:
+                ranked = fuse_top(current, wanted, candidates, keyword, end)
+            else:  # every record: whole rankings fused
+                ranked = fuse(keyword, rank(current, wanted, candidates))
+        else:  # semantic needs only the page
+            ranked = rank(current, wanted, candidates, end)
         page = ranked[query.offset : end]
         records = self.index.records(record_id for record_id, _ in page)
         return [Hit(records[i], score) for i, score in page if i in records]
@@ -817,7 +816,7 @@ class Store:
         if record_id not in current.row:
             raise NotFound(f"record {record_id} is not indexed (a broken file? see lantern check)")
         candidates = [i for i in self.index.matching_ids(RecordQuery()) if i != record_id]
-        ranked = rank(current, current.matrix[current.row[record_id]], candidates)
+        ranked = rank(current, current.vector(record_id), candidates)
         if min_score is not None:
             ranked = [item for item in ranked if item[1] >= min_score]
         ranked = ranked[:limit] if limit else ranked

@@ -250,8 +250,10 @@ def test_a_hand_edit_is_embedded_again_by_the_next_search(store, store_path):
     path.unlink()
     gone = Store.open(str(store_path))
     gone.search(QUESTION, mode="semantic", status="all")
-    assert ids["Ship the beta on Friday."] not in meta(store_path)["ids"]
-    assert meta(store_path)["count"] == len(RECORDS) - 1
+    # (as a fresh process reads the set: the base file and the journal after it)
+    on_disk = Store.open(str(store_path)).record_vectors().current()
+    assert ids["Ship the beta on Friday."] not in on_disk.row
+    assert len(on_disk.row) == len(RECORDS) - 1
 
 
 @pytest.mark.semantic
@@ -491,13 +493,13 @@ def test_source_search_by_meaning(store, store_path):
     assert rows[0]["source_id"] == ids["deploy.md"] and rows[0]["mode"] == "semantic"
     # An append embeds only the chunks whose text is new (the tail, re-chunked from its
     # resume line), not the rest.
-    chunks = Path(store_path, ".lantern/vectors/chunks/meta.json")
-    before = set(json.loads(chunks.read_text())["texts"])
+    before = set(store.chunk_vectors().current().texts)
     store.sources.append(ids["deploy.md"], "\n# Freeze\n\nNo deploys in August.\n")
     fresh = Store.open(str(store_path))
     hits = fresh.sources.search("holiday freeze", mode="semantic")
-    new = set(json.loads(chunks.read_text())["texts"]) - before
-    assert 1 <= fresh.chunk_vectors().embedded == len(new) < len(hits)
+    embedded = fresh.chunk_vectors().embedded
+    new = set(fresh.chunk_vectors().current().texts) - before
+    assert 1 <= embedded == len(new) < len(hits)
     assert git(store_path, "status", "--porcelain") == ""
 
 
@@ -551,3 +553,238 @@ def test_one_text_is_embedded_once_and_shared(store, store_path):
     pairs = store.dupes()
     assert [(p.a.id, p.b.id) for p in pairs] == [tuple(sorted((a.id, b.id)))]
     assert pairs[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+# ------------------------------------------------------- catching up: the journal after the base
+
+
+def vectors_folder(store_path) -> Path:
+    return Path(store_path, ".lantern/vectors/records")
+
+
+def on_disk(store_path):
+    """The record vectors as a fresh process reads them, and how many it embedded to get there."""
+    fresh = Store.open(str(store_path))
+    fresh.refresh()  # the index in step with the files first, as a search does
+    vectors = fresh.record_vectors()
+    current = vectors.current()
+    return current, vectors.embedded
+
+
+def base_file(store_path) -> tuple[bytes, int]:
+    data = vectors_folder(store_path) / "vectors.npy"
+    return data.read_bytes(), data.stat().st_ino
+
+
+@pytest.mark.semantic
+def test_an_add_an_edit_and_a_delete_each_change_only_their_rows(store, store_path):
+    import numpy as np
+
+    ids = fill(store)
+    store.search(QUESTION, mode="semantic")
+    base = base_file(store_path)
+    before, _ = on_disk(store_path)
+    rows = {key: before.vector(key).copy() for key in before.row}
+    journal = vectors_folder(store_path) / "journal.bin"
+    assert not journal.exists()
+
+    added = store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    store.search(QUESTION, mode="semantic")
+    assert store.record_vectors().embedded == 1
+    assert base_file(store_path) == base  # the base file is not written again
+    size = journal.stat().st_size
+    assert 0 < size < 4 * 1024 * 384  # one entry: a row and its ids, not the set
+
+    path = next(Path(store_path, "memory").rglob(f"{ids['Ship the beta on Friday.']}.md"))
+    path.write_text(
+        path.read_text().replace("Ship the beta on Friday.", "Ana enjoys terse replies.")
+    )
+    hits = Store.open(str(store_path)).search(QUESTION, mode="semantic")
+    assert hits[0].record.content == "Ana enjoys terse replies."
+
+    store.delete(ids["The deploy runs every night at 2am."])
+    after, embedded = on_disk(store_path)
+    assert embedded == 0  # a delete embeds nothing
+    assert base_file(store_path) == base
+    assert journal.stat().st_size > size
+
+    assert set(after.row) == (set(rows) | {added.id}) - {ids["The deploy runs every night at 2am."]}
+    embedder = store.record_vectors()
+    for key in after.row:
+        if key == ids["Ship the beta on Friday."]:
+            expected = embedder.embed_query("Ana enjoys terse replies.")
+        elif key == added.id:
+            expected = embedder.embed_query("Bob is allergic to peanuts.")
+        else:
+            expected = rows[key]
+        assert np.allclose(after.vector(key), expected, atol=1e-6), key
+    # The rows as the journal left them rank as a set written whole would.
+    rebuilt = Store.open(str(store_path))
+    journal_hits = [(h.record.id, h.score) for h in rebuilt.search("Ana answers", mode="semantic")]
+    rebuilt.record_vectors().rebuild()
+    assert not journal.exists()
+    whole = [(h.record.id, h.score) for h in rebuilt.search("Ana answers", mode="semantic")]
+    assert journal_hits == whole
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("damage", ["torn", "flip", "garbage"])
+def test_a_write_killed_mid_journal_entry_is_ignored_and_cut_off(store, store_path, damage):
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    first = store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    store.search(QUESTION, mode="semantic")
+    journal = vectors_folder(store_path) / "journal.bin"
+    whole = journal.read_bytes()
+    second = store.add("Carla reviews every pull request.", kind="fact", scope="user:carla")
+    store.search(QUESTION, mode="semantic")
+    both = journal.read_bytes()
+    assert both.startswith(whole) and len(both) > len(whole)
+    # What a kill leaves: the second entry cut short, or whole but with a byte gone wrong
+    # (never fsynced), or bytes that are no entry at all.
+    if damage == "torn":
+        journal.write_bytes(both[: len(whole) + (len(both) - len(whole)) // 2])
+    elif damage == "flip":
+        raw = bytearray(both)
+        raw[-5] ^= 0xFF
+        journal.write_bytes(bytes(raw))
+    else:
+        journal.write_bytes(whole + b"\0" * 100)
+    current, embedded = on_disk(store_path)
+    # The first entry stands; the second record is embedded again, never read from the damage.
+    assert embedded == 1
+    assert first.id in current.row and second.id in current.row
+    embedder = store.record_vectors()
+    import numpy as np
+
+    expected = embedder.embed_query("Carla reviews every pull request.")
+    assert np.allclose(current.vector(second.id), expected, atol=1e-6)
+    # The damaged tail was cut off before the new entry went in: the next process is in step.
+    assert journal.read_bytes().startswith(whole)
+    again, embedded = on_disk(store_path)
+    assert embedded == 0 and set(again.row) == set(current.row)
+
+
+@pytest.mark.semantic
+def test_a_journal_of_another_base_is_never_applied(store, store_path):
+    ids = fill(store)
+    store.search(QUESTION, mode="semantic")
+    store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    store.search(QUESTION, mode="semantic")
+    journal = vectors_folder(store_path) / "journal.bin"
+    stale = journal.read_bytes()
+    # Written whole again (a rebuild, or a compaction), then the old base's journal put beside
+    # the new base (a copy by hand, a backup restored): its entries are not this base's.
+    store.record_vectors().rebuild()
+    path = next(Path(store_path, "memory").rglob(f"{ids[TARGET]}.md"))
+    path.unlink()
+    journal.write_bytes(stale)
+    current, embedded = on_disk(store_path)
+    assert embedded == 0
+    assert ids[TARGET] not in current.row
+    assert len(current.row) == len(RECORDS)  # the five left and Bob's
+    assert len(current.extra) == 0  # Bob's row of the old journal was not taken in
+    assert not journal.read_bytes().startswith(stale)  # and that journal was cut off
+
+
+@pytest.mark.semantic
+def test_many_changes_write_the_set_whole_and_a_half_written_one_is_ignored(
+    store, store_path, monkeypatch
+):
+    from lantern_git.index import vectors
+
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    journal = vectors_folder(store_path) / "journal.bin"
+    monkeypatch.setattr(vectors, "COMPACT_FROM", 2)
+    store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    store.search(QUESTION, mode="semantic")
+    assert journal.exists()
+    store.add("Carla reviews every pull request.", kind="fact", scope="user:carla")
+    store.add("Dan runs the Tuesday standup.", kind="fact", scope="user:dan")
+    store.search(QUESTION, mode="semantic")
+    assert store.record_vectors().embedded == 2
+    assert not journal.exists()  # the set was written whole, the journal with it gone
+    assert meta(store_path)["count"] == len(RECORDS) + 3
+    # A whole write killed before its swap leaves its fresh folder half written: never read.
+    fresh = Path(str(vectors_folder(store_path)) + ".new")
+    fresh.mkdir()
+    (fresh / "vectors.npy").write_bytes(b"\x93NUMPY half")
+    (fresh / "meta.json").write_text('{"format": 2, "count"')
+    current, embedded = on_disk(store_path)
+    assert embedded == 0 and len(current.row) == len(RECORDS) + 3
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("damage", ["flip", "delete"])
+def test_damaged_row_digests_are_never_trusted(store, store_path, damage):
+    fill(store)
+    store.search(QUESTION, mode="semantic")
+    rows = vectors_folder(store_path) / "rows.json"
+    if damage == "flip":
+        rows.write_text(rows.read_text().replace('"', "'", 1))
+    else:
+        rows.unlink()
+    # A search of a set in step does not read them ...
+    current, embedded = on_disk(store_path)
+    assert embedded == 0 and len(current.row) == len(RECORDS)
+    # ... a catch-up does, finds them damaged and embeds everything again.
+    store.add("Bob is allergic to peanuts.", kind="fact", scope="user:bob")
+    current, embedded = on_disk(store_path)
+    assert embedded == len(RECORDS) + 1
+    assert rows.is_file()
+    again, embedded = on_disk(store_path)
+    assert embedded == 0 and len(again.row) == len(RECORDS) + 1
+
+
+@pytest.mark.semantic
+def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, monkeypatch):
+    from lantern_git.index import vectors
+
+    ids = fill(store)
+    store.search(QUESTION, mode="semantic")
+    monkeypatch.setattr(vectors, "COMPACT_FROM", 3)
+    journal = vectors_folder(store_path) / "journal.bin"
+    gone = [ids[content] for content, _, _ in RECORDS[1:4]]
+    journaled = []
+    for record_id in gone:
+        store.delete(record_id)
+        store.search(QUESTION, mode="semantic")
+        assert store.record_vectors().embedded == 0
+        journaled.append(journal.exists())
+    # The second delete: an unused row and an entry already, so the set is written whole.
+    assert journaled == [True, False, True]
+    assert meta(store_path)["count"] == len(RECORDS) - 2
+    current, embedded = on_disk(store_path)
+    assert embedded == 0 and not set(gone) & set(current.row)
+
+
+@pytest.mark.semantic
+def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
+    store, store_path
+):
+    from lantern_git.index.vectors import fuse, fuse_top, rank
+    from lantern_git.query import RecordQuery
+
+    words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
+    for number in range(40):
+        # Repeated texts tie on cosine; shared words tie on BM25.
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:beta")
+    store.search(QUESTION, mode="semantic")
+    for number in range(0, 40, 3):  # journal rows too, their cosines tied with base rows'
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:gamma")
+    store.refresh()
+    vectors = store.record_vectors()
+    current = vectors.current()
+    assert len(current.extra)
+    candidates = store.index.matching_ids(RecordQuery())
+    for text in ("Ana short answers", "deploy at night", "Bob", "nothing like it"):
+        keyword = store.index.scored_ids(RecordQuery(text=text))
+        wanted = vectors.embed_query(text)
+        ranked = rank(current, wanted, candidates)
+        assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))  # ties by id
+        whole = fuse(keyword, ranked)
+        for end in (1, 3, 10, 25, 100):
+            assert fuse_top(current, wanted, candidates, keyword, end) == whole[:end], (text, end)
