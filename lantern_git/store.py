@@ -739,8 +739,8 @@ class Store:
         if include_pending:
             if mode not in (None, "keyword"):
                 raise InvalidInput(
-                    "--include-pending searches by keyword only (pending records have no "
-                    "vectors); use --mode keyword",
+                    f"mode: {mode} cannot include pending records, which have no vectors; "
+                    "search them by keyword (--mode keyword, mode=keyword)",
                     code="usage_error",
                 )
             mode = "keyword"
