@@ -8,9 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT, SEARCH_MODES
+from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
-from .spec import MAX_LIMIT, REASON_SCHEMA, ToolSpec, object_schema, one_more, page, page_limit
+from .spec import (
+    HIT_MODE_SCHEMA,
+    MAX_LIMIT,
+    MODE_SCHEMA,
+    REASON_SCHEMA,
+    ToolSpec,
+    at_schema,
+    object_schema,
+    one_more,
+    page,
+    page_limit,
+)
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -60,7 +71,7 @@ _HIT_SCHEMA = {
         "kind": MANIFEST_SCHEMA["kind"],
         "uri": MANIFEST_SCHEMA["uri"],
         "title": MANIFEST_SCHEMA["title"],
-        "mode": {"type": "string", "enum": list(SEARCH_MODES)},
+        "mode": HIT_MODE_SCHEMA,
     },
 }
 _VERIFY_SCHEMA = {
@@ -274,10 +285,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         input_schema=object_schema(
             {
                 "ref": _REF,
-                "at": {
-                    "type": "string",
-                    "description": "A git revision (HEAD~3, a hash) or a time (2026-12-01).",
-                },
+                "at": at_schema("The source as it was at"),
             },
             ("ref",),
         ),
@@ -304,15 +312,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "minLength": 1,
                     "description": "Keywords to look for (stemmed; any word may match).",
                 },
-                "mode": {
-                    "type": "string",
-                    "enum": list(SEARCH_MODES),
-                    "description": (
-                        "keyword, semantic or hybrid (0.2 x BM25 / best + 0.8 x cosine). "
-                        "Default: hybrid when the server has the semantic extra, keyword "
-                        "otherwise."
-                    ),
-                },
+                "mode": MODE_SCHEMA,
                 "kind": _kinds(),
                 "source": {
                     "type": "array",

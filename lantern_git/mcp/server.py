@@ -34,14 +34,24 @@ from ..fields import (
     FIELDS,
     NO_LIMIT,
     RECORD_KEYS,
-    SEARCH_MODES,
     UNSET,
     choose_fields,
 )
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
-from .spec import MAX_LIMIT, REASON_SCHEMA, ToolSpec, object_schema, one_more, page, page_limit
+from .spec import (
+    HIT_MODE_SCHEMA,
+    MAX_LIMIT,
+    MODE_SCHEMA,
+    REASON_SCHEMA,
+    ToolSpec,
+    at_schema,
+    object_schema,
+    one_more,
+    page,
+    page_limit,
+)
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -162,17 +172,7 @@ HISTORY_SCHEMA = {
 }
 
 
-_MODE = {
-    "type": "string",
-    "enum": list(SEARCH_MODES),
-    "description": (
-        "keyword: BM25 over the words. semantic: cosine of text embeddings (finds paraphrases). "
-        "hybrid: 0.2 x BM25 over the best BM25 + 0.8 x cosine. Default: hybrid when the "
-        "server has the semantic extra, keyword otherwise; semantic and hybrid fail with "
-        "semantic_unavailable without it."
-    ),
-}
-_SCORED = {"score": {"type": "number"}, "mode": {"type": "string", "enum": list(SEARCH_MODES)}}
+_SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
 _PAGE_LIMIT = {
     "type": "integer",
     "minimum": NO_LIMIT,
@@ -225,7 +225,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
                 "hybrid mode a question or phrase in plain words."
             ),
         }
-        properties["mode"] = _MODE
+        properties["mode"] = MODE_SCHEMA
     properties.update(
         {
             "scope": {
@@ -502,15 +502,6 @@ _WRITE_NOTE = (
     "`lantern_memory_history` shows every change."
 )
 
-_POINT = (
-    "a git revision (a commit hash, HEAD~3, a tag) or a time (unix seconds, 2026-12-31, "
-    "2026-12-31T08:00:00Z, -7d: the newest commit at or before it)."
-)
-
-
-def _at(what: str) -> dict:
-    return {"type": "string", "minLength": 1, "description": f"{what}: {_POINT}"}
-
 
 _CHANGES = {
     "type": "array",
@@ -602,7 +593,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema=_object(
             {
                 "id": _ID_PREFIX,
-                "at": _at("Read the record as it was at"),
+                "at": at_schema("Read the record as it was at"),
                 "include_pending": _INCLUDE_PENDING,
             },
             ("id",),
@@ -824,8 +815,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema=_object(
             {
-                "from": _at("The earlier point (default HEAD)"),
-                "to": _at("The later point (default: the working files)"),
+                "from": at_schema("The earlier point (default HEAD)"),
+                "to": at_schema("The later point (default: the working files)"),
             }
         ),
         output_schema=DIFF_SCHEMA,

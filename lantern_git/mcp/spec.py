@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
-from ..fields import DEFAULT_LIMIT, NO_LIMIT
+from ..fields import DEFAULT_LIMIT, NO_LIMIT, SEARCH_MODES
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -23,6 +23,29 @@ REASON_SCHEMA = {
     "type": "string",
     "description": "Why this change is made; recorded in the commit as Lantern-Reason.",
 }
+
+
+# The ``mode`` both search tools take (README, "Semantic recall"), and a hit's ``mode``.
+MODE_SCHEMA = {
+    "type": "string",
+    "enum": list(SEARCH_MODES),
+    "description": (
+        "keyword: BM25 over the words. semantic: cosine of text embeddings (finds paraphrases). "
+        "hybrid: 0.2 x BM25 over the best BM25 + 0.8 x cosine. Default: hybrid when the "
+        "server has the semantic extra, keyword otherwise; semantic and hybrid fail with "
+        "semantic_unavailable without it."
+    ),
+}
+HIT_MODE_SCHEMA = {"type": "string", "enum": list(SEARCH_MODES)}
+_POINT = (
+    "a git revision (a commit hash, HEAD~3, a tag) or a time (unix seconds, 2026-12-31, "
+    "2026-12-31T08:00:00Z, -7d: the newest commit at or before it)."
+)
+
+
+def at_schema(what: str) -> dict:
+    """An ``at`` argument: a point in the store's history, read as ``--at`` is."""
+    return {"type": "string", "minLength": 1, "description": f"{what}: {_POINT}"}
 
 
 @dataclass(frozen=True)
