@@ -54,11 +54,16 @@ def review_enabled(explicit: bool | None, configured: object) -> bool:
         raise InvalidInput(
             f"LANTERN_REVIEW: {env!r} is not 1 or 0 (or true/false)", code="invalid_review"
         )
+    return _configured_flag("review", configured)
+
+
+def _configured_flag(key: str, configured: object) -> bool:
+    """A true/false key of lantern.yaml, false when absent."""
     if configured is None:
         return False
     if not isinstance(configured, bool):
         raise InvalidInput(
-            f"lantern.yaml: 'review' must be true or false, got {configured!r}",
+            f"lantern.yaml: {key!r} must be true or false, got {configured!r}",
             code="invalid_review",
         )
     return configured
@@ -70,14 +75,7 @@ def sync_review_enabled(explicit: bool | None, configured: object) -> bool:
     ``lantern.yaml`` ``sync_review_branches`` key, else no."""
     if explicit is not None:
         return explicit
-    if configured is None:
-        return False
-    if not isinstance(configured, bool):
-        raise InvalidInput(
-            f"lantern.yaml: 'sync_review_branches' must be true or false, got {configured!r}",
-            code="invalid_review",
-        )
-    return configured
+    return _configured_flag("sync_review_branches", configured)
 
 
 def review_name(explicit: str | None, actor: str) -> str:
@@ -113,9 +111,7 @@ class PendingRecord:
             "record": self.record.to_dict() if self.record is not None else None,
             "changes": [c.to_dict() for c in self.changes],
             "moved": self.moved,
-            "commits": list(self.commits),
-            "actors": list(self.actors),
-            "authors": list(self.authors),
+            **_written_by(self),
         }
 
 
@@ -140,10 +136,17 @@ class PendingSource:
             "change": self.change,
             "manifest": self.manifest.to_dict() if self.manifest is not None else None,
             "moved": self.moved,
-            "commits": list(self.commits),
-            "actors": list(self.actors),
-            "authors": list(self.authors),
+            **_written_by(self),
         }
+
+
+def _written_by(pending: PendingRecord | PendingSource) -> dict[str, list[str]]:
+    """Who wrote a pending change: its review commits, their actors and authors."""
+    return {
+        "commits": list(pending.commits),
+        "actors": list(pending.actors),
+        "authors": list(pending.authors),
+    }
 
 
 @dataclass
