@@ -528,7 +528,7 @@ class ChunkIndex:
 
         def read() -> dict[str, str]:
             return {
-                f"{fields['source']}:{fields['a']}": _text_hash(fields["text"])
+                f"{fields['source']}:{fields['a']}": text_hash(fields["text"])
                 for fields in self._kept_searcher().reader().all_stored_fields()
             }
 
@@ -850,7 +850,8 @@ def _ranked(
 # ---------------------------------------------------------------- helpers
 
 
-def _text_hash(text: str) -> str:
+def text_hash(text: str) -> str:
+    """The key of a text's vector (``vectors``), and a chunk's digest: equal texts, one key."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import bisect
 import builtins
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -50,6 +49,7 @@ import numpy as np
 
 from ..embedders import Embedder
 from . import whoosh_compat
+from .chunks import text_hash
 from .search import SearchIndex
 
 # 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal
@@ -79,10 +79,6 @@ KEYWORD_WEIGHT = 0.2
 # Rows per block of a dupes matrix product: 1024 x 10k float32 scores is 40 MB at most.
 BLOCK = 1024
 EMBED_BATCH = 4096
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 class VectorSet:

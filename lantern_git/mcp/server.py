@@ -858,7 +858,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         title="Status of the memory store",
         description=(
             "Return the store this server serves: its path, format, record counts by status and "
-            "kind, broken record files, index state, branch, head and how far it is ahead of or "
+            "kind, broken record files, index state, embedder and default search mode, branch, "
+            "head and how far it is ahead of or "
             "behind its upstream. The same object as `lantern status --json`. Read-only."
         ),
         input_schema=_object({}),
