@@ -118,10 +118,10 @@ PLANTS = [
     ),
     # -- the weak spots: each of these once passed the tests named for it
     Plant(
-        "an update to the same values writes nothing new to the index",
+        "a list of every record keeps the deleted documents of each segment",
         "lantern_git/index/search.py",
-        "writer.update_document(",
-        "None and writer.update_document(",
+        "docs = filterfalse(deleted.__contains__, docs)",
+        "pass",
         ("tests/test_ordering.py::test_list_pages_over_segments_with_deleted_documents",),
     ),
     Plant(
@@ -171,8 +171,10 @@ def copy_tree(dest: Path) -> None:
 
 
 def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether every test passed, and pytest's summary line (each named test runs, so the
+    summary says how many of them the plant failed)."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     result = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     lines = result.stdout.strip().splitlines()
     return result.returncode == 0, lines[-1] if lines else result.stderr.strip()[-200:]
@@ -232,7 +234,10 @@ def main() -> int:
             verdict = "missed" if passed else "caught"
             caught += not passed
             missed += passed
-            print(f"[{number}] {verdict:6}  {plant.name}  ({took:.0f} s; {summary})")
+            print(
+                f"[{number}] {verdict:6}  {plant.name}  "
+                f"({len(plant.tests)} named; {summary}; {took:.0f} s)"
+            )
             shutil.rmtree(tree)
     print(f"\n{caught} caught, {missed} missed, {broken} not applied, of {len(plants)} plants")
     return 0 if missed == 0 and broken == 0 else 1
