@@ -288,6 +288,53 @@ def test_verify_reports_each_status_of_the_contract(store, store_path):
     assert report.checked == 7 and not report.ok
 
 
+def test_verify_compares_every_line_of_a_range_not_only_the_first(store, store_path):
+    source_id = ingest(store).manifest.id
+    whole = store.add("tea, then noted", kind="fact", source_refs=[f"source:{source_id}#L3-L4"])
+    head = store.add("the greeting", kind="fact", source_refs=[f"source:{source_id}#L1-L3"])
+    three = store.add("all of it", kind="fact", source_refs=[f"source:{source_id}#L2-L4"])
+    assert store.sources.verify().ok
+    # A new version where only the last line changes: lines 1-3 are as they were.
+    ingest(store, text=TRANSCRIPT.replace("Noted, tea it is.", "Noted, coffee it is."))
+    report = store.sources.verify()
+    problems = {p.record_id: p for p in report.problems}
+    assert set(problems) == {whole.id, three.id} and head.id not in problems
+    for record in (whole, three):
+        assert problems[record.id].problem == "drifted"
+        assert problems[record.id].moved_to is None  # the old text is nowhere in the new version
+    assert problems[whole.id].detail == "lines 3-4 no longer hold the pinned text"
+    assert report.checked == 3
+    cli = lantern("--store", str(store_path), "verify", "--json")
+    assert cli.returncode == 4
+    assert {p["record_id"]: p["problem"] for p in json.loads(cli.stdout)["problems"]} == {
+        whole.id: "drifted",
+        three.id: "drifted",
+    }
+
+
+def test_verify_refuses_a_hand_written_pin_to_a_blob_of_another_source(store, store_path):
+    """A pin lantern never checked, naming a real blob that is a version of a different source,
+    whose first lines even read the same: verify must not judge the lines against it."""
+    source_id = ingest(store).manifest.id
+    lookalike = TRANSCRIPT.splitlines(keepends=True)[0] + "User: something else entirely\n"
+    other = ingest(store, text=lookalike, uri="note:lookalike").manifest.id
+    other_blob = str(pygit2.hash(lookalike.encode()))
+    assert other != source_id
+    hand = store.add("hand", kind="fact")
+    ref = f"source:{source_id}@{other_blob[:12]}#L1"
+    path = store_path / "memory" / hand.id[:2] / f"{hand.id}.md"
+    path.write_text(path.read_text().replace("\n---\n", f"\nsource_refs:\n- {ref}\n---\n", 1))
+    store.commit_hand_edits()
+    [problem] = store.sources.verify().problems
+    assert (problem.record_id, problem.ref, problem.problem) == (hand.id, ref, "unknown_version")
+    assert problem.detail == f"{other_blob[:12]} is not a version of source {source_id}"
+    cli = lantern("--store", str(store_path), "verify", "--json")
+    assert cli.returncode == 4
+    assert [p["problem"] for p in json.loads(cli.stdout)["problems"]] == ["unknown_version"]
+    [shown] = store.sources.evidence(store.get(hand.id))
+    assert shown["problem"] == "unknown_version"
+
+
 def test_verify_through_the_cli_exits_4_with_the_json_report(store, store_path):
     source_id = ingest(store).manifest.id
     store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])

@@ -195,6 +195,39 @@ def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
     audit(path)
 
 
+def test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_command(seeded):
+    path, seed = seeded
+    journal_path = path / ".lantern" / "journal.json"
+    # A two-file write killed right after its branch moved: committed, the journal still there.
+    killed = cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-ref"))
+    assert killed.returncode == -9, killed.stderr
+    journal = journal_path.read_bytes()
+    written = json.loads(journal)
+    assert git(path, "rev-parse", "HEAD").strip() == written["commit"]
+    want = {rel: c.get("after", c["new"]) for rel, c in written["files"].items()}
+    assert len(want) == 2
+    # As a power cut after the ref moved could leave them: the working files never reached
+    # the disk. Recovery puts back the committed versions; kill it after the first one.
+    for rel in want:
+        (path / rel).unlink()
+    cut = cli(path, "memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"))
+    assert cut.returncode == -9, cut.stderr
+    assert journal_path.read_bytes() == journal, "a recovery cut off leaves its journal"
+    states = {rel: _worktree_blob(path, rel) for rel in want}
+    assert sorted(states[rel] == want[rel] for rel in want) == [False, True], (want, states)
+
+    follow = cli(path, "memory", "list", "--status", "all", "--json")
+    assert follow.returncode == 0, follow.stderr
+    assert "completed an interrupted supersede" in follow.stderr
+    assert not journal_path.exists()
+    assert {rel: _worktree_blob(path, rel) for rel in want} == want
+    assert git(path, "rev-parse", "HEAD").strip() == written["commit"]
+    assert git(path, "status", "--porcelain") == ""
+    statuses = sorted(r["status"] for r in json.loads(follow.stdout))
+    assert statuses == ["active", "superseded"]
+    audit(path)
+
+
 def test_git_lock_files_left_by_the_killed_writer_are_cleared(seeded):
     path, seed = seeded
     cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
@@ -311,6 +344,12 @@ def test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref(store_pat
     # Objects before the journal that names them, the journal before the record file, the
     # record file before the branch ref that makes it part of history.
     assert max(object_files) < synced.index(journal) < synced.index(record) < min(refs), synced
+    # A rename is on disk only once its folder is flushed: the journal's folder after the
+    # journal's rename, the record's folder after the record file's, each before the ref.
+    for renamed, folder in ((journal, ".lantern"), (record, f"memory/{rid[:2]}")):
+        after = synced.index(renamed)
+        assert folder in synced[after:], (folder, synced)
+        assert after < synced.index(folder, after) < min(refs), synced
 
 
 # ---------------------------------------------------------------------------- git states

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 SECTION = "## Evidence: sources, chunks and pinned references"
 
@@ -46,9 +48,17 @@ def console_blocks(section: str = SECTION) -> list[list[tuple[str, list[str]]]]:
     return parsed
 
 
+# A date, optionally with a time of day (``2026-12-03``, ``2026-12-03 02:29 UTC``,
+# ``2026-12-03T02:29:53Z``): the README shows the day it was written, a run shows its own.
+CLOCK = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z| UTC)?)?\b")
+
+
 def normalise(line: str) -> str:
-    # A commit id depends on the time it was made; everything else in the session does not.
-    return re.sub(r" as [0-9a-f]{10}$", " as <commit>", line.rstrip())
+    # A commit id depends on the time it was made, and a printed date or time on the day the
+    # command ran; everything else in the session does not. Each is masked to a placeholder of
+    # its own kind, so the rest of the line (and the table's column widths) is still compared.
+    line = re.sub(r" as [0-9a-f]{10}$", " as <commit>", line.rstrip())
+    return CLOCK.sub(lambda m: "<time>".ljust(len(m.group())), line)
 
 
 def run_steps(steps, cwd: Path, env: dict) -> None:
@@ -59,6 +69,11 @@ def run_steps(steps, cwd: Path, env: dict) -> None:
         result = subprocess.run(
             ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
         )
+        # A step whose output matches but that failed, or crashed after printing, is a failure:
+        # the README's commands all succeed (a step that shows a failing exit code runs
+        # ``; echo "exit $?"`` and prints it).
+        assert result.returncode == 0, (command, result.returncode, result.stderr)
+        assert "Traceback" not in result.stderr, (command, result.stderr)
         got = [normalise(line) for line in result.stdout.splitlines()]
         assert got == [normalise(line) for line in expected], (command, result.stderr)
 
@@ -92,3 +107,29 @@ def test_the_readme_evidence_session_runs_as_written(tmp_path):
     )
     body.write_text(text)
     run_steps(second, tmp_path, env)
+
+
+def test_a_step_that_fails_or_crashes_fails_the_session_even_when_its_output_matches(tmp_path):
+    env = dict(os.environ)
+    run_steps([("echo fine", ["fine"])], tmp_path, env)
+    with pytest.raises(AssertionError):
+        run_steps([("echo fine; exit 3", ["fine"])], tmp_path, env)
+    with pytest.raises(AssertionError):
+        crash = "echo fine; echo 'Traceback (most recent call last):' >&2"
+        run_steps([(crash, ["fine"])], tmp_path, env)
+
+
+def test_printed_dates_and_times_are_masked_and_nothing_else_is():
+    readme = " 0.46  61f4c33  preference  active  2026-12-03  Ana prefers short answers."
+    later = " 0.46  61f4c33  preference  active  2027-12-04  Ana prefers short answers."
+    assert normalise(readme) == normalise(later)
+    assert normalise("commit 4a7b207492  2026-12-03 02:29 UTC  Ana") == normalise(
+        "commit 4a7b207492  2031-01-09 23:59 UTC  Ana"
+    )
+    assert normalise("committed 1 source (d312e8f5e5) as 7fdd26de5a") == normalise(
+        "committed 1 source (d312e8f5e5) as 0123456789"
+    )
+    # Scores, ids and text around a date are still compared.
+    assert normalise(readme) != normalise(readme.replace("0.46", "0.47"))
+    assert normalise(readme) != normalise(readme.replace("61f4c33", "61f4c34"))
+    assert normalise("Standup moved to 10:00.") != normalise("Standup moved to 11:00.")

@@ -556,6 +556,45 @@ def test_a_writer_cannot_accept_its_own_changes(seeded):
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_writer_cannot_accept_its_own_changes_by_id_on_the_cli(seeded):
+    path, _ = seeded
+    env = cli_env(LANTERN_REVIEW="1")
+    added = cli(path, *add_args("self-serving, by id"), env=env)
+    assert added.returncode == 0, added.stderr
+    record = json.loads(added.stdout)["id"]
+    before = untouched(path)
+    branch_before = tip(path, CLI_BRANCH).id
+    for ids in ([record], [record[:6]]):
+        refused = cli(path, "review", "accept", *ids, "--json", env=env)
+        assert refused.returncode == 2, refused.stdout
+        assert json.loads(refused.stderr)["error"]["code"] == "self_approval"
+        assert untouched(path) == before and tip(path, CLI_BRANCH).id == branch_before
+    assert [
+        r["id"] for r in json.loads(cli(path, "review", "--json").stdout)["branches"][0]["records"]
+    ] == [record]
+    # Another reviewer name may accept the same record by id.
+    ok = cli(path, "review", "accept", record, env=cli_env(LANTERN_REVIEW_NAME="raphael"))
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_writer_cannot_accept_its_own_changes_through_the_library(seeded):
+    from lantern_git.errors import SelfApproval
+
+    path, _ = seeded
+    with opened(path, review=True) as writer:
+        record = writer.add("proposed and accepted by the same hand", kind="fact")
+        before = untouched(path)
+        branch_before = tip(path, API_BRANCH).id
+        for ids in ([record.id], None):
+            with pytest.raises(SelfApproval, match="a writer never accepts its own changes"):
+                writer.review_accept(ids)
+            assert untouched(path) == before and tip(path, API_BRANCH).id == branch_before
+        (branch,) = writer.review_list().branches
+        assert [r.id for r in branch.records] == [record.id]
+    with opened(path, review_name="raphael") as person:
+        assert person.review_accept([record.id]).records == [record.id]
+
+
 @pytest.mark.parametrize(
     ("args", "code", "exit_code"),
     [

@@ -786,5 +786,12 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         ranked = rank(current, wanted, candidates)
         assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))  # ties by id
         whole = fuse(keyword, ranked)
+        # Through search: every page is the same slice of the whole hybrid ranking, which
+        # is the fusion of the two whole rankings.
+        searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
+        assert searched == whole, text
         for end in (1, 3, 10, 25, 100):
             assert fuse_top(current, wanted, candidates, keyword, end) == whole[:end], (text, end)
+            for offset in (0, 2):
+                page = store.search(text, mode="hybrid", limit=end, offset=offset)
+                assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]

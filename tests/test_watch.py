@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 from conftest import git
@@ -108,12 +110,39 @@ def test_its_own_writes_are_indexed_by_the_next_read_without_a_sweep(store_path,
     assert {first.id, second.id, third.id} <= {r.id for r in other.list()}
 
 
+def test_a_read_waits_for_events_queued_behind_a_slow_one(store, watched, tmp_path):
+    """Watchdog holds a move out of the watched folder for up to 0.5 s (it waits for the move's
+    other half), and every event after it queues behind: an edit made right after is not yet
+    handled when the next read begins. The read's barrier must wait for it."""
+    record = store.add("The deploy window is Tuesday.", kind="fact")
+    parked = Path(store.root) / "parked.txt"
+    parked.write_text("moved out of the store next\n")
+    watched.refresh()
+    for before, day in (("Tuesday", "Wednesday"), ("Wednesday", "Thursday")):
+        parked.rename(tmp_path / "parked.txt")
+        edit(store.root, record.id, before, day)
+        assert [r.content for r in watched.list()] == [f"The deploy window is {day}."]
+        (tmp_path / "parked.txt").rename(parked)
+        watched.refresh()
+
+
+def _watchdog_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if type(t).__module__.startswith("watchdog")]
+
+
 def test_a_stopped_watcher_falls_back_to_the_sweep(store, watched):
     record = store.add("Before the watcher stopped.", kind="fact")
     watched.refresh()
+    assert _watchdog_threads(), "the watch runs in watchdog's threads"
     watched.index.stop_watching()
+    assert _watchdog_threads() == [], "stopping the watch ends its threads"
     edit(store.root, record.id, "Before", "After")
+    report = watched.refresh()
+    # A check without a watch (its report names no watch), which found the edit by sweeping.
+    assert (report.how, report.updated) == ("", 1), report
     assert [r.content for r in watched.list()] == ["After the watcher stopped."]
+    # Every later read sweeps too: nothing tells it what changed any more.
+    assert watched.refresh().how == ""
 
 
 def test_the_one_shot_cli_does_not_import_watchdog(store_path):

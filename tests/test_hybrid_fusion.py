@@ -1,0 +1,122 @@
+"""Hybrid search fuses both rankings, for records and for source chunks, as the README defines it
+("Semantic recall", Modes): ``0.2 × BM25 / (the best BM25 among the candidates) + 0.8 × cosine``,
+a negative cosine counting 0, best first.
+
+The expected order and scores are computed here from that formula: the cosine from the
+embedder's own vectors (numpy, the model rather than the code under test), the BM25 scores from
+a keyword-mode search (a path tested on its own). The texts are chosen so that the cosine alone
+puts one text first and the fused score another: a search that dropped either side would rank
+them the other way round. If the documented formula changes, only ``fused`` below changes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lantern_git.evidence import SourceInput
+
+KEYWORD_SHARE = 0.2  # README: hybrid is 0.2 × BM25/best + 0.8 × cosine
+QUERY = "what kind of replies does Ana like"
+# By meaning, "Ana prefers short answers." is nearest the question; the last text shares most of
+# its words ("what kind", "does Ana like") and so wins on BM25 by a wide margin, enough to lead
+# the fused ranking though its cosine is lower.
+MEANING_FIRST = "Ana prefers short answers."
+WORDS_FIRST = "What kind of editor does Ana like? She uses helix."
+TEXTS = [
+    MEANING_FIRST,
+    "Ana's editor is helix.",
+    "Ana lives in Lisbon and works remotely.",
+    "Ship the beta on Friday.",
+    "Raphael likes separate branches on his repos.",
+    WORDS_FIRST,
+]
+# Scores are rounded to 6 places by the product; the test's own float64 cosine of the model's
+# float32 vectors differs from the product's float32 one in the 7th place.
+CLOSE = 1e-5
+
+
+def cosines(query: str, texts: list[str]) -> dict[str, float]:
+    import numpy as np
+
+    from lantern_git.embedders import load_embedder
+
+    rows = load_embedder("wordllama").embed([query, *texts]).astype(np.float64)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return {text: float(rows[1 + i] @ rows[0]) for i, text in enumerate(texts)}
+
+
+def fused(bm25: dict[str, float], cosine: dict[str, float]) -> dict[str, float]:
+    """The README's formula, over every candidate text."""
+    best = max(bm25.values())
+    return {
+        text: KEYWORD_SHARE * bm25.get(text, 0.0) / best + (1 - KEYWORD_SHARE) * max(c, 0.0)
+        for text, c in cosine.items()
+    }
+
+
+def by_score(scores: dict[str, float]) -> list[str]:
+    return sorted(scores, key=lambda text: -scores[text])
+
+
+def check_expected(bm25: dict[str, float], cosine: dict[str, float]) -> dict[str, float]:
+    """The premise of the test, from the formula alone: meaning and fusion disagree on the top."""
+    expected = fused(bm25, cosine)
+    assert by_score(cosine)[0] == MEANING_FIRST
+    assert by_score(expected)[0] == WORDS_FIRST
+    # Wide margins, so the premise does not hang on rounding.
+    assert cosine[MEANING_FIRST] - cosine[WORDS_FIRST] > 0.02
+    assert expected[WORDS_FIRST] - expected[MEANING_FIRST] > 0.05
+    return expected
+
+
+def assert_ranked(got: list[tuple[str, float]], expected: dict[str, float]) -> None:
+    order = by_score(expected)
+    assert [text for text, _ in got] == order[: len(got)]
+    for text, score in got:
+        assert score == pytest.approx(expected[text], abs=CLOSE), text
+
+
+@pytest.mark.semantic
+def test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone(store, store_path):
+    for text in TEXTS:
+        store.add(text, kind="fact", scope="user:ana")
+    bm25 = {hit.record.content: hit.score for hit in store.search(QUERY, mode="keyword")}
+    cosine = cosines(QUERY, TEXTS)
+    expected = check_expected(bm25, cosine)
+    # The semantic mode agrees with the test's cosine (same model, same texts).
+    semantic = [(h.record.content, h.score) for h in store.search(QUERY, mode="semantic")]
+    assert_ranked(semantic, {t: c for t, c in cosine.items() if c > 0})
+
+    whole = [(h.record.content, h.score) for h in store.search(QUERY, mode="hybrid")]
+    assert len(whole) == len(TEXTS)
+    assert_ranked(whole, expected)
+    # A page is the head of the same ranking (a page takes a shorter path to its first hits).
+    page = [(h.record.content, h.score) for h in store.search(QUERY, mode="hybrid", limit=2)]
+    assert_ranked(page, expected)
+    second = store.search(QUERY, mode="hybrid", limit=2, offset=1)
+    assert [h.record.content for h in second] == by_score(expected)[1:3]
+
+
+@pytest.mark.semantic
+def test_source_hybrid_search_ranks_chunks_by_the_fused_score_not_the_cosine_alone(store):
+    for number, text in enumerate(TEXTS):
+        body = f"{text}\n"
+        source = SourceInput(body.encode(), f"note{number}.md", kind="note", uri=f"note:{number}")
+        store.sources.add([source])
+    # Each source is one line, so its one chunk's text is its whole body.
+    bodies = [f"{text}\n" for text in TEXTS]
+    keyword = store.sources.search(QUERY, mode="keyword")
+    assert all(hit.lines == (1, 1) and hit.text in bodies for hit in keyword)
+    bm25 = {hit.text.rstrip("\n"): hit.score for hit in keyword}
+    cosine = {t.rstrip("\n"): c for t, c in cosines(QUERY, bodies).items()}
+    expected = check_expected(bm25, cosine)
+    semantic = [
+        (h.text.rstrip("\n"), h.score) for h in store.sources.search(QUERY, mode="semantic")
+    ]
+    assert_ranked(semantic, {t: c for t, c in cosine.items() if c > 0})
+
+    hits = store.sources.search(QUERY, mode="hybrid")
+    assert {hit.mode for hit in hits} == {"hybrid"} and len(hits) == len(TEXTS)
+    assert_ranked([(h.text.rstrip("\n"), h.score) for h in hits], expected)
+    page = store.sources.search(QUERY, mode="hybrid", limit=2, offset=1)
+    assert [h.text.rstrip("\n") for h in page] == by_score(expected)[1:3]
