@@ -277,8 +277,12 @@ class Sources:
     def append(self, ref: str, text: str, *, reason: str | None = None) -> IngestResult:
         """Add ``text`` at the end of a source, on a new line: every earlier line keeps its
         number, so every reference to them still holds."""
-        if not isinstance(text, str) or not text:
-            raise InvalidInput("nothing to append: the text is empty", code="invalid_input")
+        # One rule for every surface: text of nothing but whitespace is empty, as a record's
+        # content is; appending it would commit blank lines and say nothing.
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput(
+                "nothing to append: the text is empty or only whitespace", code="invalid_input"
+            )
         added = encode_body(text)
         with self.store.transaction() as tx:
             source_id = self.resolve(ref)
@@ -358,7 +362,7 @@ class Sources:
         if not isinstance(ref, str) or not ref:
             raise InvalidInput("source id: must be text", code="invalid_id")
         if is_source_ref(ref):
-            return SourceRef.parse(ref).source_id
+            return SourceRef.parse(ref, "source id").source_id
         lowered = ref.lower()
         if len(lowered) == 16:
             return check_source_id(lowered)
@@ -423,7 +427,7 @@ class Sources:
         for a pinned or ``at`` reference (so they are found after later versions and after a
         removal)."""
         self.store.recover()
-        parsed = SourceRef.parse(ref) if is_source_ref(ref) else None
+        parsed = SourceRef.parse(ref, "ref") if is_source_ref(ref) else None
         source_id = parsed.source_id if parsed else self.resolve(ref)
         current = None if at is not None else self._current(source_id)
         current_blob = blob_id(current.body) if current is not None else ""
