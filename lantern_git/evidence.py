@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -704,7 +705,7 @@ class _Bodies:
         self._data: dict[str, bytes] = {}
         self._counts: dict[str, int] = {}
         self._spans: dict[str, list[int]] = {}
-        self._places: dict[str, dict[bytes, list[int]]] = {}
+        self._index: dict[str, tuple[list[bytes], Counter[bytes], dict[bytes, int]]] = {}
 
     def hold(self, data: bytes) -> str:
         """Keep ``data`` (a body already read, from the working tree or a review branch) and
@@ -748,40 +749,37 @@ class _Bodies:
 
     def find(self, blob: str, want: bytes) -> tuple[int, int] | None:
         """The first place where ``want`` (whole lines) is in the blob, as a line range: where
-        a drifted reference's text went. A body's lines are indexed once, and each search
-        tries only the places of the rarest of the wanted lines (a search of the whole body
-        per drifted reference cost a scan of 20 MB each)."""
+        a drifted reference's text went. The body's lines are counted and indexed once; each
+        search tries only the places of the rarest of the wanted lines (a scan of the whole
+        body per drifted reference cost 20 MB of search each)."""
         needle = want.removesuffix(b"\n")
         if not needle:
             return None
         wanted = needle.split(b"\n")
-        places = self._line_places(blob)
-        offset, rarest = min(
-            ((i, places.get(line, ())) for i, line in enumerate(wanted)),
-            key=lambda found: len(found[1]),
-        )
-        data, spans = self.data(blob), self.spans(blob)
-        for place in rarest:
+        lines, counts, first = self._line_index(blob)
+        offset = min(range(len(wanted)), key=lambda i: counts.get(wanted[i], 0))
+        line = wanted[offset]
+        left = counts.get(line, 0)
+        place = first.get(line, 0)  # 1-based
+        while left:
             start = place - offset
-            if start < 1:
-                continue
-            at = spans[start - 1]
-            end = at + len(needle)
-            if data[at:end] == needle and (end == len(data) or data[end : end + 1] == b"\n"):
+            if start >= 1 and lines[start - 1 : start - 1 + len(wanted)] == wanted:
                 return start, start + len(wanted) - 1
+            left -= 1
+            if left:
+                place = lines.index(line, place) + 1
         return None
 
-    def _line_places(self, blob: str) -> dict[bytes, list[int]]:
-        """Each line's text (without its newline) -> the 1-based numbers of its lines."""
-        if blob not in self._places:
+    def _line_index(self, blob: str) -> tuple[list[bytes], Counter[bytes], dict[bytes, int]]:
+        """The blob's lines (without newlines), how often each occurs and the number of its
+        first line: built by C loops (a Python loop over 200,000 lines cost 0.5 s)."""
+        if blob not in self._index:
             lines = self.data(blob).split(b"\n")
             if lines[-1] == b"":
                 lines.pop()  # after a final newline there is no line
-            places: dict[bytes, list[int]] = {}
-            for number, line in enumerate(lines, 1):
-                places.setdefault(line, []).append(number)
-            self._places[blob] = places
-        return self._places[blob]
+            first = dict(zip(reversed(lines), range(len(lines), 0, -1), strict=True))
+            self._index[blob] = (lines, Counter(lines), first)
+        return self._index[blob]
 
 
 class _Checker:

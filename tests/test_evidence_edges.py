@@ -44,6 +44,11 @@ def test_drifted_text_is_found_at_its_first_whole_line_place(store):
     assert _moved(store, "h\nx\ny\nz\n", "x\nq\nx\ny\nx\ny\n", "L2-L3") == (3, 4)
 
 
+def test_drifted_text_is_found_past_places_that_do_not_fit(store):
+    # "y" (rarer than "x") first stands on line 1, where no "x" comes before it.
+    assert _moved(store, "h\nx\ny\nz\n", "y\nq\nx\ny\nx\nx\n", "L2-L3") == (3, 4)
+
+
 def test_drifted_text_is_not_found_inside_longer_lines(store):
     # "foo" inside "xfoo" and "foox" is no line of its own; line 4 is.
     assert _moved(store, "a\nfoo\n", "z\nxfoo\nfoox\nfoo\n", "L2") == (4, 4)
