@@ -733,6 +733,7 @@ class _Bodies:
 
         if not isinstance(obj, pygit2.Blob):
             return None
+        self._data.setdefault(str(obj.id), obj.data)  # git has just read it: keep it
         return str(obj.id)
 
     def line_count(self, blob: str) -> int:

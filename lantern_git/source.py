@@ -13,6 +13,7 @@ import builtins
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any
 
 import yaml
@@ -253,14 +254,15 @@ def count_lines(data: bytes) -> int:
 def line_spans(data: bytes) -> list[int]:
     """Byte offset where each line starts, plus the end: line ``n`` (1-based) is
     ``data[spans[n-1]:spans[n]]``."""
-    spans = [0]
-    find = data.find
-    at = find(b"\n")
-    while at != -1:
-        spans.append(at + 1)
-        at = find(b"\n", at + 1)
-    if spans[-1] != len(data):
-        spans.append(len(data))
+    if not data:
+        return [0]
+    # Running sums of the lines' lengths, newline included, in C loops: a Python loop of
+    # ``find`` cost 0.2 s for a 20 MB body of 200,000 lines.
+    spans = list(accumulate(map((1).__add__, map(len, data.split(b"\n"))), initial=0))
+    if data.endswith(b"\n"):
+        spans.pop()  # the empty "line" after the final newline
+    else:
+        spans[-1] = len(data)  # the last line has no newline to count
     return spans
 
 

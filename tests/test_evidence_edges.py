@@ -6,22 +6,37 @@ exit code or the message is the behaviour; the MCP server through the SDK's stdi
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import anyio
 import pytest
 from conftest import git, lantern, snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 from test_mcp import fail, ok, run, server_params
 
 from lantern_git.errors import InvalidInput, ValidationError
 from lantern_git.evidence import SourceInput
 from lantern_git.mcp.server import ALL_TOOLS
+from lantern_git.source import line_spans
 
 # ---------------------------------------------------------------------------- verify's memory
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40).map(lambda b: bytes(b"ab\n"[x % 3] for x in b)))
+def test_line_spans_cut_a_body_into_its_lines(data):
+    # A line is its text and its newline; a last line without one still counts (count_lines).
+    lines = re.findall(rb"[^\n]*\n|[^\n]+\Z", data)
+    spans = line_spans(data)
+    assert len(spans) == len(lines) + 1 and spans[0] == 0 and spans[-1] == len(data)
+    assert [data[a:b] for a, b in itertools.pairwise(spans)] == lines
 
 
 def _source(store, text: str, uri: str = "note:edges") -> str:
