@@ -402,3 +402,13 @@ def test_a_record_s_bad_reference_still_names_source_refs(store, store_path):
         store.add("x", kind="fact", source_refs=["source:nothex"])
     assert err.value.code == "invalid_field" and err.value.field == "source_refs"
     assert err.value.message.startswith("source_refs: 'source:nothex'")
+
+
+def test_a_reference_where_a_source_id_is_taken_names_the_source_id(store_path):
+    out = lantern("--store", str(store_path), "source", "remove", "source:nothex", "--json")
+    assert out.returncode == 2
+    assert _error(out) == {
+        "code": "invalid_ref",
+        "message": "source id: 'source:nothex' is not a source reference; expected "
+        "source:<16 hex id>[@<blob, 7-40 hex>][#L<a>[-L<b>]]",
+    }
