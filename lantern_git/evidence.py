@@ -8,10 +8,10 @@ that blob stays readable after later versions and after the source is removed.
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -278,8 +278,12 @@ class Sources:
     def append(self, ref: str, text: str, *, reason: str | None = None) -> IngestResult:
         """Add ``text`` at the end of a source, on a new line: every earlier line keeps its
         number, so every reference to them still holds."""
-        if not isinstance(text, str) or not text:
-            raise InvalidInput("nothing to append: the text is empty", code="invalid_input")
+        # One rule for every surface: text of nothing but whitespace is empty, as a record's
+        # content is; appending it would commit blank lines and say nothing.
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput(
+                "nothing to append: the text is empty or only whitespace", code="invalid_input"
+            )
         added = encode_body(text)
         with self.store.transaction() as tx:
             source_id = self.resolve(ref)
@@ -359,7 +363,7 @@ class Sources:
         if not isinstance(ref, str) or not ref:
             raise InvalidInput("source id: must be text", code="invalid_id")
         if is_source_ref(ref):
-            return SourceRef.parse(ref).source_id
+            return SourceRef.parse(ref, "source id").source_id
         lowered = ref.lower()
         if len(lowered) == 16:
             return check_source_id(lowered)
@@ -424,7 +428,7 @@ class Sources:
         for a pinned or ``at`` reference (so they are found after later versions and after a
         removal)."""
         self.store.recover()
-        parsed = SourceRef.parse(ref) if is_source_ref(ref) else None
+        parsed = SourceRef.parse(ref, "ref") if is_source_ref(ref) else None
         source_id = parsed.source_id if parsed else self.resolve(ref)
         current = None if at is not None else self._current(source_id)
         current_blob = blob_id(current.body) if current is not None else ""
@@ -599,16 +603,19 @@ class Sources:
         """``refs`` with every ``source:`` reference checked and pinned to the version current
         now; other references as given. A reference that fails is refused, naming it."""
         out = []
-        # Several references to one source read and hash its body once.
+        # Several references to one source read, hash and count its body once.
         current: dict[str, tuple[SourceFile, str]] = {}
+        bodies = _Bodies(self.store.git)
         for ref in refs:
             if not is_source_ref(ref):
                 out.append(ref)
                 continue
-            out.append(str(self._pin_one(ref, current)))
+            out.append(str(self._pin_one(ref, current, bodies)))
         return tuple(out)
 
-    def _pin_one(self, text: str, read: dict[str, tuple[SourceFile, str]]) -> SourceRef:
+    def _pin_one(
+        self, text: str, read: dict[str, tuple[SourceFile, str]], bodies: _Bodies
+    ) -> SourceRef:
         def refuse(reason: str) -> ValidationError:
             return ValidationError(f"source_refs: {text}: {reason}", field="source_refs")
 
@@ -621,7 +628,7 @@ class Sources:
             pending = tx.read_pending_source(ref.source_id)
             if pending is None:
                 raise refuse("no such source in this store (its removal awaits review)")
-            read[ref.source_id] = (pending, blob_id(pending.body))
+            read[ref.source_id] = (pending, bodies.hold(pending.body))
         if ref.source_id not in read:
             try:
                 found = load_source(self.root, ref.source_id)
@@ -629,7 +636,7 @@ class Sources:
                 raise refuse("no such source in this store") from None
             except StoreError as err:
                 raise refuse(f"the source cannot be read ({err.message})") from None
-            found_blob = blob_id(found.body)
+            found_blob = bodies.hold(found.body)
             committed = git.entry_at(git.head_tree(), found.body_path)
             if committed is None or committed[0] != found_blob:
                 raise UncommittedChanges(
@@ -637,8 +644,7 @@ class Sources:
                     "lantern commit"
                 )
             read[ref.source_id] = (found, found_blob)
-        current, current_blob = read[ref.source_id]
-        body = current.body
+        _, current_blob = read[ref.source_id]
         if ref.blob is None or current_blob.startswith(ref.blob):
             blob = current_blob
         else:
@@ -649,9 +655,8 @@ class Sources:
             if len(matches) > 1:
                 raise refuse(f"{ref.blob} names more than one version; give more digits")
             blob = matches[0]
-            body = git.blob_data(blob)
         if ref.start is not None:
-            lines = count_lines(body)
+            lines = bodies.line_count(blob)
             if (ref.last or ref.start) > lines:
                 raise refuse(
                     f"lines {ref.start}-{ref.last} are out of range: the source has {lines} lines"
@@ -678,7 +683,7 @@ class Sources:
         out = []
         for ref in record.source_refs:
             if is_source_ref(ref):
-                out.append(checker.check(record.id, ref).evidence())
+                out.append(checker.check(record.id, ref, with_text=True).evidence())
             else:
                 out.append({"ref": ref, "problem": None, "lines": None, "text": None})
         return out
@@ -689,34 +694,37 @@ class Sources:
         yield from self.store.list(RecordQuery(status="all", include_expired=True))
 
 
-class _Checker:
-    """Verify's memory: each source read once, each body split into lines once."""
+class _Bodies:
+    """The bodies one verify, one ``--evidence`` or one write's pinning reads, by blob id: each
+    read from git, hashed, counted and split into lines once, however many references name it.
+    A record citing one 20 MB transcript 200 times re-read and re-split it for each reference
+    (10 s to verify, 4 s to add; ``benchmarks/verify_cost.py``). Lives for one call only."""
 
-    def __init__(self, sources: Sources):
-        self.sources = sources
-        self.git = sources.store.git
-        self.current: dict[str, SourceFile | None] = {}
-        self.spans: dict[str, list[int]] = {}
-        self.blobs: dict[str, bytes] = {}
+    def __init__(self, git: GitRepo):
+        self.git = git
+        self._data: dict[str, bytes] = {}
+        self._counts: dict[str, int] = {}
+        self._spans: dict[str, list[int]] = {}
+        self._index: dict[str, tuple[list[bytes], Counter[bytes], dict[bytes, int]]] = {}
 
-    def _source(self, source_id: str) -> SourceFile | None:
-        if source_id not in self.current:
-            try:
-                self.current[source_id] = load_source(self.sources.root, source_id)
-            except (NotFound, StoreError):
-                self.current[source_id] = None
-        return self.current[source_id]
+    def hold(self, data: bytes) -> str:
+        """Keep ``data`` (a body already read, from the working tree or a review branch) and
+        return its blob id, so that git's copy of the same blob is never read."""
+        blob = blob_id(data)
+        self._data.setdefault(blob, data)
+        return blob
 
-    def _lines(self, key: str, data: bytes) -> list[int]:
-        if key not in self.spans:
-            self.spans[key] = line_spans(data)
-        return self.spans[key]
+    def data(self, blob: str) -> bytes:
+        """The bytes of a blob (a full id); KeyError when the repository lacks it."""
+        if blob not in self._data:
+            self._data[blob] = self.git.blob_data(blob)
+        return self._data[blob]
 
-    def _blob(self, pin: str) -> tuple[str, bytes] | None:
-        """A blob of the repository by (short) id."""
-        for blob, data in self.blobs.items():
+    def lookup(self, pin: str) -> str | None:
+        """The full id of the blob a (short) pin names, if the repository has one."""
+        for blob in self._data:
             if blob.startswith(pin):
-                return blob, data
+                return blob
         try:
             obj = self.git.repo.revparse_single(pin)
         except (KeyError, ValueError):
@@ -725,10 +733,79 @@ class _Checker:
 
         if not isinstance(obj, pygit2.Blob):
             return None
-        self.blobs[str(obj.id)] = obj.data
-        return str(obj.id), obj.data
+        self._data.setdefault(str(obj.id), obj.data)  # git has just read it: keep it
+        return str(obj.id)
 
-    def check(self, record_id: str, text: str) -> RefCheck:
+    def line_count(self, blob: str) -> int:
+        if blob in self._spans:
+            return len(self._spans[blob]) - 1
+        if blob not in self._counts:
+            self._counts[blob] = count_lines(self.data(blob))
+        return self._counts[blob]
+
+    def spans(self, blob: str) -> list[int]:
+        if blob not in self._spans:
+            self._spans[blob] = line_spans(self.data(blob))
+        return self._spans[blob]
+
+    def find(self, blob: str, want: bytes) -> tuple[int, int] | None:
+        """The first place where ``want`` (whole lines) is in the blob, as a line range: where
+        a drifted reference's text went. The body's lines are counted and indexed once; each
+        search tries only the places of the rarest of the wanted lines (a scan of the whole
+        body per drifted reference cost 20 MB of search each)."""
+        needle = want.removesuffix(b"\n")
+        if not needle:
+            return None
+        wanted = needle.split(b"\n")
+        lines, counts, first = self._line_index(blob)
+        offset = min(range(len(wanted)), key=lambda i: counts.get(wanted[i], 0))
+        line = wanted[offset]
+        left = counts.get(line, 0)
+        place = first.get(line, 0)  # 1-based
+        while left:
+            start = place - offset
+            if start >= 1 and lines[start - 1 : start - 1 + len(wanted)] == wanted:
+                return start, start + len(wanted) - 1
+            left -= 1
+            if left:
+                place = lines.index(line, place) + 1
+        return None
+
+    def _line_index(self, blob: str) -> tuple[list[bytes], Counter[bytes], dict[bytes, int]]:
+        """The blob's lines (without newlines), how often each occurs and the number of its
+        first line: built by C loops (a Python loop over 200,000 lines cost 0.5 s)."""
+        if blob not in self._index:
+            lines = self.data(blob).split(b"\n")
+            if lines[-1] == b"":
+                lines.pop()  # after a final newline there is no line
+            first = dict(zip(reversed(lines), range(len(lines), 0, -1), strict=True))
+            self._index[blob] = (lines, Counter(lines), first)
+        return self._index[blob]
+
+
+class _Checker:
+    """Verify's memory: each source read once, each body (by blob id) read and split once."""
+
+    def __init__(self, sources: Sources):
+        self.sources = sources
+        self.bodies = _Bodies(sources.store.git)
+        self.current: dict[str, tuple[SourceFile, str] | None] = {}
+
+    def _source(self, source_id: str) -> tuple[SourceFile, str] | None:
+        """The source as the working tree has it, and its blob id."""
+        if source_id not in self.current:
+            try:
+                found = load_source(self.sources.root, source_id)
+            except (NotFound, StoreError):
+                self.current[source_id] = None
+            else:
+                self.current[source_id] = (found, self.bodies.hold(found.body))
+        return self.current[source_id]
+
+    def check(self, record_id: str, text: str, *, with_text: bool = False) -> RefCheck:
+        """What ``text`` (a ``source:`` reference of ``record_id``) finds; the lines it names
+        are decoded only ``with_text`` (``--evidence``), which verify does not need."""
+
         def result(problem: str, detail: str, **more: Any) -> RefCheck:
             return RefCheck(record_id, text, problem, detail, **more)
 
@@ -736,44 +813,52 @@ class _Checker:
             ref = SourceRef.parse(text)
         except ValidationError as err:
             return result("unknown_source", err.reason)
-        current = self._source(ref.source_id)
-        pinned: tuple[str, bytes] | None = None
-        if ref.blob:
-            pinned = self._blob(ref.blob)
-        if current is None:
+        bodies = self.bodies
+        found = self._source(ref.source_id)
+        pinned: str | None = None
+        if found is not None and (ref.blob is None or found[1].startswith(ref.blob)):
+            pinned = found[1]  # the working tree's body is that blob: git's copy is not read
+        elif ref.blob:
+            pinned = bodies.lookup(ref.blob)
+        if found is None:
             if pinned is not None:
-                lines, snippet = _lines_of(pinned[1], ref, self._lines(pinned[0], pinned[1]))
+                spans = bodies.spans(pinned)
+                start, end = ref.start or 1, ref.last or len(spans) - 1
+                readable = end <= len(spans) - 1
                 return result(
                     "removed",
                     f"source {ref.source_id} was removed; the pinned text is still readable",
-                    lines=lines,
-                    text=snippet,
+                    lines=(start, end) if readable else None,
+                    text=_text(bodies.data(pinned), spans, start, end)
+                    if readable and with_text
+                    else None,
                 )
             return result("unknown_source", f"no source {ref.source_id} in this store")
-        current_blob = blob_id(current.body)
-        current_spans = self._lines(current_blob, current.body)
-        if ref.blob is None:
-            pinned = (current_blob, current.body)
-        elif pinned is None:
+        current_blob = found[1]
+        if pinned is None:
             return result("unknown_version", f"no version {ref.blob} in this repository")
-        elif pinned[0] != current_blob and pinned[0] not in self.sources.versions(ref.source_id):
+        if pinned != current_blob and pinned not in self.sources.versions(ref.source_id):
             return result(
                 "unknown_version", f"{ref.blob} is not a version of source {ref.source_id}"
             )
-        pin_spans = self._lines(pinned[0], pinned[1])
+        pin_spans = bodies.spans(pinned)
         start, end = ref.start or 1, ref.last or len(pin_spans) - 1
         if end > len(pin_spans) - 1 or (ref.start is None and end < 1):
             return result(
                 "out_of_range",
                 f"lines {start}-{end}: the pinned version has {len(pin_spans) - 1} lines",
             )
-        want = pinned[1][pin_spans[start - 1] : pin_spans[end]]
-        snippet = want.decode("utf-8")
+        data = bodies.data(pinned)
+        snippet = _text(data, pin_spans, start, end) if with_text else None
+        if pinned == current_blob:
+            return result("ok", "", lines=(start, end), text=snippet)
+        want = data[pin_spans[start - 1] : pin_spans[end]]
+        current_spans = bodies.spans(current_blob)
         if end <= len(current_spans) - 1 and _same(
-            current.body[current_spans[start - 1] : current_spans[end]], want
+            found[0].body[current_spans[start - 1] : current_spans[end]], want
         ):
             return result("ok", "", lines=(start, end), text=snippet)
-        moved = _find_lines(current.body, current_spans, want)
+        moved = bodies.find(current_blob, want)
         where = f"; the text is now at {_lines_label(*moved)}" if moved else ""
         held = "holds" if start == end else "hold"
         return result(
@@ -793,28 +878,9 @@ def _same(a: bytes, b: bytes) -> bool:
     return a.removesuffix(b"\n") == b.removesuffix(b"\n")
 
 
-def _find_lines(body: bytes, spans: list[int], want: bytes) -> tuple[int, int] | None:
-    """Where ``want`` (whole lines) is in ``body``, starting at a line start, as a range."""
-    needle = want.removesuffix(b"\n")
-    if not needle:
-        return None
-    at = body.find(needle)
-    while at != -1:
-        end = at + len(needle)
-        line = bisect.bisect_right(spans, at)  # 1-based line of ``at``
-        if spans[line - 1] == at and (end == len(body) or body[end : end + 1] == b"\n"):
-            return line, line + needle.count(b"\n")
-        at = body.find(needle, at + 1)
-    return None
-
-
-def _lines_of(
-    data: bytes, ref: SourceRef, spans: list[int]
-) -> tuple[tuple[int, int] | None, str | None]:
-    start, end = ref.start or 1, ref.last or len(spans) - 1
-    if end > len(spans) - 1:
-        return None, None
-    return (start, end), data[spans[start - 1] : spans[end]].decode("utf-8")
+def _text(data: bytes, spans: list[int], start: int, end: int) -> str:
+    """Lines ``start``..``end`` (1-based, inclusive) of a body split at ``spans``, as text."""
+    return data[spans[start - 1] : spans[end]].decode("utf-8")
 
 
 def _body_entry(tree: pygit2.Tree, source_id: str) -> str | None:

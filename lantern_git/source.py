@@ -13,6 +13,7 @@ import builtins
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any
 
 import yaml
@@ -181,15 +182,25 @@ def parse_source_path(path: str) -> tuple[str, str] | None:
     return None
 
 
+def too_large(name: str, size: int | None = None) -> ValidationError:
+    """The refusal of a body over the largest a source may hold, naming its real size when it
+    is known (bytes in memory, a file's from ``stat``), else only that it is larger (stdin or
+    a file read up to the limit and one byte more, never to its end)."""
+    if size is None:
+        what = f"is larger than the largest source body, {MAX_SOURCE_BYTES} bytes"
+    else:
+        what = f"is {size} bytes; the largest source body is {MAX_SOURCE_BYTES} bytes"
+    return ValidationError(
+        f"{name}: {what} (split it into several sources)",
+        field="body",
+        code="too_large",
+    )
+
+
 def check_size(data: bytes, name: str = "body") -> None:
-    """Refuse a body over the largest a source may hold."""
+    """Refuse a body over the largest a source may hold; ``data`` is the whole body."""
     if len(data) > MAX_SOURCE_BYTES:
-        raise ValidationError(
-            f"{name}: is {len(data)} bytes; the largest source body is {MAX_SOURCE_BYTES} bytes "
-            "(split it into several sources)",
-            field="body",
-            code="too_large",
-        )
+        raise too_large(name, len(data))
 
 
 def _refuse_nul(name: str, nul: int) -> None:
@@ -243,14 +254,15 @@ def count_lines(data: bytes) -> int:
 def line_spans(data: bytes) -> list[int]:
     """Byte offset where each line starts, plus the end: line ``n`` (1-based) is
     ``data[spans[n-1]:spans[n]]``."""
-    spans = [0]
-    find = data.find
-    at = find(b"\n")
-    while at != -1:
-        spans.append(at + 1)
-        at = find(b"\n", at + 1)
-    if spans[-1] != len(data):
-        spans.append(len(data))
+    if not data:
+        return [0]
+    # Running sums of the lines' lengths, newline included, in C loops: a Python loop of
+    # ``find`` cost 0.2 s for a 20 MB body of 200,000 lines.
+    spans = list(accumulate(map((1).__add__, map(len, data.split(b"\n"))), initial=0))
+    if data.endswith(b"\n"):
+        spans.pop()  # the empty "line" after the final newline
+    else:
+        spans[-1] = len(data)  # the last line has no newline to count
     return spans
 
 
@@ -437,27 +449,29 @@ class SourceRef:
         return replace(self, blob=blob[:PIN_DIGITS])
 
     @classmethod
-    def parse(cls, text: str) -> SourceRef:
-        """A reference, or a :class:`ValidationError` naming it and what is wrong."""
+    def parse(cls, text: str, argument: str | None = None) -> SourceRef:
+        """A reference, or a :class:`ValidationError` naming it and what is wrong: as one of a
+        record's ``source_refs``, or (``argument``) as the command argument that gave it, with
+        the code ``invalid_ref``."""
+        name = argument or "source_refs"
+        code = "invalid_ref" if argument else None
+
+        def refuse(reason: str) -> ValidationError:
+            return ValidationError(f"{name}: {reason}", field=name, code=code)
+
         match = _REF_RE.fullmatch(text) if isinstance(text, str) else None
         if match is None:
-            raise ValidationError(
-                f"source_refs: {text!r} is not a source reference; expected "
-                "source:<16 hex id>[@<blob, 7-40 hex>][#L<a>[-L<b>]]",
-                field="source_refs",
+            raise refuse(
+                f"{text!r} is not a source reference; expected "
+                "source:<16 hex id>[@<blob, 7-40 hex>][#L<a>[-L<b>]]"
             )
         source_id, blob, start, end = match.groups()
         a = int(start) if start is not None else None
         b = int(end) if end is not None else None
         if a is not None and a < 1:
-            raise ValidationError(
-                f"source_refs: {text}: lines are numbered from 1", field="source_refs"
-            )
+            raise refuse(f"{text}: lines are numbered from 1")
         if a is not None and b is not None and b < a:
-            raise ValidationError(
-                f"source_refs: {text}: the range ends (L{b}) before it starts (L{a})",
-                field="source_refs",
-            )
+            raise refuse(f"{text}: the range ends (L{b}) before it starts (L{a})")
         return cls(source_id, blob, a, b)
 
 

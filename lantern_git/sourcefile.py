@@ -30,6 +30,7 @@ from .source import (
     manifest_path,
     parse_source_path,
     source_dir,
+    too_large,
 )
 
 if TYPE_CHECKING:
@@ -167,6 +168,9 @@ def read_source_file(root: str, source_id: str) -> tuple[SourceFile | None, Prob
     data, problem = read_bytes(root, bodies[0], MAX_SOURCE_BYTES, WHAT)
     if data is None:
         return None, problem or Problem(bodies[0], None, "disappeared while being read")
+    if len(data) > MAX_SOURCE_BYTES:  # read up to the limit and one byte: its size is unknown
+        refusal = too_large(bodies[0]).reason.removeprefix(bodies[0] + ": ")
+        return None, Problem(bodies[0], None, refusal)
     try:
         check_body(data, bodies[0])
     except ValidationError as err:

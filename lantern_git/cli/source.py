@@ -3,9 +3,11 @@ the library (``store.sources``), renders."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -31,28 +33,79 @@ if TYPE_CHECKING:
 PROGRESS_FROM = 20
 
 
-def read_document(path: str) -> bytes:
+@dataclass(frozen=True)
+class Document:
+    """A file to ingest: its bytes, and the absolute path they were read from (a followed
+    link's target)."""
+
+    data: bytes
+    path: str
+    linked: bool = False
+
+
+def read_document(path: str, *, follow_symlinks: bool = False) -> Document:
     """A file to ingest, read whole; refused unless it is a regular file (never blocks on a
-    FIFO) and within the largest source body."""
-    from ..source import MAX_SOURCE_BYTES
+    FIFO) within the largest source body. A path that is itself a symbolic link is refused
+    unless ``follow_symlinks``: as ``git add`` stores a link and not its target, lantern never
+    ingests what a link points to behind the caller's back (a ``link.md`` to ``/etc/passwd``
+    was stored as ``file:///etc/passwd``). Folders on the way are resolved as usual."""
+    from ..source import MAX_SOURCE_BYTES, too_large
+
+    def refuse(why: str) -> InvalidInput:
+        return InvalidInput(f"{path}: {why}", code="invalid_path")
+
+    def link_refusal() -> InvalidInput:
+        try:
+            target = f" to {os.readlink(path)}"
+        except OSError:
+            target = ""
+        return refuse(
+            f"is a symbolic link{target}; lantern ingests files, not what a link points to: "
+            "give the target's path, or --follow-symlinks to read it"
+        )
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        linked = stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError as err:
-        raise InvalidInput(f"{path}: cannot be read: {err.strerror}", code="invalid_path") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InvalidInput(
-            f"{path}: is not a regular file; give files, or - for stdin", code="invalid_path"
+        raise refuse(f"cannot be read: {err.strerror}") from None
+    if linked and not follow_symlinks:
+        raise link_refusal()
+    if linked:
+        real = os.path.realpath(path)
+    else:
+        absolute = os.path.abspath(path)
+        real = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(path))
+    try:
+        # O_NOFOLLOW: a path swapped for a link after the check above is refused, not read.
+        fd = os.open(
+            real if linked else path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         )
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise link_refusal() from None
+        raise refuse(f"cannot be read: {err.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+        os.close(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse("is not a regular file; give files, or - for stdin")
+        raise too_large(path, info.st_size)  # refused before a byte is read
     with open(fd, "rb") as handle:
-        return handle.read(MAX_SOURCE_BYTES + 1)
+        data = handle.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise too_large(path)  # it grew while being read: its size is not known
+    return Document(data, real, linked)
 
 
 def read_stdin() -> bytes:
-    from ..source import MAX_SOURCE_BYTES
+    """Stdin, read up to the largest source body; more than that is refused here, where all
+    that is known is that it is larger."""
+    from ..source import MAX_SOURCE_BYTES, too_large
 
-    return sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+    data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise too_large("stdin")
+    return data
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -66,6 +119,11 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.option("--uri", default=None, metavar="U", help="Where it came from (one document).")
     @click.option("--title", default=None, metavar="T", help="A title (one document).")
     @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+    @click.option(
+        "--follow-symlinks",
+        is_flag=True,
+        help="Read what a PATH that is a symbolic link points to (refused without it).",
+    )
     @reason_option
     @writer
     def source_add(
@@ -74,6 +132,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         uri: str | None,
         title: str | None,
         meta: tuple[str, ...],
+        follow_symlinks: bool,
         reason: str | None,
         as_json: bool,
         store_path: str | None,
@@ -81,7 +140,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
     ) -> None:
         """Ingest files (or stdin, as -) as sources, in one commit.
 
-        Ingesting the same uri again makes a new version; the same text again, nothing.
+        Ingesting the same uri again makes a new version; the same text again, nothing. A
+        PATH that is a symbolic link is refused unless --follow-symlinks is given; then its
+        target is read, and the uri names the target.
         """
         from pathlib import Path
 
@@ -97,13 +158,15 @@ def register(cli: click.Group, memory: click.Group) -> None:
             if path == "-":
                 inputs.append(SourceInput(read_stdin(), None, kind, uri, title, pairs))
             else:
-                data = read_document(path)
+                document = read_document(path, follow_symlinks=follow_symlinks)
+                if document.linked:
+                    click.echo(f"followed {path} -> {document.path}", err=True)
                 inputs.append(
                     SourceInput(
-                        data,
-                        os.path.basename(path),
+                        document.data,
+                        os.path.basename(document.path),
                         kind,
-                        uri or Path(path).resolve().as_uri(),
+                        uri or Path(document.path).as_uri(),
                         title,
                         pairs,
                     )

@@ -237,8 +237,9 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         title="Append to a source",
         description=(
             "Add text at the end of a source, on a new line, and return its manifest. Every "
-            "earlier line keeps its number, so references to them still hold. Not idempotent: "
-            "each call appends." + _NOTE.format(op="append")
+            "earlier line keeps its number, so references to them still hold. Text of nothing "
+            "but whitespace is refused. Not idempotent: each call appends."
+            + _NOTE.format(op="append")
         ),
         input_schema=object_schema(
             {"id": _SOURCE_ID, "text": _TEXT, "reason": REASON_SCHEMA}, ("id", "text")
