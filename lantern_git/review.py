@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from .history import Change, LogEntry
     from .recordfile import Problem
     from .source import SourceManifest
-    from .sync import RecordReport
     from .transaction import WriteTransaction
+    from .treemerge import RecordReport
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -443,7 +443,7 @@ def accept(
     accepted is still pending, and its own commits stay in its history. The review branch moves
     first: a crash between the two leaves every change pending, as before the accept.
     """
-    from .sync import merge_trees
+    from .treemerge import merge_trees
 
     git, repo = tx.git, tx.git.repo
     branch, records = choice.branch, choice.records
