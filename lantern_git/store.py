@@ -1143,9 +1143,10 @@ class Store:
 
     def ensure_committed(self, record_id: str, text: str) -> None:
         """Refuse (UncommittedChanges) when ``text`` is not what HEAD holds for the record."""
-        from .transaction import ensure_committed
+        from .transaction import refuse_uncommitted
 
-        ensure_committed(self.git, record_id, text)
+        path = record_path(record_id)
+        refuse_uncommitted(self.git, [path], read={path: text.encode("utf-8")})
 
     # ------------------------------------------------------------ history, hand edits, transfer
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .errors import GitError, InvalidInput, UncommittedChanges
+from .errors import GitError, InvalidInput
 from .git.remote import (
     Target,
     failure,
@@ -35,6 +35,7 @@ from .git.remote import (
 from .recordfile import MEMORY_DIR, expected_id
 from .reviewref import REVIEW_PREFIX, check_review_name, review_branches
 from .source import SOURCES_DIR
+from .transaction import refuse_uncommitted
 from .treemerge import RecordReport, SourceReport, TreeMerge, Unmergeable, merge_trees
 
 if TYPE_CHECKING:
@@ -302,23 +303,14 @@ class _Sync:
                 self.report.set_upstream = True
 
     def _refuse_uncommitted(self) -> None:
-        flags = pygit2.enums.FileStatus
-        dirty = []
-        for path, status in sorted(self.repo.status(untracked_files="all").items()):
-            # An untracked record or source file is lantern data a merge could write over.
-            if status == flags.WT_NEW and not (
+        """Sync merges commits only: any uncommitted change stops it. An untracked file counts
+        when it is lantern data a merge could write over (a record, a source)."""
+        refuse_uncommitted(
+            self.git,
+            counts_untracked=lambda path: (
                 path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/")) or path == "lantern.yaml"
-            ):
-                continue
-            if status & flags.IGNORED:
-                continue
-            dirty.append(path)
-        if dirty:
-            shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
-            raise UncommittedChanges(
-                f"uncommitted changes in {shown}; sync merges commits only, so commit them "
-                "first with: lantern commit (or git commit for other files)"
-            )
+            ),
+        )
 
     def _integrate(self, remote_head: str | None) -> None:
         if remote_head is None:

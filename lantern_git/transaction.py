@@ -76,12 +76,50 @@ def recover(git: GitRepo, state_dir: str, lock: WriterLock, warn: Warn) -> None:
         warn(message)
 
 
-def ensure_committed(git: GitRepo, record_id: str, text: str) -> None:
-    """Refuse to sweep a hand edit that is not committed yet into a lantern commit."""
-    path = record_path(record_id)
-    if git.blob_at(git.head_tree(), path) != text.encode("utf-8"):
+def refuse_uncommitted(
+    git: GitRepo,
+    paths: Iterable[str] | None = None,
+    *,
+    read: Mapping[str, bytes] | None = None,
+    counts_untracked: Callable[[str], bool] | None = None,
+) -> None:
+    """Refuse (:class:`UncommittedChanges`) to write over what a person changed and did not
+    commit: the one check every writer makes, so a hand edit is never swept into a lantern
+    commit, overwritten by a merge, or lost.
+
+    ``paths``: the files a write is about to change, each compared with HEAD's: the bytes the
+    caller already ``read`` of it (what it is about to rewrite), else the working file, its
+    content and mode (a file HEAD lacks counts when anything is there). None: every file, as
+    ``git status`` sees it (a sync, which merges commits only), where an untracked file
+    counts only when ``counts_untracked(path)`` says so.
+    """
+    read = read or {}
+    if paths is None:
+        import pygit2
+
+        flags = pygit2.enums.FileStatus
+        counts = counts_untracked or (lambda path: True)
+        dirty = [
+            path
+            for path, status in sorted(git.repo.status(untracked_files="all").items())
+            if not status & flags.IGNORED and (status != flags.WT_NEW or counts(path))
+        ]
+    else:
+        head = git.head_tree()
+        dirty = []
+        for path in paths:
+            committed = git.entry_at(head, path)
+            if path in read:
+                clean = committed is not None and committed[0] == git.blob_id(read[path])
+            else:
+                clean = git.worktree_entry(path) == committed
+            if not clean:
+                dirty.append(path)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise UncommittedChanges(
-            f"{path} has uncommitted changes; commit them first with: lantern commit"
+            f"{shown} {'has' if len(dirty) == 1 else 'have'} uncommitted changes; commit them "
+            "first with: lantern commit (git commit for other files)"
         )
 
 
@@ -202,9 +240,12 @@ class WriteTransaction:
         return found
 
     def ensure_committed(self, record_id: str, text: str) -> None:
-        if record_path(record_id) in self.pending():
+        """Refuse when ``text``, the record as :meth:`read` gave it, is a hand edit that is not
+        committed yet."""
+        path = record_path(record_id)
+        if path in self.pending():
             return  # read from the review branch: a commit, not a hand edit
-        ensure_committed(self.git, record_id, text)
+        refuse_uncommitted(self.git, [path], read={path: text.encode("utf-8")})
 
     # -- writing
 
@@ -296,13 +337,9 @@ class WriteTransaction:
         old_tree = self.git.head_tree()
         for path in changes:
             self.git.check_inside(path)
-            if self.git.entry_at(old_tree, path) is None and os.path.lexists(
-                os.path.join(self.root, path)
-            ):
-                raise UncommittedChanges(
-                    f"{path} is not committed here but the incoming commit has it; move it away "
-                    "or commit it, then try again"
-                )
+        # The caller checked the files HEAD has; a file it lacks, that the new commit brings,
+        # must not be here already.
+        refuse_uncommitted(self.git, [p for p in changes if self.git.entry_at(old_tree, p) is None])
         self.git.apply(op, head, commit, changes, summary, journal_dir=self.state_dir)
         return self._finish(commit, list(changes), rebuild_index=False)
 

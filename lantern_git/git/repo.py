@@ -217,6 +217,11 @@ class GitRepo:
         """The bytes of a blob (KeyError when the object is missing)."""
         return self.repo[oid].peel(pygit2.Blob).data
 
+    @staticmethod
+    def blob_id(data: bytes) -> str:
+        """Git's id for a blob of ``data``, nothing written."""
+        return str(pygit2.hash(data))
+
     def count_records(self, tree: pygit2.Tree | None = None) -> int:
         """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
         counted from the tree's listing without reading a file."""
@@ -632,21 +637,22 @@ class GitRepo:
         """The working file at ``path`` as an entry (a blob made for it if git lacks one), or
         None where there is none. Never read through a symlink: what lies outside the store is
         not ours to copy; a link is kept as a link."""
-        full = os.path.join(self.root, path)
-        try:
-            st = os.lstat(full)
-            if stat.S_ISLNK(st.st_mode):
-                data, mode = os.fsencode(os.readlink(full)), LINK_MODE
-            elif stat.S_ISREG(st.st_mode):
-                with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
-                    data = f.read()
-                mode = EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
-            else:
-                return None
-        except OSError:
+        found = _read_worktree_file(os.path.join(self.root, path))
+        if found is None:
             return None
+        data, mode = found
         oid = str(pygit2.hash(data))
         return (oid if oid == committed else str(self.repo.create_blob(data))), mode
+
+    def worktree_entry(self, path: str) -> Entry | None:
+        """The working file at ``path`` as a tree would hold it (blob id, mode), nothing written
+        to git; None where nothing is there, and an entry no tree holds (an empty blob id)
+        where something else is (a folder, a FIFO). Read as :meth:`_worktree_blob` reads."""
+        full = os.path.join(self.root, path)
+        found = _read_worktree_file(full)
+        if found is not None:
+            return str(pygit2.hash(found[0])), found[1]
+        return ("", 0) if os.path.lexists(full) else None
 
     @contextmanager
     def _undone_on_failure(self, journal_dir: str) -> Iterator[None]:
@@ -776,6 +782,21 @@ def _os_error_text(err: BaseException) -> str:
     if "No space left on device" in text:
         return f"the disk is full ({text})"
     return text
+
+
+def _read_worktree_file(full: str) -> tuple[bytes, int] | None:
+    """The bytes and mode of a regular file or a symbolic link (its target, as git stores it);
+    None for anything else. Never follows the link, never blocks on a FIFO."""
+    try:
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            return os.fsencode(os.readlink(full)), LINK_MODE
+        if stat.S_ISREG(st.st_mode):
+            with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+                return f.read(), EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
+    except OSError:
+        pass
+    return None
 
 
 def _prune_empty_dirs(root: str, folder: str) -> None:
