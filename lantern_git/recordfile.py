@@ -15,15 +15,23 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import NotFound, StoreError, ValidationError
 from .fields import MAX_FILE_BYTES, TMP_SUFFIX
+from .git.config import attributes_line
 from .record import ID_RE, Record
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .git.repo import GitRepo
 
 MEMORY_DIR = "memory"
 RECORD_SUFFIX = ".md"
 LAYOUT = "memory/<aa>/<id>.md"
+# The .gitattributes line that sends record files to the lantern merge driver.
+GITATTRIBUTES_LINE = attributes_line(f"{MEMORY_DIR}/**/*{RECORD_SUFFIX}")
 # The three markers git writes into a file it could not merge, each at the start of a line.
 _CONFLICT = re.compile(r"^<{7}(?: |$).*?^={7}$.*?^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 
@@ -267,3 +275,9 @@ def load(root: str, record_id: str) -> tuple[str, Record]:
             raise NotFound(f"no record with id {record_id}")
         raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_record")
     return data.decode("utf-8"), record
+
+
+def count_records(git: GitRepo, tree: pygit2.Tree | None = None) -> int:
+    """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
+    counted from the tree's listing without reading a file."""
+    return sum(1 for path in git.paths_under(MEMORY_DIR, tree) if expected_id(path) is not None)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .errors import NotFound, StoreError, ValidationError
 from .fields import TMP_SUFFIX
+from .git.config import attributes_line
 from .recordfile import Problem, read_bytes
 from .source import (
     MANIFEST_SUFFIX,
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
     from .git.repo import GitRepo
 
 WHAT = "source files"
+# Sources (bodies and manifests) go to the record merge driver too, which tells them apart by
+# path. A store made before sources existed gets this line from the next lantern init.
+GITATTRIBUTES_LINE = attributes_line(f"{SOURCES_DIR}/**")
 
 
 @dataclass(frozen=True)
@@ -263,3 +267,17 @@ def describe(body: bytes) -> dict[str, int | str]:
         "bytes": len(body),
         "sha256": hashlib.sha256(body).hexdigest(),
     }
+
+
+def find_source_body(
+    root: str, source_id: str, size: int, sha256: str, environ: dict[str, str] | None = None
+) -> bytes | None:
+    """The body of ``source_id`` whose length is ``size`` and sha256 is ``sha256``, from the
+    repository at ``root``, for the merge driver (:mod:`lantern_git.git.blobs` says why it
+    cannot read the merged body); None when no such blob is there."""
+    from .git.blobs import find_blob
+
+    def is_body(name: str) -> bool:
+        return name.startswith(source_id + ".") and not name.endswith(MANIFEST_SUFFIX)
+
+    return find_blob(root, source_dir(source_id), is_body, size, sha256, environ)

@@ -50,7 +50,8 @@ from .record import (
     validate_source_refs,
     validate_timestamp,
 )
-from .recordfile import load, record_candidates, record_path
+from .recordfile import GITATTRIBUTES_LINE as RECORDS_GITATTRIBUTES_LINE
+from .recordfile import count_records, load, record_candidates, record_path
 
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
@@ -297,7 +298,7 @@ class Store:
             path=target,
             branch=info["branch"],
             head=info["head"],
-            records=store.git.count_records(),
+            records=count_records(store.git),
             registered_merge_driver=registered,
             set_pull_rebase=pull,
         )
@@ -345,9 +346,9 @@ class Store:
         (git config is not cloned), so the next plain ``git pull`` would write conflict markers
         into record files: register it when missing. Read as text first, so the usual case
         costs two small reads and no pygit2 import."""
-        from .git.config import routes_records_to_driver
+        from .git.config import routes_to_driver
 
-        if not routes_records_to_driver(self.root):
+        if not routes_to_driver(self.root, RECORDS_GITATTRIBUTES_LINE):
             return
         try:
             with open(os.path.join(self.root, ".git", "config"), "rb") as handle:
@@ -429,12 +430,8 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .git.config import (
-            GITATTRIBUTES_LINES,
-            ensure_merge_driver,
-            ensure_pull_strategy,
-            with_lines,
-        )
+        from .git.config import ensure_merge_driver, ensure_pull_strategy, with_lines
+        from .sourcefile import GITATTRIBUTES_LINE as SOURCES_GITATTRIBUTES_LINE
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here, and that a bare git pull of diverged
@@ -450,7 +447,10 @@ class Store:
             wanted: dict[str, tuple[tuple[str, ...], str | None]] = {
                 MARKER: ((), f"format: {FORMAT_VERSION}\n"),
                 ".gitignore": ((GITIGNORE_LINE,), None),
-                ".gitattributes": (GITATTRIBUTES_LINES, None),
+                ".gitattributes": (
+                    (RECORDS_GITATTRIBUTES_LINE, SOURCES_GITATTRIBUTES_LINE),
+                    None,
+                ),
             }
             for name, (lines, whole) in wanted.items():
                 current = _read_worktree(self.root, name)

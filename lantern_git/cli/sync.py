@@ -119,8 +119,8 @@ def _merge_source_file(
     """One file of a source: a body by the body rules alone; a manifest with the bodies it
     describes looked up in the repository, so it describes the body git writes beside it
     (see :mod:`lantern_git.git.blobs` for why the driver cannot just read it)."""
-    from ..git.blobs import find_source_body
     from ..merge import MergeError
+    from ..sourcefile import find_source_body
     from ..sourcemerge import merge_bodies, merge_manifest_files
 
     try:

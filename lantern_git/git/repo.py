@@ -27,7 +27,6 @@ from pygit2.enums import FileMode, Option, RepositoryState
 
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import JOURNAL, TMP_SUFFIX
-from ..recordfile import MEMORY_DIR, expected_id
 
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
@@ -222,24 +221,25 @@ class GitRepo:
         """Git's id for a blob of ``data``, nothing written."""
         return str(pygit2.hash(data))
 
-    def count_records(self, tree: pygit2.Tree | None = None) -> int:
-        """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
-        counted from the tree's listing without reading a file."""
+    def paths_under(self, folder: str, tree: pygit2.Tree | None = None) -> Iterator[str]:
+        """The path of every file below ``folder`` in ``tree`` (default: HEAD's), from the
+        trees' listings alone: no file is read."""
         tree = self.head_tree() if tree is None else tree
-        if tree is None or MEMORY_DIR not in tree:
-            return 0
-        memory = self.repo[tree[MEMORY_DIR].id]
-        count = 0
-        if isinstance(memory, pygit2.Tree):
-            for shard in memory:
-                sub = self.repo[shard.id]
-                if isinstance(sub, pygit2.Tree):
-                    count += sum(
-                        1
-                        for entry in sub
-                        if expected_id(f"{MEMORY_DIR}/{shard.name}/{entry.name}") is not None
-                    )
-        return count
+        try:
+            top = self.repo[tree[folder].id] if tree is not None else None
+        except KeyError:
+            return
+        todo = [(folder, top)]
+        while todo:
+            prefix, node = todo.pop()
+            if not isinstance(node, pygit2.Tree):
+                continue
+            for entry in node:
+                path = f"{prefix}/{entry.name}"
+                if entry.filemode == TREE_MODE:
+                    todo.append((path, self.repo[entry.id]))
+                else:
+                    yield path
 
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""
