@@ -833,8 +833,8 @@ def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
     """``.gitattributes`` with the line that sends sources to the merge driver, for a store
     made before sources existed: written with its first ingest, so a plain ``git pull`` merges
     sources as ``lantern sync`` does. A user's uncommitted edit of the file is left alone."""
-    from .git.config import with_lines
-    from .sourcefile import GITATTRIBUTES_LINE as SOURCES_GITATTRIBUTES_LINE
+    from .git.config import attributes_line, with_lines
+    from .sourcefile import MERGE_PATTERN
 
     name = ".gitattributes"
     committed = tx.git.blob_at(tx.git.head_tree(), name)
@@ -847,7 +847,7 @@ def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
         return {}
     if current != committed:
         return {}
-    wanted = with_lines(committed or b"", (SOURCES_GITATTRIBUTES_LINE,))
+    wanted = with_lines(committed or b"", (attributes_line(MERGE_PATTERN),))
     return {} if wanted == committed else {name: wanted}
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from .errors import NotFound, StoreError, ValidationError
 from .fields import TMP_SUFFIX
-from .git.config import attributes_line
 from .recordfile import Problem, read_bytes
 from .source import (
     MANIFEST_SUFFIX,
@@ -39,9 +38,10 @@ if TYPE_CHECKING:
     from .git.repo import GitRepo
 
 WHAT = "source files"
-# Sources (bodies and manifests) go to the record merge driver too, which tells them apart by
-# path. A store made before sources existed gets this line from the next lantern init.
-GITATTRIBUTES_LINE = attributes_line(f"{SOURCES_DIR}/**")
+# Source files (bodies and manifests), as a .gitattributes pattern: they go to the record merge
+# driver too, which tells them apart by path. A store made before sources existed gets this
+# line from the next lantern init.
+MERGE_PATTERN = f"{SOURCES_DIR}/**"
 
 
 @dataclass(frozen=True)
@@ -269,15 +269,19 @@ def describe(body: bytes) -> dict[str, int | str]:
     }
 
 
-def find_source_body(
-    root: str, source_id: str, size: int, sha256: str, environ: dict[str, str] | None = None
-) -> bytes | None:
-    """The body of ``source_id`` whose length is ``size`` and sha256 is ``sha256``, from the
-    repository at ``root``, for the merge driver (:mod:`lantern_git.git.blobs` says why it
-    cannot read the merged body); None when no such blob is there."""
-    from .git.blobs import find_blob
+class SourceFiles:
+    """Source files as the write transaction reads them (see
+    :class:`lantern_git.recordfile.RecordFiles`): the store hands it :data:`SOURCE_FILES`."""
 
-    def is_body(name: str) -> bool:
-        return name.startswith(source_id + ".") and not name.endswith(MANIFEST_SUFFIX)
+    def owner(self, path: str) -> str | None:
+        """The id of the source whose file (body or manifest) ``path`` is; None for any other."""
+        parsed = parse_source_path(path)
+        return parsed[0] if parsed is not None else None
 
-    return find_blob(root, source_dir(source_id), is_body, size, sha256, environ)
+    def in_tree(
+        self, git: GitRepo, tree: pygit2.Tree, source_id: str
+    ) -> tuple[SourceFile | None, Problem | None]:
+        return source_in_tree(git, tree, source_id)
+
+
+SOURCE_FILES = SourceFiles()

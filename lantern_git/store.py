@@ -50,8 +50,14 @@ from .record import (
     validate_source_refs,
     validate_timestamp,
 )
-from .recordfile import GITATTRIBUTES_LINE as RECORDS_GITATTRIBUTES_LINE
-from .recordfile import count_records, load, record_candidates, record_path
+from .recordfile import (
+    MERGE_PATTERN,
+    RECORD_FILES,
+    count_records,
+    load,
+    record_candidates,
+    record_path,
+)
 
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
@@ -346,9 +352,9 @@ class Store:
         (git config is not cloned), so the next plain ``git pull`` would write conflict markers
         into record files: register it when missing. Read as text first, so the usual case
         costs two small reads and no pygit2 import."""
-        from .git.config import routes_to_driver
+        from .git.config import attributes_line, routes_to_driver
 
-        if not routes_to_driver(self.root, RECORDS_GITATTRIBUTES_LINE):
+        if not routes_to_driver(self.root, attributes_line(MERGE_PATTERN)):
             return
         try:
             with open(os.path.join(self.root, ".git", "config"), "rb") as handle:
@@ -430,8 +436,13 @@ class Store:
             created_repo = True
         self._git = None
         git = self.git
-        from .git.config import ensure_merge_driver, ensure_pull_strategy, with_lines
-        from .sourcefile import GITATTRIBUTES_LINE as SOURCES_GITATTRIBUTES_LINE
+        from .git.config import (
+            attributes_line,
+            ensure_merge_driver,
+            ensure_pull_strategy,
+            with_lines,
+        )
+        from .sourcefile import MERGE_PATTERN as SOURCES_PATTERN
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here, and that a bare git pull of diverged
@@ -448,7 +459,7 @@ class Store:
                 MARKER: ((), f"format: {FORMAT_VERSION}\n"),
                 ".gitignore": ((GITIGNORE_LINE,), None),
                 ".gitattributes": (
-                    (RECORDS_GITATTRIBUTES_LINE, SOURCES_GITATTRIBUTES_LINE),
+                    (attributes_line(MERGE_PATTERN), attributes_line(SOURCES_PATTERN)),
                     None,
                 ),
             }
@@ -516,6 +527,7 @@ class Store:
         review branch; ``review=False`` is for what moves the store's branch itself (init,
         sync, accept), never a writer's content; ``branch`` sends them to that review branch
         (a reject)."""
+        from .sourcefile import SOURCE_FILES
         from .transaction import write_transaction
 
         self.refuse_if_read_only()
@@ -532,6 +544,8 @@ class Store:
             self.git,
             self._lock,
             lambda: self.index,
+            records=RECORD_FILES,
+            sources=SOURCE_FILES,
             actor=self.actor,
             author=self.author,
             warn=self.warn,

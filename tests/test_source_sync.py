@@ -15,6 +15,7 @@ from conftest import git, init_repo, lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lantern_git.cli.sync import find_source_body
 from lantern_git.errors import UncommittedChanges
 from lantern_git.git.repo import parse_trailers
 from lantern_git.merge import MergeError
@@ -27,7 +28,7 @@ from lantern_git.source import (
     manifest_path,
     media_type_for,
 )
-from lantern_git.sourcefile import describe, find_source_body, load_source, source_problems
+from lantern_git.sourcefile import describe, load_source, source_problems
 from lantern_git.sourcemerge import (
     SourceVersion,
     merge_bodies,

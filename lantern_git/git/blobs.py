@@ -14,8 +14,8 @@ its sha256 matches) and needs no knowledge of which command is merging:
 2. otherwise every blob of that exact size in the object database (a body being merged is
    always there).
 
-Which folder and which files a source's body is are for :mod:`lantern_git.sourcefile` to say
-(:func:`~lantern_git.sourcefile.find_source_body`). Only the git CLI and the standard library
+Which folder and which files a source's body is are for the caller to say (the merge driver's
+:func:`lantern_git.cli.sync.find_source_body`). Only the git CLI and the standard library
 are used, so the driver starts fast.
 """
 

@@ -8,7 +8,7 @@ store registers it (:func:`ensure_merge_driver`). A store must also stay writabl
 machine with no git identity: commits then fall back to ``user@host``, with one warning.
 
 Which files go to the driver is for the record and source modules to say (each has its
-``GITATTRIBUTES_LINE``, made by :func:`attributes_line`); this module knows no store layout.
+``MERGE_PATTERN``, made a line by :func:`attributes_line`); this module knows no store layout.
 """
 
 from __future__ import annotations
