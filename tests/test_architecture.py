@@ -216,6 +216,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("operations", ("review", "sync")),
+    # "": the package itself (lantern_git/__init__.py, which hands out Store).
     ("library", ("store", "")),
     ("surfaces", ("cli", "mcp", "web", "render", "__main__")),
 )
