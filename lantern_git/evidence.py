@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .errors import InvalidInput, NotFound, StoreError, UncommittedChanges, ValidationError
+from .errors import InvalidInput, NotFound, StoreError, ValidationError
 from .fields import SEARCH_MODES
 from .source import (
     MAX_INGEST_BYTES,
@@ -50,6 +50,7 @@ from .sourcefile import (
     read_manifest,
     source_ids,
 )
+from .transaction import refuse_uncommitted
 
 if TYPE_CHECKING:
     import pygit2
@@ -336,17 +337,8 @@ class Sources:
         found = self._current(source_id)
         if found is None:
             return None
-        head = tx.git.head_tree()
-        for path, data in (
-            (found.body_path, found.body),
-            (manifest_path(source_id), found.manifest_bytes),
-        ):
-            # Blob ids compared, not bytes: a 10 MB body is not read back out of git.
-            committed = tx.git.entry_at(head, path)
-            if committed is None or committed[0] != blob_id(data):
-                raise UncommittedChanges(
-                    f"{path} has uncommitted changes; commit them first with: lantern commit"
-                )
+        read = {found.body_path: found.body, manifest_path(source_id): found.manifest_bytes}
+        refuse_uncommitted(tx.git, read, read=read)
         return found
 
     def _current(self, source_id: str) -> SourceFile | None:
@@ -636,14 +628,8 @@ class Sources:
                 raise refuse("no such source in this store") from None
             except StoreError as err:
                 raise refuse(f"the source cannot be read ({err.message})") from None
-            found_blob = bodies.hold(found.body)
-            committed = git.entry_at(git.head_tree(), found.body_path)
-            if committed is None or committed[0] != found_blob:
-                raise UncommittedChanges(
-                    f"{found.body_path} has uncommitted changes; commit them first with: "
-                    "lantern commit"
-                )
-            read[ref.source_id] = (found, found_blob)
+            refuse_uncommitted(git, [found.body_path], read={found.body_path: found.body})
+            read[ref.source_id] = (found, bodies.hold(found.body))
         _, current_blob = read[ref.source_id]
         if ref.blob is None or current_blob.startswith(ref.blob):
             blob = current_blob
@@ -913,7 +899,8 @@ def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
     """``.gitattributes`` with the line that sends sources to the merge driver, for a store
     made before sources existed: written with its first ingest, so a plain ``git pull`` merges
     sources as ``lantern sync`` does. A user's uncommitted edit of the file is left alone."""
-    from .git.config import SOURCES_GITATTRIBUTES_LINE, with_lines
+    from .git.config import attributes_line, with_lines
+    from .sourcefile import MERGE_PATTERN
 
     name = ".gitattributes"
     committed = tx.git.blob_at(tx.git.head_tree(), name)
@@ -926,7 +913,7 @@ def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
         return {}
     if current != committed:
         return {}
-    wanted = with_lines(committed or b"", (SOURCES_GITATTRIBUTES_LINE,))
+    wanted = with_lines(committed or b"", (attributes_line(MERGE_PATTERN),))
     return {} if wanted == committed else {name: wanted}
 
 

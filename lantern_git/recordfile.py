@@ -15,15 +15,22 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import NotFound, StoreError, ValidationError
 from .fields import MAX_FILE_BYTES, TMP_SUFFIX
-from .record import ID_RE, Record
+from .record import ID_RE, Record, check_id_prefix
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .git.repo import GitRepo
 
 MEMORY_DIR = "memory"
 RECORD_SUFFIX = ".md"
 LAYOUT = "memory/<aa>/<id>.md"
+# The record files, as a .gitattributes pattern: the store sends them to the merge driver.
+MERGE_PATTERN = f"{MEMORY_DIR}/**/*{RECORD_SUFFIX}"
 # The three markers git writes into a file it could not merge, each at the start of a line.
 _CONFLICT = re.compile(r"^<{7}(?: |$).*?^={7}$.*?^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 
@@ -267,3 +274,36 @@ def load(root: str, record_id: str) -> tuple[str, Record]:
             raise NotFound(f"no record with id {record_id}")
         raise StoreError(f"{problem}; fix the file (see lantern check)", code="invalid_record")
     return data.decode("utf-8"), record
+
+
+def count_records(git: GitRepo, tree: pygit2.Tree | None = None) -> int:
+    """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
+    counted from the tree's listing without reading a file."""
+    return sum(1 for path in git.paths_under(MEMORY_DIR, tree) if expected_id(path) is not None)
+
+
+class RecordFiles:
+    """Record files as the write transaction reads them: it knows no layout and parses no
+    file itself, the store hands it :data:`RECORD_FILES`."""
+
+    def owner(self, path: str) -> str | None:
+        """The id of the record whose file ``path`` is; None for any other path."""
+        return expected_id(path)
+
+    def path(self, record_id: str) -> str:
+        return record_path(record_id)
+
+    def load(self, root: str, record_id: str) -> tuple[str, Record]:
+        return load(root, record_id)
+
+    def parse(self, path: str, data: bytes) -> tuple[Record | None, Problem | None]:
+        return parse(path, data)
+
+    def matching(self, root: str, ref: str) -> tuple[str, list[str]]:
+        """``ref`` checked as an id or a prefix of one, and the ids of the working tree's
+        record files that start with it."""
+        prefix = check_id_prefix(ref)
+        return prefix, record_candidates(root, prefix)
+
+
+RECORD_FILES = RecordFiles()

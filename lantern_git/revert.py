@@ -12,18 +12,18 @@ reverts cleanly.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .errors import CannotRevert, InvalidInput, UncommittedChanges
+from .errors import CannotRevert, InvalidInput
 from .git.repo import parse_trailers
 from .merge import merge_records
 from .record import Record
-from .recordfile import expected_id, parse, read_bytes
+from .recordfile import expected_id, parse
+from .transaction import refuse_uncommitted
 
 if TYPE_CHECKING:
     from .transaction import WriteTransaction
@@ -112,7 +112,7 @@ def revert(tx: WriteTransaction, rev: str, *, reason: str | None = None) -> Reve
         # In review mode, a record the review branch changed is reverted from its version there.
         current = tx.committed_blob(path)
         if path not in tx.pending():
-            _ensure_committed(tx.root, path, current)
+            refuse_uncommitted(git, [path])  # a hand edit is never swept into the revert
         result = _revert_file(path, record_id, short, before, after, current)
         if result is _UNCHANGED:
             continue
@@ -194,14 +194,3 @@ def _bumped(path: str, data: bytes, current: bytes | None, now: int) -> bytes:
     text = data.decode("utf-8")
     bumped: Record = record.evolve(updated_at=max(now, latest))
     return bumped.rewrite(text).encode("utf-8")
-
-
-def _ensure_committed(root: str, path: str, committed: bytes | None) -> None:
-    """A hand edit of a record the revert touches is never swept into it."""
-    exists = os.path.lexists(os.path.join(root, path))
-    data = read_bytes(root, path)[0] if exists else None
-    if (exists and data is None) or data != committed:
-        raise UncommittedChanges(
-            f"{path} has uncommitted changes; commit them first with: lantern commit "
-            "(nothing was written)"
-        )

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval, UncommittedChanges
-from .git.repo import BLOB_MODE, EXECUTABLE_MODE, LINK_MODE
+from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
 from .record import Record
 from .recordfile import record_path
 from .reviewref import REVIEW_PREFIX, check_review_name, review_branches, review_ref
@@ -28,12 +27,12 @@ __all__ = ["REVIEW_PREFIX", "check_review_name", "review_branches", "review_ref"
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from .git.repo import Entry, GitRepo
+    from .git.repo import GitRepo
     from .history import Change, LogEntry
     from .recordfile import Problem
     from .source import SourceManifest
-    from .sync import RecordReport
     from .transaction import WriteTransaction
+    from .treemerge import RecordReport
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -443,7 +442,8 @@ def accept(
     accepted is still pending, and its own commits stay in its history. The review branch moves
     first: a crash between the two leaves every change pending, as before the accept.
     """
-    from .sync import merge_trees
+    from .transaction import refuse_uncommitted
+    from .treemerge import merge_trees
 
     git, repo = tx.git, tx.git.repo
     branch, records = choice.branch, choice.records
@@ -468,11 +468,7 @@ def accept(
     merged = merge_trees(git, base_tree, head_tree, taken)
     merged_tree = _tree(git, merged.tree)
     changes = git.tree_changes(head_tree, merged_tree)
-    for path in changes:
-        if _worktree_entry(git, path) != git.entry_at(head_tree, path):
-            raise UncommittedChanges(
-                f"{path} has uncommitted changes; commit them first with: lantern commit"
-            )
+    refuse_uncommitted(git, changes)
     ids = [r.id for r in records]
     source_ids = [s.id for s in sources]
     commits = sorted({c for r in items for c in r.commits})
@@ -554,20 +550,6 @@ def _counted(ids: list[str], source_ids: list[str]) -> str:
 
 def _tree(git: GitRepo, oid: pygit2.Oid) -> pygit2.Tree:
     return git.repo[oid].peel(pygit2.Tree)
-
-
-def _worktree_entry(git: GitRepo, path: str) -> Entry | None:
-    """The working file at ``path`` as (blob id, mode), None where there is none."""
-    full = os.path.join(git.root, path)
-    if os.path.islink(full):
-        return str(pygit2.hash(os.fsencode(os.readlink(full)))), LINK_MODE
-    try:
-        with open(full, "rb") as handle:
-            data = handle.read()
-        executable = os.stat(full).st_mode & 0o111
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    return str(pygit2.hash(data)), EXECUTABLE_MODE if executable else BLOB_MODE
 
 
 # ---------------------------------------------------------------------------- --include-pending

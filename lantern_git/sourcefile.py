@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .git.repo import GitRepo
 
 WHAT = "source files"
+# Source files (bodies and manifests), as a .gitattributes pattern: they go to the record merge
+# driver too, which tells them apart by path. A store made before sources existed gets this
+# line from the next lantern init.
+MERGE_PATTERN = f"{SOURCES_DIR}/**"
 
 
 @dataclass(frozen=True)
@@ -267,3 +271,21 @@ def describe(body: bytes) -> dict[str, int | str]:
         "bytes": len(body),
         "sha256": hashlib.sha256(body).hexdigest(),
     }
+
+
+class SourceFiles:
+    """Source files as the write transaction reads them (see
+    :class:`lantern_git.recordfile.RecordFiles`): the store hands it :data:`SOURCE_FILES`."""
+
+    def owner(self, path: str) -> str | None:
+        """The id of the source whose file (body or manifest) ``path`` is; None for any other."""
+        parsed = parse_source_path(path)
+        return parsed[0] if parsed is not None else None
+
+    def in_tree(
+        self, git: GitRepo, tree: pygit2.Tree, source_id: str
+    ) -> tuple[SourceFile | None, Problem | None]:
+        return source_in_tree(git, tree, source_id)
+
+
+SOURCE_FILES = SourceFiles()

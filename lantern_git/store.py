@@ -50,7 +50,14 @@ from .record import (
     validate_source_refs,
     validate_timestamp,
 )
-from .recordfile import load, record_candidates, record_path
+from .recordfile import (
+    MERGE_PATTERN,
+    RECORD_FILES,
+    count_records,
+    load,
+    record_candidates,
+    record_path,
+)
 
 if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
@@ -297,7 +304,7 @@ class Store:
             path=target,
             branch=info["branch"],
             head=info["head"],
-            records=store.git.count_records(),
+            records=count_records(store.git),
             registered_merge_driver=registered,
             set_pull_rebase=pull,
         )
@@ -345,9 +352,9 @@ class Store:
         (git config is not cloned), so the next plain ``git pull`` would write conflict markers
         into record files: register it when missing. Read as text first, so the usual case
         costs two small reads and no pygit2 import."""
-        from .git.config import routes_records_to_driver
+        from .git.config import attributes_line, routes_to_driver
 
-        if not routes_records_to_driver(self.root):
+        if not routes_to_driver(self.root, attributes_line(MERGE_PATTERN)):
             return
         try:
             with open(os.path.join(self.root, ".git", "config"), "rb") as handle:
@@ -430,11 +437,12 @@ class Store:
         self._git = None
         git = self.git
         from .git.config import (
-            GITATTRIBUTES_LINES,
+            attributes_line,
             ensure_merge_driver,
             ensure_pull_strategy,
             with_lines,
         )
+        from .sourcefile import MERGE_PATTERN as SOURCES_PATTERN
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here, and that a bare git pull of diverged
@@ -450,7 +458,10 @@ class Store:
             wanted: dict[str, tuple[tuple[str, ...], str | None]] = {
                 MARKER: ((), f"format: {FORMAT_VERSION}\n"),
                 ".gitignore": ((GITIGNORE_LINE,), None),
-                ".gitattributes": (GITATTRIBUTES_LINES, None),
+                ".gitattributes": (
+                    (attributes_line(MERGE_PATTERN), attributes_line(SOURCES_PATTERN)),
+                    None,
+                ),
             }
             for name, (lines, whole) in wanted.items():
                 current = _read_worktree(self.root, name)
@@ -516,6 +527,7 @@ class Store:
         review branch; ``review=False`` is for what moves the store's branch itself (init,
         sync, accept), never a writer's content; ``branch`` sends them to that review branch
         (a reject)."""
+        from .sourcefile import SOURCE_FILES
         from .transaction import write_transaction
 
         self.refuse_if_read_only()
@@ -532,6 +544,8 @@ class Store:
             self.git,
             self._lock,
             lambda: self.index,
+            records=RECORD_FILES,
+            sources=SOURCE_FILES,
             actor=self.actor,
             author=self.author,
             warn=self.warn,
@@ -1143,9 +1157,10 @@ class Store:
 
     def ensure_committed(self, record_id: str, text: str) -> None:
         """Refuse (UncommittedChanges) when ``text`` is not what HEAD holds for the record."""
-        from .transaction import ensure_committed
+        from .transaction import refuse_uncommitted
 
-        ensure_committed(self.git, record_id, text)
+        path = record_path(record_id)
+        refuse_uncommitted(self.git, [path], read={path: text.encode("utf-8")})
 
     # ------------------------------------------------------------ history, hand edits, transfer
 

@@ -21,6 +21,11 @@ branch instead, and the transaction's reads (:meth:`~WriteTransaction.read`,
 has it when the branch changed it, else as the working tree has it: the writers themselves do
 not know which branch they write to. A branch that is not checked out moves, journaled, with
 :meth:`~WriteTransaction.move_branch` (an accept, a sync of review branches).
+
+The transaction knows no file layout and parses no file: where a record or a source lives and
+how its file reads, the halves say (:class:`RecordFiles`, :class:`SourceFiles`, which the
+store hands it). Before a write touches a file a person may have edited, every writer asks
+:func:`refuse_uncommitted`.
 """
 
 from __future__ import annotations
@@ -32,9 +37,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from .errors import AmbiguousId, GitError, NotFound, StoreError, UncommittedChanges
 from .fields import JOURNAL, TMP_SUFFIX
-from .record import check_id_prefix
-from .recordfile import expected_id, load, parse, record_candidates, record_path
-from .source import parse_source_path
 
 if TYPE_CHECKING:
     import pygit2
@@ -45,6 +47,33 @@ if TYPE_CHECKING:
     from .sourcefile import SourceFile
 
 Warn = Callable[[str], None]
+
+
+class RecordFiles(Protocol):
+    """Where records live and how their files read, as the record half says
+    (:data:`lantern_git.recordfile.RECORD_FILES`): the transaction knows no file layout and
+    parses no file itself."""
+
+    def owner(self, path: str) -> str | None: ...
+
+    def path(self, record_id: str) -> str: ...
+
+    def load(self, root: str, record_id: str) -> tuple[str, Record]: ...
+
+    def parse(self, path: str, data: bytes) -> tuple[Record | None, object]: ...
+
+    def matching(self, root: str, ref: str) -> tuple[str, list[str]]: ...
+
+
+class SourceFiles(Protocol):
+    """Where sources live and how a commit's tree holds one, as the evidence half says
+    (:data:`lantern_git.sourcefile.SOURCE_FILES`)."""
+
+    def owner(self, path: str) -> str | None: ...
+
+    def in_tree(
+        self, git: GitRepo, tree: pygit2.Tree, source_id: str
+    ) -> tuple[SourceFile | None, object]: ...
 
 
 class IndexNotes(Protocol):
@@ -76,12 +105,50 @@ def recover(git: GitRepo, state_dir: str, lock: WriterLock, warn: Warn) -> None:
         warn(message)
 
 
-def ensure_committed(git: GitRepo, record_id: str, text: str) -> None:
-    """Refuse to sweep a hand edit that is not committed yet into a lantern commit."""
-    path = record_path(record_id)
-    if git.blob_at(git.head_tree(), path) != text.encode("utf-8"):
+def refuse_uncommitted(
+    git: GitRepo,
+    paths: Iterable[str] | None = None,
+    *,
+    read: Mapping[str, bytes] | None = None,
+    counts_untracked: Callable[[str], bool] | None = None,
+) -> None:
+    """Refuse (:class:`UncommittedChanges`) to write over what a person changed and did not
+    commit: the one check every writer makes, so a hand edit is never swept into a lantern
+    commit, overwritten by a merge, or lost.
+
+    ``paths``: the files a write is about to change, each compared with HEAD's: the bytes the
+    caller already ``read`` of it (what it is about to rewrite), else the working file, its
+    content and mode (a file HEAD lacks counts when anything is there). None: every file, as
+    ``git status`` sees it (a sync, which merges commits only), where an untracked file
+    counts only when ``counts_untracked(path)`` says so.
+    """
+    read = read or {}
+    if paths is None:
+        import pygit2
+
+        flags = pygit2.enums.FileStatus
+        counts = counts_untracked or (lambda path: True)
+        dirty = [
+            path
+            for path, status in sorted(git.repo.status(untracked_files="all").items())
+            if not status & flags.IGNORED and (status != flags.WT_NEW or counts(path))
+        ]
+    else:
+        head = git.head_tree()
+        dirty = []
+        for path in paths:
+            committed = git.entry_at(head, path)
+            if path in read:
+                clean = committed is not None and committed[0] == git.blob_id(read[path])
+            else:
+                clean = git.worktree_entry(path) == committed
+            if not clean:
+                dirty.append(path)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise UncommittedChanges(
-            f"{path} has uncommitted changes; commit them first with: lantern commit"
+            f"{shown} {'has' if len(dirty) == 1 else 'have'} uncommitted changes; commit them "
+            "first with: lantern commit (git commit for other files)"
         )
 
 
@@ -95,6 +162,8 @@ class WriteTransaction:
         git: GitRepo,
         index: Callable[[], IndexNotes],
         *,
+        records: RecordFiles,
+        sources: SourceFiles,
         actor: str,
         author: str | None,
         warn: Warn,
@@ -102,6 +171,8 @@ class WriteTransaction:
         review_ref: str | None = None,
     ):
         self.root = root
+        self.records = records
+        self.sources = sources
         # Set: every commit goes to this branch, never to the store's (review mode).
         self.review_ref = review_ref
         self._pending: dict[str, Entry | None] | None = None
@@ -137,22 +208,22 @@ class WriteTransaction:
     def read(self, record_id: str) -> tuple[str, Record]:
         """The record of ``record_id`` as this writer sees it, with its text: the review
         branch's version when the branch changed it, else the working tree's."""
-        path = record_path(record_id)
+        path = self.records.path(record_id)
         pending = self.pending()
         if path not in pending:
-            return load(self.root, record_id)
+            return self.records.load(self.root, record_id)
         entry = pending[path]
         if entry is None:
             raise NotFound(f"no record with id {record_id} (its removal awaits review)")
         data = self.git.blob_data(entry[0])
-        record, problem = parse(path, data)
+        record, problem = self.records.parse(path, data)
         if record is None:
             raise StoreError(f"{problem} on {self.review_ref}", code="invalid_record")
         return data.decode("utf-8"), record
 
     def exists(self, record_id: str) -> bool:
         """Whether this writer sees a file for ``record_id`` (as :meth:`read` would)."""
-        path = record_path(record_id)
+        path = self.records.path(record_id)
         pending = self.pending()
         if path in pending:
             return pending[path] is not None
@@ -160,10 +231,10 @@ class WriteTransaction:
 
     def resolve_id(self, ref: str) -> str:
         """The full id for an id or unique prefix, among the records this writer sees."""
-        prefix = check_id_prefix(ref)
-        found = set(record_candidates(self.root, prefix))
+        prefix, candidates = self.records.matching(self.root, ref)
+        found = set(candidates)
         for path, entry in self.pending().items():
-            record_id = expected_id(path)
+            record_id = self.records.owner(path)
             if record_id is not None and record_id.startswith(prefix):
                 if entry is None:
                     found.discard(record_id)
@@ -187,24 +258,25 @@ class WriteTransaction:
 
     def pending_sources(self) -> set[str]:
         """The ids of the sources the review branch changed (empty outside review mode)."""
-        return {parsed[0] for p in self.pending() if (parsed := parse_source_path(p)) is not None}
+        return {i for p in self.pending() if (i := self.sources.owner(p)) is not None}
 
     def read_pending_source(self, source_id: str) -> SourceFile | None:
         """A source the review branch changed, as its tip has it (None: removed there)."""
-        from .sourcefile import source_in_tree
-
         tip = self.git.branch_tip(self.review_ref) if self.review_ref is not None else None
         if tip is None:
             return None
-        found, problem = source_in_tree(self.git, self.git.repo[tip].tree, source_id)
+        found, problem = self.sources.in_tree(self.git, self.git.repo[tip].tree, source_id)
         if problem is not None:
             raise StoreError(f"{problem} on {self.review_ref}", code="invalid_source")
         return found
 
     def ensure_committed(self, record_id: str, text: str) -> None:
-        if record_path(record_id) in self.pending():
+        """Refuse when ``text``, the record as :meth:`read` gave it, is a hand edit that is not
+        committed yet."""
+        path = self.records.path(record_id)
+        if path in self.pending():
             return  # read from the review branch: a commit, not a hand edit
-        ensure_committed(self.git, record_id, text)
+        refuse_uncommitted(self.git, [path], read={path: text.encode("utf-8")})
 
     # -- writing
 
@@ -296,13 +368,9 @@ class WriteTransaction:
         old_tree = self.git.head_tree()
         for path in changes:
             self.git.check_inside(path)
-            if self.git.entry_at(old_tree, path) is None and os.path.lexists(
-                os.path.join(self.root, path)
-            ):
-                raise UncommittedChanges(
-                    f"{path} is not committed here but the incoming commit has it; move it away "
-                    "or commit it, then try again"
-                )
+        # The caller checked the files HEAD has; a file it lacks, that the new commit brings,
+        # must not be here already.
+        refuse_uncommitted(self.git, [p for p in changes if self.git.entry_at(old_tree, p) is None])
         self.git.apply(op, head, commit, changes, summary, journal_dir=self.state_dir)
         return self._finish(commit, list(changes), rebuild_index=False)
 
@@ -319,8 +387,8 @@ class WriteTransaction:
     def _finish(self, commit: pygit2.Oid, paths: list[str], rebuild_index: bool) -> str:
         from .git.repo import fault
 
-        record_files = [p for p in paths if expected_id(p) is not None]
-        source_files = [p for p in paths if parse_source_path(p) is not None]
+        record_files = [p for p in paths if self.records.owner(p) is not None]
+        source_files = [p for p in paths if self.sources.owner(p) is not None]
         try:
             if record_files and rebuild_index:
                 self._index().rebuild()
@@ -344,6 +412,8 @@ def write_transaction(
     lock: WriterLock,
     index: Callable[[], IndexNotes],
     *,
+    records: RecordFiles,
+    sources: SourceFiles,
     actor: str,
     author: str | None,
     warn: Warn,
@@ -369,6 +439,8 @@ def write_transaction(
             state_dir,
             git,
             index,
+            records=records,
+            sources=sources,
             actor=actor,
             author=author,
             warn=warn,

@@ -595,6 +595,40 @@ def test_a_writer_cannot_accept_its_own_changes_through_the_library(seeded):
         assert person.review_accept([record.id]).records == [record.id]
 
 
+def test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_nothing(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        store.update(seed, priority=91)
+    record_file = path / record_path(seed)
+    record_file.write_text(record_file.read_text().replace("the seed record", "edited by hand"))
+    bot = "refs/heads/lantern/review/bot"
+    before = {**untouched(path), "review": tip(path, bot).id}
+    result = cli(path, "review", "accept", "--all", "--json")
+    assert result.returncode == 1, result.stderr
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "uncommitted_changes"
+    assert error["message"].startswith(f"{record_path(seed)} has uncommitted changes")
+    assert {**untouched(path), "review": tip(path, bot).id} == before
+
+
+def test_accept_refuses_a_fifo_where_a_pending_record_goes_without_waiting_on_it(seeded):
+    """Nothing writes to the FIFO: an accept that opened it to compare it would wait forever
+    (the CLI's timeout turns that into a failure here)."""
+    path, _ = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        added = store.add("proposed by the bot", kind="fact")
+    fifo = path / record_path(added.id)
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    head = git(path, "rev-parse", "HEAD").strip()
+    result = cli(path, "review", "accept", "--all", "--json", timeout=30)
+    assert result.returncode == 1, result.stderr
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "uncommitted_changes"
+    assert record_path(added.id) in error["message"]
+    assert git(path, "rev-parse", "HEAD").strip() == head
+
+
 @pytest.mark.parametrize(
     ("args", "code", "exit_code"),
     [

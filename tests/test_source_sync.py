@@ -15,8 +15,8 @@ from conftest import git, init_repo, lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lantern_git.cli.sync import find_source_body
 from lantern_git.errors import UncommittedChanges
-from lantern_git.git.blobs import find_source_body
 from lantern_git.git.repo import parse_trailers
 from lantern_git.merge import MergeError
 from lantern_git.source import (

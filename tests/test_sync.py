@@ -443,6 +443,21 @@ def test_untracked_record_files_also_block(pair):
         b.sync()
 
 
+def test_an_untracked_file_where_an_incoming_commit_adds_one_stops_the_sync_untouched(pair):
+    """An untracked file outside lantern's folders does not stop a sync, unless the incoming
+    commit brings a file of that name: then it would be overwritten, so nothing moves."""
+    a, b = pair
+    (a.path / "NOTES.txt").write_text("from a\n")
+    git(a.path, "add", "NOTES.txt")
+    git(a.path, "commit", "-q", "-m", "notes")
+    a.sync()
+    (b.path / "NOTES.txt").write_text("b's own, never committed\n")
+    before = snapshot(b.path)
+    with pytest.raises(UncommittedChanges, match=r"^NOTES\.txt has uncommitted changes"):
+        b.sync()
+    assert snapshot(b.path) == before
+
+
 def test_conflicting_changes_outside_memory_stop_the_sync_untouched(pair):
     a, b = pair
     for host, line in ((a, "from a\n"), (b, "from b\n")):

@@ -119,7 +119,6 @@ def _merge_source_file(
     """One file of a source: a body by the body rules alone; a manifest with the bodies it
     describes looked up in the repository, so it describes the body git writes beside it
     (see :mod:`lantern_git.git.blobs` for why the driver cannot just read it)."""
-    from ..git.blobs import find_source_body
     from ..merge import MergeError
     from ..sourcemerge import merge_bodies, merge_manifest_files
 
@@ -147,6 +146,21 @@ def _merge_source_file(
         return 1
     _write(ours, result)
     return 0
+
+
+def find_source_body(
+    root: str, source_id: str, size: int, sha256: str, environ: dict[str, str] | None = None
+) -> bytes | None:
+    """The body of ``source_id`` whose length is ``size`` and sha256 is ``sha256``, from the
+    repository at ``root``; None when no such blob is there. The git layer searches, the
+    source layout says where (its folder, and which of its files are bodies)."""
+    from ..git.blobs import find_blob
+    from ..source import MANIFEST_SUFFIX, source_dir
+
+    def is_body(name: str) -> bool:
+        return name.startswith(source_id + ".") and not name.endswith(MANIFEST_SUFFIX)
+
+    return find_blob(root, source_dir(source_id), is_body, size, sha256, environ)
 
 
 def _write(name: str, data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""Finding a source body in the repository by its size and sha256, for the git merge driver.
+"""Finding a blob in the repository by its size and sha256, for the git merge driver.
 
 Git runs a merge driver on one file at a time and, with the ``ort`` strategy, in reverse path
 order: ``<id>.yaml`` is merged before ``<id>.txt``, and nothing reaches the working tree or the
@@ -7,14 +7,16 @@ looks up each side's body instead, by the sha256 its manifest records, and merge
 itself by the same rule the body's driver applies. The lookup is exact (a body is used only if
 its sha256 matches) and needs no knowledge of which command is merging:
 
-1. the body files of the source in the commits git names while merging: ``HEAD`` (ours, in a
-   merge, a rebase and a cherry-pick), the ``GITHEAD_<commit>`` variables ``git merge`` sets
-   for the commits it merges, and ``MERGE_HEAD``, ``CHERRY_PICK_HEAD``, ``REBASE_HEAD``,
-   ``REVERT_HEAD`` when present;
+1. the files the caller names (the source's body files, in one folder) in the commits git
+   names while merging: ``HEAD`` (ours, in a merge, a rebase and a cherry-pick), the
+   ``GITHEAD_<commit>`` variables ``git merge`` sets for the commits it merges, and
+   ``MERGE_HEAD``, ``CHERRY_PICK_HEAD``, ``REBASE_HEAD``, ``REVERT_HEAD`` when present;
 2. otherwise every blob of that exact size in the object database (a body being merged is
    always there).
 
-Only the git CLI and the standard library are used, so the driver starts fast.
+Which folder and which files a source's body is are for the caller to say (the merge driver's
+:func:`lantern_git.cli.sync.find_source_body`). Only the git CLI and the standard library
+are used, so the driver starts fast.
 """
 
 from __future__ import annotations
@@ -23,9 +25,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Iterable
-
-from ..source import MANIFEST_SUFFIX, source_dir
+from collections.abc import Callable, Iterable
 
 _NAMED_HEADS = ("HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD", "REVERT_HEAD")
 _GITHEAD_RE = re.compile(r"GITHEAD_([0-9a-f]{40,64})")
@@ -46,9 +46,11 @@ def _commits(environ: dict[str, str]) -> list[str]:
     return ["HEAD", *merged, *_NAMED_HEADS[1:]]
 
 
-def _tree_candidates(root: str, source_id: str, commits: Iterable[str]) -> list[str]:
-    """Blob ids of the source's body files in each of ``commits`` that exists."""
-    folder = source_dir(source_id)
+def _tree_candidates(
+    root: str, folder: str, wanted: Callable[[str], bool], commits: Iterable[str]
+) -> list[str]:
+    """Blob ids of the files in ``folder`` whose names are ``wanted``, in each of ``commits``
+    that exists."""
     found: list[str] = []
     for commit in commits:
         listing = _git(root, "ls-tree", "-z", f"{commit}^{{tree}}", "--", folder + "/")
@@ -56,12 +58,7 @@ def _tree_candidates(root: str, source_id: str, commits: Iterable[str]) -> list[
             meta, _, name = item.partition(b"\t")
             base = os.path.basename(name.decode("utf-8", "replace"))
             parts = meta.split()
-            if (
-                len(parts) == 3
-                and parts[1] == b"blob"
-                and base.startswith(source_id + ".")
-                and not base.endswith(MANIFEST_SUFFIX)
-            ):
+            if len(parts) == 3 and parts[1] == b"blob" and wanted(base):
                 found.append(parts[2].decode("ascii"))
     return list(dict.fromkeys(found))
 
@@ -86,14 +83,20 @@ def _matching(root: str, blob_ids: list[str], size: int, sha256: str) -> bytes |
     return None
 
 
-def find_source_body(
-    root: str, source_id: str, size: int, sha256: str, environ: dict[str, str] | None = None
+def find_blob(
+    root: str,
+    folder: str,
+    wanted: Callable[[str], bool],
+    size: int,
+    sha256: str,
+    environ: dict[str, str] | None = None,
 ) -> bytes | None:
-    """The body of ``source_id`` whose length is ``size`` and sha256 is ``sha256``, from the
-    repository at ``root`` (git runs a merge driver at the top of the working tree); None when
-    no such blob is there."""
+    """The blob whose length is ``size`` and sha256 is ``sha256``, from the repository at
+    ``root`` (git runs a merge driver at the top of the working tree): looked for first among
+    the files of ``folder`` whose names are ``wanted``, then among all blobs; None when no such
+    blob is there."""
     environ = dict(os.environ) if environ is None else environ
-    candidates = _tree_candidates(root, source_id, _commits(environ))
+    candidates = _tree_candidates(root, folder, wanted, _commits(environ))
     sizes = _sizes(root, candidates)
     found = _matching(root, [b for b in candidates if sizes.get(b) == size], size, sha256)
     if found is not None:

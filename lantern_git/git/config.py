@@ -1,11 +1,14 @@
 """What a store needs from git's configuration: the record merge driver, and an identity.
 
 Only the standard library is imported at module level: every command that opens a store asks
-:func:`routes_records_to_driver`, and a list must not pay for pygit2. Git config is not cloned,
+:func:`routes_to_driver`, and a list must not pay for pygit2. Git config is not cloned,
 so a fresh clone of a store has a ``.gitattributes`` that routes
 record files to a driver its ``.git/config`` does not define yet; any command that opens such a
 store registers it (:func:`ensure_merge_driver`). A store must also stay writable on a fresh
 machine with no git identity: commits then fall back to ``user@host``, with one warning.
+
+Which files go to the driver is for the record and source modules to say (each has its
+``MERGE_PATTERN``, made a line by :func:`attributes_line`); this module knows no store layout.
 """
 
 from __future__ import annotations
@@ -19,18 +22,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pygit2
 
+DRIVER = "lantern"
 DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
-DRIVER_KEY = "merge.lantern.driver"
-GITATTRIBUTES_LINE = "memory/**/*.md merge=lantern"
+DRIVER_KEY = f"merge.{DRIVER}.driver"
 # Either of these, set anywhere (system, global, the repository), says how the user wants a
 # diverged `git pull` reconciled; without both, git 2.27+ stops with "Need to specify how to
 # reconcile divergent branches".
 PULL_KEYS = ("pull.rebase", "pull.ff")
-
-# Sources (bodies and manifests) go to the same driver, which tells them apart by path. A store
-# made before sources existed gets this line from the next lantern init.
-SOURCES_GITATTRIBUTES_LINE = "sources/** merge=lantern"
-GITATTRIBUTES_LINES = (GITATTRIBUTES_LINE, SOURCES_GITATTRIBUTES_LINE)
 
 Warn = Callable[[str], None]
 
@@ -40,14 +38,19 @@ def merge_driver_command() -> str:
     return f"{shlex.quote(sys.executable)} -m lantern_git merge-file %O %A %B %P"
 
 
-def routes_records_to_driver(root: str) -> bool:
-    """Whether the store's ``.gitattributes`` sends record files to the lantern driver."""
+def attributes_line(pattern: str) -> str:
+    """The ``.gitattributes`` line that sends the files ``pattern`` matches to the driver."""
+    return f"{pattern} merge={DRIVER}"
+
+
+def routes_to_driver(root: str, line: str) -> bool:
+    """Whether the repository's ``.gitattributes`` has ``line`` (an :func:`attributes_line`)."""
     try:
         with open(os.path.join(root, ".gitattributes"), "rb") as handle:
             text = handle.read(1 << 16).decode("utf-8", "replace")
     except OSError:
         return False
-    return any(line.strip() == GITATTRIBUTES_LINE for line in text.splitlines())
+    return any(existing.strip() == line for existing in text.splitlines())
 
 
 def driver_registered(repo: pygit2.Repository) -> bool:
@@ -71,7 +74,7 @@ def ensure_merge_driver(repo: pygit2.Repository, warn: Warn | None = None) -> bo
     try:
         config = repo.config
         for key, value in (
-            ("merge.lantern.name", DRIVER_NAME),
+            (f"merge.{DRIVER}.name", DRIVER_NAME),
             (DRIVER_KEY, merge_driver_command()),
         ):
             try:

@@ -27,7 +27,6 @@ from pygit2.enums import FileMode, Option, RepositoryState
 
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import JOURNAL, TMP_SUFFIX
-from ..recordfile import MEMORY_DIR, expected_id
 
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
@@ -217,24 +216,30 @@ class GitRepo:
         """The bytes of a blob (KeyError when the object is missing)."""
         return self.repo[oid].peel(pygit2.Blob).data
 
-    def count_records(self, tree: pygit2.Tree | None = None) -> int:
-        """How many record paths (``memory/<aa>/<id>.md``) ``tree`` (default: HEAD's) holds,
-        counted from the tree's listing without reading a file."""
+    @staticmethod
+    def blob_id(data: bytes) -> str:
+        """Git's id for a blob of ``data``, nothing written."""
+        return str(pygit2.hash(data))
+
+    def paths_under(self, folder: str, tree: pygit2.Tree | None = None) -> Iterator[str]:
+        """The path of every file below ``folder`` in ``tree`` (default: HEAD's), from the
+        trees' listings alone: no file is read."""
         tree = self.head_tree() if tree is None else tree
-        if tree is None or MEMORY_DIR not in tree:
-            return 0
-        memory = self.repo[tree[MEMORY_DIR].id]
-        count = 0
-        if isinstance(memory, pygit2.Tree):
-            for shard in memory:
-                sub = self.repo[shard.id]
-                if isinstance(sub, pygit2.Tree):
-                    count += sum(
-                        1
-                        for entry in sub
-                        if expected_id(f"{MEMORY_DIR}/{shard.name}/{entry.name}") is not None
-                    )
-        return count
+        try:
+            top = self.repo[tree[folder].id] if tree is not None else None
+        except KeyError:
+            return
+        todo = [(folder, top)]
+        while todo:
+            prefix, node = todo.pop()
+            if not isinstance(node, pygit2.Tree):
+                continue
+            for entry in node:
+                path = f"{prefix}/{entry.name}"
+                if entry.filemode == TREE_MODE:
+                    todo.append((path, self.repo[entry.id]))
+                else:
+                    yield path
 
     def check_writable(self) -> None:
         """Refuse to write into a repository that git itself is in the middle of changing."""
@@ -632,21 +637,22 @@ class GitRepo:
         """The working file at ``path`` as an entry (a blob made for it if git lacks one), or
         None where there is none. Never read through a symlink: what lies outside the store is
         not ours to copy; a link is kept as a link."""
-        full = os.path.join(self.root, path)
-        try:
-            st = os.lstat(full)
-            if stat.S_ISLNK(st.st_mode):
-                data, mode = os.fsencode(os.readlink(full)), LINK_MODE
-            elif stat.S_ISREG(st.st_mode):
-                with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
-                    data = f.read()
-                mode = EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
-            else:
-                return None
-        except OSError:
+        found = _read_worktree_file(os.path.join(self.root, path))
+        if found is None:
             return None
+        data, mode = found
         oid = str(pygit2.hash(data))
         return (oid if oid == committed else str(self.repo.create_blob(data))), mode
+
+    def worktree_entry(self, path: str) -> Entry | None:
+        """The working file at ``path`` as a tree would hold it (blob id, mode), nothing written
+        to git; None where nothing is there, and an entry no tree holds (an empty blob id)
+        where something else is (a folder, a FIFO). Read as :meth:`_worktree_blob` reads."""
+        full = os.path.join(self.root, path)
+        found = _read_worktree_file(full)
+        if found is not None:
+            return str(pygit2.hash(found[0])), found[1]
+        return ("", 0) if os.path.lexists(full) else None
 
     @contextmanager
     def _undone_on_failure(self, journal_dir: str) -> Iterator[None]:
@@ -776,6 +782,21 @@ def _os_error_text(err: BaseException) -> str:
     if "No space left on device" in text:
         return f"the disk is full ({text})"
     return text
+
+
+def _read_worktree_file(full: str) -> tuple[bytes, int] | None:
+    """The bytes and mode of a regular file or a symbolic link (its target, as git stores it);
+    None for anything else. Never follows the link, never blocks on a FIFO."""
+    try:
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            return os.fsencode(os.readlink(full)), LINK_MODE
+        if stat.S_ISREG(st.st_mode):
+            with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+                return f.read(), EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
+    except OSError:
+        pass
+    return None
 
 
 def _prune_empty_dirs(root: str, folder: str) -> None:
