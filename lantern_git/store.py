@@ -648,8 +648,7 @@ class Store:
             # Citations are not indexed: the filter runs on the whole list, then the page.
             whole = dataclasses.replace(query, cites=None, limit=None, offset=0)
             cited = [r for r in self.list(whole, at=at) if query.matches_cites(r)]
-            end = query.offset + query.limit if query.limit else None
-            return cited[query.offset : end]
+            return query.page.take(cited)
         if at is not None:
             from .timetravel import list_at
 
@@ -673,8 +672,7 @@ class Store:
             query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
         records.extend(v for v in versions.values() if v is not None and query.matches(v))
         records.sort(key=sort_key)
-        end = query.offset + query.limit if query.limit else None
-        return records[query.offset : end]
+        return query.page.take(records)
 
     def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.
@@ -794,21 +792,27 @@ class Store:
         return [Hit(records[i], score) for i, score in page if i in records]
 
     def similar(
-        self, ref: str, *, limit: int | None = 10, min_score: float | None = None
+        self,
+        ref: str,
+        *,
+        limit: int | None = 10,
+        offset: int = 0,
+        min_score: float | None = None,
     ) -> builtins.list[Hit]:
         """The records whose content embeds nearest to this record's, best first (cosine,
         ties by id), the record itself left out: among active, unexpired records, as the
         default list. ``min_score`` drops those below that cosine; ``limit`` 0 or None: all."""
+        from .paging import Page
         from .query import Hit, RecordQuery
 
-        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        page = Page(limit, offset)  # a bad page is the caller's error, with or without embedder
+        vectors = self.record_vectors()  # refused without an embedder, before numpy
         from .index.vectors import rank
 
         if min_score is not None and (
             isinstance(min_score, bool) or not -1.0 <= float(min_score) <= 1.0
         ):
             raise InvalidInput("min_score: must be between -1 and 1", code="invalid_field")
-        _check_query(RecordQuery(limit=limit))
         self.recover()
         record_id = self.resolve_id(ref)
         self.refresh()
@@ -819,19 +823,27 @@ class Store:
         ranked = rank(current, current.vector(record_id), candidates)
         if min_score is not None:
             ranked = [item for item in ranked if item[1] >= min_score]
-        ranked = ranked[:limit] if limit else ranked
+        ranked = page.take(ranked)
         records = self.index.records(i for i, _ in ranked)
         return [Hit(records[i], score, "semantic") for i, score in ranked if i in records]
 
     def dupes(
-        self, *, scopes: Iterable[str] | None = None, threshold: float = DUPE_THRESHOLD
+        self,
+        *,
+        scopes: Iterable[str] | None = None,
+        threshold: float = DUPE_THRESHOLD,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> builtins.list[DupePair]:
         """Pairs of active, unexpired records (in ``scopes``, if given; a trailing ``*``
         matches a prefix) whose contents have a cosine of at least ``threshold``, by score
-        desc then ids. Lantern only reports them: it never merges or archives on its own."""
+        desc then ids; ``limit`` and ``offset`` page them (``limit`` 0 or None: all). Lantern
+        only reports them: it never merges or archives on its own."""
+        from .paging import Page
         from .query import DupePair, RecordQuery
 
-        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        page = Page(limit, offset)  # a bad page is the caller's error, with or without embedder
+        vectors = self.record_vectors()  # refused without an embedder, before numpy
         from .index.vectors import pairs_above
 
         if isinstance(threshold, bool) or not -1.0 <= float(threshold) <= 1.0:
@@ -843,6 +855,7 @@ class Store:
         self.refresh()
         current = vectors.current()
         pairs = pairs_above(current, self.index.matching_ids(query), float(threshold))
+        pairs = page.take(pairs)
         records = self.index.records({i for a, b, _ in pairs for i in (a, b)})
         return [
             DupePair(records[a], records[b], score)
@@ -1153,14 +1166,19 @@ class Store:
         """The commits that changed a record, newest first, with the fields they changed."""
         return self.record_history(ref).entries
 
-    def record_history(self, ref: str) -> RecordHistory:
-        """``memory history``'s answer: the record's full id and :meth:`history`.
+    def record_history(
+        self, ref: str, *, limit: int | None = None, offset: int = 0
+    ) -> RecordHistory:
+        """``memory history``'s answer: the record's full id and one page of :meth:`history`
+        (``limit`` 0 or None: every commit).
 
         A deleted record has no file to resolve a prefix against; its full id still finds
         its history.
         """
         from .history import RecordHistory, record_history
+        from .paging import Page
 
+        page = Page(limit, offset)
         self.recover()
         try:
             record_id = self.resolve_id(ref)
@@ -1168,16 +1186,19 @@ class Store:
             if not (isinstance(ref, str) and ID_RE.fullmatch(ref.strip().lower())):
                 raise
             record_id = ref.strip().lower()
-        return RecordHistory(record_id, record_history(self.git, record_id))
+        return RecordHistory(record_id, page.take(record_history(self.git, record_id)))
 
-    def log(self, limit: int | None = 20) -> builtins.list[LogEntry]:
-        """The store's recent operations, newest first, read from the commit trailers."""
+    def log(self, limit: int | None = 20, offset: int = 0) -> builtins.list[LogEntry]:
+        """The store's recent operations, newest first, read from the commit trailers;
+        ``limit`` 0 or None: all."""
         from .history import store_log
+        from .paging import Page
 
+        page = Page(limit, offset)
         if not self.exists:
             return []
         self.recover()
-        return store_log(self.git, limit)
+        return store_log(self.git, page)
 
     def check(self) -> CheckReport:
         """Validate every file under memory/; a report of ``path:line: message`` problems."""
@@ -1456,10 +1477,6 @@ def _check_query(query: RecordQuery) -> None:
         raise InvalidInput(
             "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
         )
-    if query.limit is not None and (isinstance(query.limit, bool) or query.limit < 0):
-        raise InvalidInput("limit: must be 0 or more", code="invalid_field")
-    if query.offset < 0:
-        raise InvalidInput("offset: must be 0 or more", code="invalid_field")
     if query.cites is not None:
         from .source import check_source_id
 

@@ -17,6 +17,7 @@ from .support import (
     filter_options,
     open_store,
     output_options,
+    page_options,
     parse_time_option,
     read_content,
     reason_option,
@@ -25,6 +26,7 @@ from .support import (
 )
 
 if TYPE_CHECKING:
+    from ..paging import Page
     from ..record import Record
     from ..store import Store
 
@@ -184,13 +186,13 @@ def memory_search(
 
 @memory.command("similar")
 @click.argument("record_id", metavar="ID")
-@click.option("--limit", type=int, default=10, show_default=True, metavar="N", help="0: all.")
+@page_options(default=10)
 @click.option("--min-score", type=float, default=None, metavar="F", help="Cosine at least F.")
 @output_options((*RECORD_KEYS, "score", "mode"))
 @common
 def memory_similar(
     record_id: str,
-    limit: int,
+    page: Page,
     min_score: float | None,
     as_json: bool,
     store_path: str | None,
@@ -198,7 +200,7 @@ def memory_similar(
 ) -> None:
     """Active records whose content is nearest in meaning to ID's (needs the semantic extra)."""
     store = support.open_store(store_path)
-    hits = store.similar(record_id, limit=limit, min_score=min_score)
+    hits = store.similar(record_id, limit=page.limit, offset=page.offset, min_score=min_score)
     render.emit_listing(hits, output, store.root)
 
 
@@ -212,16 +214,17 @@ def memory_similar(
     metavar="F",
     help="Report pairs with a cosine of at least F.",
 )
+@page_options
 @common
 def memory_dupes(
-    scope: tuple[str, ...], threshold: float, as_json: bool, store_path: str | None
+    scope: tuple[str, ...], threshold: float, page: Page, as_json: bool, store_path: str | None
 ) -> None:
     """Pairs of active records that say nearly the same thing (needs the semantic extra).
 
     Only a report: lantern never merges or archives on its own (see memory supersede).
     """
     store = support.open_store(store_path)
-    pairs = store.dupes(scopes=scope, threshold=threshold)
+    pairs = store.dupes(scopes=scope, threshold=threshold, limit=page.limit, offset=page.offset)
     render.emit(pairs, as_json, lambda value: render.dupes_lines(value, store.root))
 
 

@@ -4,13 +4,16 @@ export and import. Each parses, calls the library, renders."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import render
 from . import support
-from .support import common, open_store, reason_option, writer
+from .support import common, open_store, page_options, reason_option, writer
+
+if TYPE_CHECKING:
+    from ..paging import Page
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -50,10 +53,13 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
     @memory.command("history")
     @click.argument("record_id", metavar="ID")
+    @page_options
     @common
-    def memory_history(record_id: str, as_json: bool, store_path: str | None) -> None:
+    def memory_history(record_id: str, page: Page, as_json: bool, store_path: str | None) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
-        history = support.open_store(store_path).record_history(record_id)
+        history = support.open_store(store_path).record_history(
+            record_id, limit=page.limit, offset=page.offset
+        )
         render.emit(history, as_json, render.history_lines)
 
     @cli.command("diff")
@@ -91,13 +97,13 @@ def register(cli: click.Group, memory: click.Group) -> None:
         render.emit_write(result, as_json, render.revert_lines, pending=store.last_pending)
 
     @cli.command("log")
-    @click.option("--limit", type=int, default=20, show_default=True, metavar="N")
+    @page_options(default=20)
     @common
-    def log(limit: int, as_json: bool, store_path: str | None) -> None:
+    def log(page: Page, as_json: bool, store_path: str | None) -> None:
         """The store's recent operations, from the commits' Lantern trailers."""
         from ..history import OperationLog
 
-        log = OperationLog(support.open_store(store_path).log(limit))
+        log = OperationLog(support.open_store(store_path).log(page.limit, page.offset))
         render.emit(log, as_json, render.log_lines)
 
     @cli.command("check")

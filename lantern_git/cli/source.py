@@ -26,6 +26,7 @@ from .support import (
 
 if TYPE_CHECKING:
     from ..evidence import SourceInput
+    from ..paging import Page
 
 # A progress bar is worth its line from this many documents on.
 PROGRESS_FROM = 20
@@ -154,8 +155,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     def source_list(
         kinds: tuple[str, ...],
         uri_prefix: str | None,
-        limit: int | None,
-        offset: int,
+        page: Page,
         output: Any,
         as_json: bool,
         store_path: str | None,
@@ -163,7 +163,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Sources, the most recently updated first."""
         store = support.open_store(store_path)
         manifests = store.sources.list(
-            kinds=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
+            kinds=kinds, uri_prefix=uri_prefix, limit=page.limit, offset=page.offset
         )
         render.emit_listing(manifests, output, store.root, render.source_table)
 
@@ -189,8 +189,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
         mode: str | None,
-        limit: int | None,
-        offset: int,
+        page: Page,
         output: Any,
         as_json: bool,
         store_path: str | None,
@@ -198,7 +197,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
         hits = store.sources.search(
-            query, kinds=kinds, sources=sources, limit=limit, offset=offset, mode=mode
+            query, kinds=kinds, sources=sources, limit=page.limit, offset=page.offset, mode=mode
         )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)

@@ -32,25 +32,24 @@ from ..fields import (
     DEFAULT_STATUS,
     DUPE_THRESHOLD,
     FIELDS,
-    NO_LIMIT,
     RECORD_KEYS,
     UNSET,
     choose_fields,
 )
+from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
 from .spec import (
     HIT_MODE_SCHEMA,
-    MAX_LIMIT,
     MODE_SCHEMA,
     REASON_SCHEMA,
     ToolSpec,
     at_schema,
     object_schema,
-    one_more,
-    page,
-    page_limit,
+    page_of,
+    page_properties,
+    page_schema,
 )
 
 if TYPE_CHECKING:
@@ -117,27 +116,8 @@ SHOWN_SCHEMA = {**RECORD_SCHEMA, "properties": {**_RECORD_PROPERTIES, **_PENDING
 
 
 def _page_schema(item_properties: dict) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            "records": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": item_properties,
-                    "additionalProperties": False,
-                },
-            },
-            "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": NO_LIMIT},
-            "next_offset": {
-                "type": ["integer", "null"],
-                "description": "The offset of the next page, or null when this is the last.",
-            },
-        },
-        "required": ["records", "offset", "limit", "next_offset"],
-        "additionalProperties": False,
-    }
+    item = {"type": "object", "properties": item_properties, "additionalProperties": False}
+    return page_schema("records", item)
 
 
 _HISTORY_ENTRY = {
@@ -162,49 +142,18 @@ _HISTORY_ENTRY = {
     },
 }
 
-HISTORY_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        "history": {"type": "array", "items": _HISTORY_ENTRY},
-    },
-    "required": ["id", "history"],
-}
+HISTORY_SCHEMA = page_schema(
+    "history", _HISTORY_ENTRY, {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}
+)
 
 
 _SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
-_PAGE_LIMIT = {
-    "type": "integer",
-    "minimum": NO_LIMIT,
-    "maximum": MAX_LIMIT,
-    "default": DEFAULT_LIMIT,
-    "description": f"At most this many per page (1-{MAX_LIMIT}); {NO_LIMIT}: all.",
-}
-_PAGE_OFFSET = {
-    "type": "integer",
-    "minimum": 0,
-    "default": 0,
-    "description": "Skip this many first; use next_offset from a page.",
-}
-_DUPES_PAGE = {
-    "type": "object",
-    "properties": {
-        "pairs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}},
-                "required": ["a", "b", "score"],
-                "additionalProperties": False,
-            },
-        },
-        "offset": {"type": "integer", "minimum": 0},
-        "limit": {"type": "integer", "minimum": NO_LIMIT},
-        "next_offset": {"type": ["integer", "null"]},
-    },
-    "required": ["pairs", "offset", "limit", "next_offset"],
-    "additionalProperties": False,
-}
+_DUPES_PAGE = page_schema(
+    "pairs",
+    object_schema(
+        {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}}, ("a", "b", "score")
+    ),
+)
 
 
 def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
@@ -280,22 +229,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
                 "description": "Also return records whose expires_at has passed.",
             },
             "include_pending": _INCLUDE_PENDING,
-            "limit": {
-                "type": "integer",
-                "minimum": NO_LIMIT,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-                "description": (
-                    f"At most this many records (1-{MAX_LIMIT}); {NO_LIMIT} means no limit: "
-                    "every match in one page, as the CLI's --limit 0."
-                ),
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 0,
-                "default": 0,
-                "description": "Skip this many records first; use next_offset from a page.",
-            },
+            **page_properties("records"),
             "fields": {
                 "type": "array",
                 "items": {"type": "string", "enum": fields},
@@ -414,63 +348,73 @@ def _update(store: Store, args: dict) -> tuple[dict, str | None]:
     return _record_result(store, record)
 
 
-def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
+def _query(args: dict, page: Page, *, search: bool) -> RecordQuery:
     """The list or search filters in ``args``; a search's ``query`` is its text, not a filter."""
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit", "include_pending", "mode") and not (search and k == "query")
+        if k not in ("fields", "limit", "offset", "include_pending", "mode")
+        and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
-    return RecordQuery.from_options(**options, limit=one_more(limit))
+    return RecordQuery.from_options(**options, page=page.one_more())
 
 
-def _page(items: list[dict], args: dict, limit: int) -> dict:
+def _page(items: list[dict], args: dict, page: Page) -> dict:
     fields = args.get("fields")
     if fields:
         wanted = set(fields)
         # The pending mark is kept whatever the fields: it says what the record is.
         items = [{k: v for k, v in item.items() if k in wanted or k == "pending"} for item in items]
-    return page("records", items, args.get("offset", 0), limit)
+    return page.document("records", items)
 
 
 def _list(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = page_limit(args)
+    page = page_of(args)
     records = store.list(
-        _query(args, limit, search=False), include_pending=args.get("include_pending", False)
+        _query(args, page, search=False), include_pending=args.get("include_pending", False)
     )
-    return _page([r.to_dict() for r in records], args, limit), None
+    return _page([r.to_dict() for r in records], args, page), None
 
 
 def _search(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = page_limit(args)
+    page = page_of(args)
     hits = store.search(
         args["query"],
-        _query(args, limit, search=True),
+        _query(args, page, search=True),
         mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
     )
-    return _page([hit.to_dict() for hit in hits], args, limit), None
+    return _page([hit.to_dict() for hit in hits], args, page), None
 
 
 def _similar(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
-    wanted = None if limit == NO_LIMIT else offset + one_more(limit)
-    hits = store.similar(args["id"], limit=wanted, min_score=args.get("min_score"))
-    return page("records", [hit.to_dict() for hit in hits[offset:]], offset, limit), None
+    page = page_of(args)
+    more = page.one_more()
+    hits = store.similar(
+        args["id"], limit=more.limit, offset=more.offset, min_score=args.get("min_score")
+    )
+    return page.document("records", [hit.to_dict() for hit in hits]), None
 
 
 def _dupes(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
+    page = page_of(args)
+    more = page.one_more()
     pairs = store.dupes(
-        scopes=args.get("scope", ()), threshold=args.get("threshold", DUPE_THRESHOLD)
+        scopes=args.get("scope", ()),
+        threshold=args.get("threshold", DUPE_THRESHOLD),
+        limit=more.limit,
+        offset=more.offset,
     )
-    end = None if limit == NO_LIMIT else offset + one_more(limit)
-    return page("pairs", [pair.to_dict() for pair in pairs[offset:end]], offset, limit), None
+    return page.document("pairs", [pair.to_dict() for pair in pairs]), None
 
 
 def _history(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.record_history(args["id"]).to_dict(), None
+    page = page_of(args)
+    more = page.one_more()
+    history = store.record_history(args["id"], limit=more.limit, offset=more.offset)
+    entries = [entry.to_dict() for entry in history.entries]
+    return {"id": history.id, **page.document("history", entries)}, None
 
 
 def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
@@ -658,8 +602,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "maximum": 1,
                     "description": "Only records with a cosine of at least this.",
                 },
-                "limit": _PAGE_LIMIT,
-                "offset": _PAGE_OFFSET,
+                **page_properties("records"),
             },
             ("id",),
         ),
@@ -693,8 +636,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "default": DUPE_THRESHOLD,
                     "description": "Report pairs with a cosine of at least this.",
                 },
-                "limit": _PAGE_LIMIT,
-                "offset": _PAGE_OFFSET,
+                **page_properties("records"),
             }
         ),
         output_schema=_DUPES_PAGE,
@@ -793,11 +735,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="lantern_memory_history",
         title="History of a memory record",
         description=(
-            "Return every commit that changed a record, newest first: when, who, which "
-            "operation and actor (cli, mcp, api, sync), the reason given, and each field's "
-            "old and new value. Read from git; read-only."
+            "Return one page of the commits that changed a record, newest first: when, who, "
+            "which operation and actor (cli, mcp, api, sync), the reason given, and each "
+            "field's old and new value; page with `limit` and `offset` as the list tools do. "
+            "Read from git; read-only."
         ),
-        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        input_schema=_object({"id": _ID_PREFIX, **page_properties("commits")}, ("id",)),
         output_schema=HISTORY_SCHEMA,
         read_only=True,
         destructive=False,
