@@ -268,7 +268,7 @@ def _special_entries(root: str) -> list[str]:
     """Entries under memory/ that are neither a shard folder nor a regular file or symbolic
     link (those git lists): a FIFO, a socket, a device, or a folder where a record file should
     be. Read from the folders' entry types, without a stat per file."""
-    found = []
+    found: list[str] = []
     top = os.path.join(root, MEMORY_DIR)
     if os.path.islink(top) or not os.path.isdir(top):
         return found
