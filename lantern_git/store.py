@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
     from .editing import EditSession
     from .evidence import Sources
+    from .git.identity import Identity
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
@@ -862,6 +863,14 @@ class Store:
             for a, b, score in pairs
             if a in records and b in records
         ]
+
+    def identity(self) -> Identity:
+        """The author and committer this store's next commit names (``--author``, then
+        ``LANTERN_AUTHOR``, then git's identity as git reads it; see git/identity.py)."""
+        from .git.identity import resolve_identity
+
+        repo = self.git.repo if self.exists else None
+        return resolve_identity(repo, self.author, self.warn)
 
     @property
     def embedder_name(self) -> str:

@@ -61,10 +61,12 @@ class Provenance:
     reason: str | None = None
     author: str | None = None
     sources: tuple[str, ...] = ()
+    # None: the author commits too.
+    committer: str | None = None
 
     def __post_init__(self) -> None:
         # Undecodable bytes from argv arrive as lone surrogates, which git cannot store.
-        for name in ("reason", "author"):
+        for name in ("reason", "author", "committer"):
             value = getattr(self, name)
             if value is not None and not _encodable(value):
                 raise InvalidInput(f"{name}: is not valid Unicode text", code="invalid_" + name)
@@ -361,9 +363,10 @@ class GitRepo:
         """An unreferenced commit object with lantern's message and trailers; nothing moves
         yet (:meth:`apply` moves the branch to it)."""
         signature = self.signature(prov.author)
+        committer = self.signature(prov.committer) if prov.committer else signature
         message = format_message(summary, prov, extra_trailers)
         try:
-            return self.repo.create_commit(None, signature, signature, message, tree, parents)
+            return self.repo.create_commit(None, signature, committer, message, tree, parents)
         except (pygit2.GitError, OSError) as err:
             raise GitError(
                 f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"
