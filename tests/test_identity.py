@@ -120,3 +120,16 @@ def test_lantern_author_comes_before_git_and_author_before_it(clean):
     assert _last(path) == ("Lantern Env <lantern@example.com>",) * 2
     _add(run, "option", "--author", "Option <option@example.com>", **env)
     assert _last(path) == ("Option <option@example.com>",) * 2
+
+
+def test_mcp_names_the_identity_it_will_commit_as(clean):
+    run, configure, path = clean
+    ci = {"GIT_AUTHOR_NAME": "CI Bot", "GIT_AUTHOR_EMAIL": "ci@example.com"}
+    served = run("mcp", input="", **ci)
+    assert served.returncode == 0, served.stderr
+    assert served.stderr.splitlines() == [f"lantern mcp: serving {path} as CI Bot <ci@example.com>"]
+    configure(*CONFIG)
+    served = run("mcp", input="")
+    assert f"lantern mcp: serving {path} as Config User <config@example.com>" in served.stderr
+    served = run("mcp", "--author", "Ana <ana@example.com>", input="", **ci)
+    assert f"lantern mcp: serving {path} as Ana <ana@example.com>" in served.stderr

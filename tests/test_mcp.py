@@ -779,7 +779,9 @@ def test_mcp_refuses_a_folder_that_is_not_a_store(tmp_path):
 def test_mcp_names_its_store_and_author_on_stderr(store_path):
     result = lantern("mcp", "--store", str(store_path), input="", timeout=30)
     assert result.returncode == 0, result.stderr
-    assert f"lantern mcp: serving {store_path} as git identity" in result.stderr.splitlines()
+    # The conftest's identity (GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL) is named.
+    named = f"lantern mcp: serving {store_path} as Test Author <author@example.com>"
+    assert named in result.stderr.splitlines()
     result = lantern(
         "mcp", "--store", str(store_path), "--author", "Ana <ana@example.org>", input="", timeout=30
     )
