@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import yaml
 
@@ -69,6 +69,10 @@ if TYPE_CHECKING:
     from .timetravel import RecordDiff
     from .transaction import WriteTransaction
     from .transfer import ImportResult, RecordExport, SourceImport
+    from .written import Written
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 FORMAT_VERSION = 1
 MARKER = "lantern.yaml"
@@ -179,9 +183,8 @@ class Store:
         self.author = author
         self.create_on_write = create_on_write
         self.warn = warn or (lambda message: print(message, file=sys.stderr))
-        self.last_commit: str | None = None
-        # Whether the last write went to a review branch (its records are "pending").
-        self.last_pending = False
+        # The transactions each running :meth:`written` call has seen finish, innermost last.
+        self._watching: builtins.list[builtins.list[WriteTransaction]] = []
         # The write transaction in progress, if any: what a writer reads (a record or a source
         # a review branch changed) is read through it (see Sources.pin).
         self.writing: WriteTransaction | None = None
@@ -525,8 +528,6 @@ class Store:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
             self.initialize()
-        self.last_commit = None
-        self.last_pending = False
         with write_transaction(
             self.root,
             self.state_dir,
@@ -545,8 +546,27 @@ class Store:
                 yield tx
             finally:
                 self.writing = outer
-                self.last_commit = tx.last_commit
-                self.last_pending = tx.pending_review
+                for seen in self._watching:
+                    seen.append(tx)
+
+    def written(self, write: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Written[T]:
+        """Run one write of this store (``store.written(store.add, "text", kind="fact")``) and
+        return what happened: its value, the last commit it made (None: it changed nothing) and
+        whether its commits await review. The CLI and the MCP server learn of every write this
+        way; the write methods themselves return only their value.
+
+        Each call sees only the transactions opened during it, so calls may nest."""
+        from .written import Written
+
+        seen: builtins.list[WriteTransaction] = []
+        self._watching.append(seen)
+        try:
+            value = write(*args, **kwargs)
+        finally:
+            self._watching.pop()  # calls nest, so the innermost ends first
+        commits = [commit for tx in seen for commit in tx.commits]
+        pending = any(tx.pending_review for tx in seen)
+        return Written(value, commits[-1] if commits else None, pending)
 
     # ------------------------------------------------------------------ reading records
 

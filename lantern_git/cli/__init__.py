@@ -9,6 +9,7 @@ import click
 
 from .. import __version__, render
 from ..fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
+from ..written import Written
 from . import support
 from .support import (
     LanternGroup,
@@ -76,12 +77,12 @@ def memory() -> None:
 
 def _emit_record(
     store: Store,
-    record: Record,
+    written: Written[Record],
     as_json: bool,
     verb: str | Callable[[render.ShortIds], str] | None,
 ) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
+    render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
 
 @memory.command("add")
@@ -117,11 +118,14 @@ def memory_add(
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
     )
-    record = store.add(read_content(content), kind=kind, scope=scope, reason=reason, **options)
+    written = store.written(
+        store.add, read_content(content), kind=kind, scope=scope, reason=reason, **options
+    )
+    record = written.value
     if quiet and not as_json:
         click.echo(record.id)
-    elif store.last_commit:
-        _emit_record(store, record, as_json, "added")
+    elif written.commit:
+        _emit_record(store, written, as_json, "added")
     else:  # it was there: say in what state, and what of the options it lacks
         differences = record.differences(**support.given_options(options))
         render.emit_existing(record, differences, as_json, store.root)
@@ -254,7 +258,7 @@ def memory_show(
         document = record.to_dict() | {"evidence": cited}
         render.emit(document, as_json, lambda _: render.evidence_lines(record, cited))
         return
-    _emit_record(store, record, as_json, None)
+    _emit_record(store, Written(record), as_json, None)
 
 
 @memory.command("archive")
@@ -266,8 +270,8 @@ def memory_archive(
 ) -> None:
     """Mark a record archived. Nothing is deleted."""
     store = support.open_store(store_path, author)
-    record = store.archive(record_id, reason=reason)
-    _emit_record(store, record, as_json, "archived" if store.last_commit else "unchanged")
+    written = store.written(store.archive, record_id, reason=reason)
+    _emit_record(store, written, as_json, "archived" if written.commit else "unchanged")
 
 
 @memory.command("restore")
@@ -279,8 +283,8 @@ def memory_restore(
 ) -> None:
     """Make an archived or superseded record active again."""
     store = support.open_store(store_path, author)
-    record = store.restore(record_id, reason=reason)
-    _emit_record(store, record, as_json, "restored" if store.last_commit else "unchanged")
+    written = store.written(store.restore, record_id, reason=reason)
+    _emit_record(store, written, as_json, "restored" if written.commit else "unchanged")
 
 
 @memory.command("supersede")
@@ -309,7 +313,8 @@ def memory_supersede(
     Kind, scope, priority, urgency and confidence default to the old record's.
     """
     store = support.open_store(store_path, author)
-    record = store.supersede(
+    written = store.written(
+        store.supersede,
         old_id,
         read_content(content),
         kind=kind,
@@ -321,8 +326,8 @@ def memory_supersede(
         source_refs=source_refs,
         reason=reason,
     )
-    old = record.supersedes_id
-    _emit_record(store, record, as_json, lambda short: f"superseded {short(old or '')} by")
+    old = written.value.supersedes_id
+    _emit_record(store, written, as_json, lambda short: f"superseded {short(old or '')} by")
 
 
 @memory.command("update")
@@ -352,7 +357,8 @@ def memory_update(
     # An option left out is None to click; to update it means "keep", as UNSET.
     expiry = parse_expiry(UNSET if expires_at is None else expires_at)
     store = support.open_store(store_path, author)
-    record = store.update(
+    written = store.written(
+        store.update,
         record_id,
         priority=priority,
         urgency=urgency,
@@ -361,7 +367,7 @@ def memory_update(
         add_source_refs=add_source_refs,
         reason=reason,
     )
-    _emit_record(store, record, as_json, "updated" if store.last_commit else "unchanged")
+    _emit_record(store, written, as_json, "updated" if written.commit else "unchanged")
 
 
 @memory.command("delete")
@@ -377,8 +383,8 @@ def memory_delete(
     record that is merely outdated, archive it instead.
     """
     store = support.open_store(store_path, author)
-    deletion = store.delete(record_id, reason=reason)
-    render.emit_deletion(deletion, as_json, store.root, pending=store.last_pending)
+    deletion = store.written(store.delete, record_id, reason=reason)
+    render.emit_deletion(deletion.value, as_json, store.root, pending=deletion.pending)
 
 
 @cli.group("index")

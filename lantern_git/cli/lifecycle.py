@@ -40,7 +40,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
             while True:
                 session.edit()
                 try:
-                    record = session.commit(reason=reason)
+                    written = store.written(session.commit, reason=reason)
                     break
                 except ValidationError as err:
                     if not sys.stdin.isatty():
@@ -48,8 +48,8 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     click.echo(f"Error: {err.message}", err=True)
                     if not click.confirm("edit again?", default=True, err=True):
                         raise
-        verb = "edited" if store.last_commit else "unchanged"
-        render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
+        verb = "edited" if written.commit else "unchanged"
+        render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
     @memory.command("history")
     @click.argument("record_id", metavar="ID")
@@ -93,8 +93,8 @@ def register(cli: click.Group, memory: click.Group) -> None:
         the commit changed; refused (exit 1) while a record it touches has uncommitted edits.
         """
         store = support.open_store(store_path, author)
-        result = store.revert(commit, reason=reason)
-        render.emit_write(result, as_json, render.revert_lines, pending=store.last_pending)
+        result = store.written(store.revert, commit, reason=reason)
+        render.emit_write(result.value, as_json, render.revert_lines, pending=result.pending)
 
     @cli.command("log")
     @page_options(default=20)
@@ -211,7 +211,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     bar.length = max(1, total)
                     bar.update(step)
 
-                result = store.import_source(source, progress=advance, **options)
+                result = store.written(store.import_source, source, progress=advance, **options)
         else:
-            result = store.import_source(source, **options)
-        render.emit_write(result, as_json, render.import_lines, pending=store.last_pending)
+            result = store.written(store.import_source, source, **options)
+        render.emit_write(result.value, as_json, render.import_lines, pending=result.pending)

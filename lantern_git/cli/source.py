@@ -118,10 +118,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
             done[0] = count
 
         try:
-            results = store.sources.add(inputs, reason=reason, progress=advance)
+            results = store.written(store.sources.add, inputs, reason=reason, progress=advance)
         finally:
             bar.finish()
-        render.emit_write(results, as_json, render.source_write_lines, pending=store.last_pending)
+        render.emit_write(
+            results.value, as_json, render.source_write_lines, pending=results.pending
+        )
 
     @source.command("append")
     @click.argument("source_id", metavar="ID")
@@ -141,9 +143,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
         text = check_body(read_stdin(), "stdin")
         store = support.open_store(store_path, author)
-        result = store.sources.append(source_id, text, reason=reason)
+        result = store.written(store.sources.append, source_id, text, reason=reason)
         render.emit_write(
-            result, as_json, lambda r: render.source_write_lines([r]), pending=store.last_pending
+            result.value, as_json, lambda r: render.source_write_lines([r]), pending=result.pending
         )
 
     @source.command("list")
@@ -216,12 +218,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
     ) -> None:
         """Delete a source's files in one commit (history keeps them; pins still resolve)."""
         store = support.open_store(store_path, author)
-        manifest = store.sources.remove(source_id, reason=reason)
+        removed = store.written(store.sources.remove, source_id, reason=reason)
         render.emit_write(
-            manifest,
+            removed.value,
             as_json,
             lambda m: [f"removed {m.id}  {m.title or m.uri or ''}"],
-            pending=store.last_pending,
+            pending=removed.pending,
         )
 
     @cli.command("verify")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..fields import MANIFEST_FIELDS
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
+from ..written import Written
 from .spec import (
     HIT_MODE_SCHEMA,
     MODE_SCHEMA,
@@ -110,7 +111,7 @@ def _kinds() -> dict:
     }
 
 
-def _add(store: Store, args: dict) -> tuple[dict, str | None]:
+def _add(store: Store, args: dict) -> Written[dict]:
     from ..evidence import SourceInput
 
     item = SourceInput(
@@ -120,16 +121,18 @@ def _add(store: Store, args: dict) -> tuple[dict, str | None]:
         title=args.get("title"),
         meta=args.get("meta") or {},
     )
-    [result] = store.sources.add([item], reason=args.get("reason"))
-    return result.to_dict(), store.last_commit
+    added = store.written(store.sources.add, [item], reason=args.get("reason"))
+    return added.map(lambda results: results[0].to_dict())
 
 
-def _append(store: Store, args: dict) -> tuple[dict, str | None]:
-    result = store.sources.append(args["id"], args["text"], reason=args.get("reason"))
-    return result.to_dict(), store.last_commit
+def _append(store: Store, args: dict) -> Written[dict]:
+    appended = store.written(
+        store.sources.append, args["id"], args["text"], reason=args.get("reason")
+    )
+    return appended.map(lambda result: result.to_dict())
 
 
-def _list(store: Store, args: dict) -> tuple[dict, str | None]:
+def _list(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     manifests = store.sources.list(
         kinds=args.get("kind", ()),
@@ -137,14 +140,14 @@ def _list(store: Store, args: dict) -> tuple[dict, str | None]:
         limit=page.one_more().limit,
         offset=page.offset,
     )
-    return page.document("sources", [m.to_dict() for m in manifests]), None
+    return Written(page.document("sources", [m.to_dict() for m in manifests]))
 
 
-def _show(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.sources.show(args["ref"], at=args.get("at")).to_dict(), None
+def _show(store: Store, args: dict) -> Written[dict]:
+    return Written(store.sources.show(args["ref"], at=args.get("at")).to_dict())
 
 
-def _search(store: Store, args: dict) -> tuple[dict, str | None]:
+def _search(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     hits = store.sources.search(
         args["query"],
@@ -154,11 +157,11 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         offset=page.offset,
         mode=args.get("mode"),
     )
-    return page.document("hits", [h.to_dict() for h in hits]), None
+    return Written(page.document("hits", [h.to_dict() for h in hits]))
 
 
-def _verify(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.sources.verify().to_dict(), None
+def _verify(store: Store, args: dict) -> Written[dict]:
+    return Written(store.sources.verify().to_dict())
 
 
 _NOTE = (

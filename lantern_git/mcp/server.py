@@ -39,6 +39,7 @@ from ..fields import (
 from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
+from ..written import Written
 from .evidence_tools import EVIDENCE_TOOLS
 from .spec import (
     HIT_MODE_SCHEMA,
@@ -291,35 +292,36 @@ def _update_properties() -> dict[str, dict]:
 # ---------------------------------------------------------------------------- tools
 
 
-def _record_result(store: Store, record: Record) -> tuple[dict, str | None]:
-    return record.to_dict(), store.last_commit
+def _record_result(written: Written[Record]) -> Written[dict]:
+    return written.map(lambda record: record.to_dict())
 
 
-def _add(store: Store, args: dict) -> tuple[dict, str | None]:
+def _add(store: Store, args: dict) -> Written[dict]:
     # Options not given are left to the library's defaults, the same ones the CLI shows.
     options = {k: v for k, v in args.items() if k != "content"}
     if "expires_at" in options:
         options["expires_at"] = parse_expiry(options["expires_at"])
-    return _record_result(store, store.add(args["content"], **options))
+    return _record_result(store.written(store.add, args["content"], **options))
 
 
-def _show(store: Store, args: dict) -> tuple[dict, str | None]:
+def _show(store: Store, args: dict) -> Written[dict]:
     record = store.get(
         args["id"], at=args.get("at"), include_pending=args.get("include_pending", False)
     )
-    return record.to_dict(), None
+    return Written(record.to_dict())
 
 
-def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
-    return _record_result(store, store.archive(args["id"], reason=args.get("reason")))
+def _archive(store: Store, args: dict) -> Written[dict]:
+    return _record_result(store.written(store.archive, args["id"], reason=args.get("reason")))
 
 
-def _restore(store: Store, args: dict) -> tuple[dict, str | None]:
-    return _record_result(store, store.restore(args["id"], reason=args.get("reason")))
+def _restore(store: Store, args: dict) -> Written[dict]:
+    return _record_result(store.written(store.restore, args["id"], reason=args.get("reason")))
 
 
-def _supersede(store: Store, args: dict) -> tuple[dict, str | None]:
-    record = store.supersede(
+def _supersede(store: Store, args: dict) -> Written[dict]:
+    record = store.written(
+        store.supersede,
         args["id"],
         args["content"],
         kind=args.get("kind"),
@@ -331,11 +333,12 @@ def _supersede(store: Store, args: dict) -> tuple[dict, str | None]:
         source_refs=args.get("source_refs", ()),
         reason=args.get("reason"),
     )
-    return _record_result(store, record)
+    return _record_result(record)
 
 
-def _update(store: Store, args: dict) -> tuple[dict, str | None]:
-    record = store.update(
+def _update(store: Store, args: dict) -> Written[dict]:
+    record = store.written(
+        store.update,
         args["id"],
         priority=args.get("priority"),
         urgency=args.get("urgency"),
@@ -345,7 +348,7 @@ def _update(store: Store, args: dict) -> tuple[dict, str | None]:
         add_source_refs=args.get("add_source_refs", ()),
         reason=args.get("reason"),
     )
-    return _record_result(store, record)
+    return _record_result(record)
 
 
 def _query(args: dict, page: Page, *, search: bool) -> RecordQuery:
@@ -369,15 +372,15 @@ def _page(items: list[dict], args: dict, page: Page) -> dict:
     return page.document("records", items)
 
 
-def _list(store: Store, args: dict) -> tuple[dict, str | None]:
+def _list(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     records = store.list(
         _query(args, page, search=False), include_pending=args.get("include_pending", False)
     )
-    return _page([r.to_dict() for r in records], args, page), None
+    return Written(_page([r.to_dict() for r in records], args, page))
 
 
-def _search(store: Store, args: dict) -> tuple[dict, str | None]:
+def _search(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     hits = store.search(
         args["query"],
@@ -385,19 +388,19 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
     )
-    return _page([hit.to_dict() for hit in hits], args, page), None
+    return Written(_page([hit.to_dict() for hit in hits], args, page))
 
 
-def _similar(store: Store, args: dict) -> tuple[dict, str | None]:
+def _similar(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     more = page.one_more()
     hits = store.similar(
         args["id"], limit=more.limit, offset=more.offset, min_score=args.get("min_score")
     )
-    return page.document("records", [hit.to_dict() for hit in hits]), None
+    return Written(page.document("records", [hit.to_dict() for hit in hits]))
 
 
-def _dupes(store: Store, args: dict) -> tuple[dict, str | None]:
+def _dupes(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     more = page.one_more()
     pairs = store.dupes(
@@ -406,39 +409,41 @@ def _dupes(store: Store, args: dict) -> tuple[dict, str | None]:
         limit=more.limit,
         offset=more.offset,
     )
-    return page.document("pairs", [pair.to_dict() for pair in pairs]), None
+    return Written(page.document("pairs", [pair.to_dict() for pair in pairs]))
 
 
-def _history(store: Store, args: dict) -> tuple[dict, str | None]:
+def _history(store: Store, args: dict) -> Written[dict]:
     page = page_of(args)
     more = page.one_more()
     history = store.record_history(args["id"], limit=more.limit, offset=more.offset)
     entries = [entry.to_dict() for entry in history.entries]
-    return {"id": history.id, **page.document("history", entries)}, None
+    return Written({"id": history.id, **page.document("history", entries)})
 
 
-def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
-    deletion = store.delete(args["id"], reason=args.get("reason"))
-    return deletion.to_dict(), deletion.commit
+def _to_dict(value: Any) -> dict:
+    return value.to_dict()
 
 
-def _diff(store: Store, args: dict) -> tuple[dict, str | None]:
+def _delete(store: Store, args: dict) -> Written[dict]:
+    return store.written(store.delete, args["id"], reason=args.get("reason")).map(_to_dict)
+
+
+def _diff(store: Store, args: dict) -> Written[dict]:
     if "to" in args and "from" not in args:
         raise InvalidInput("from: is required when to is given", code="usage_error")
-    return store.diff(args.get("from"), args.get("to")).to_dict(), None
+    return Written(store.diff(args.get("from"), args.get("to")).to_dict())
 
 
-def _revert(store: Store, args: dict) -> tuple[dict, str | None]:
-    result = store.revert(args["commit"], reason=args.get("reason"))
-    return result.to_dict(), result.commit
+def _revert(store: Store, args: dict) -> Written[dict]:
+    return store.written(store.revert, args["commit"], reason=args.get("reason")).map(_to_dict)
 
 
-def _status(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.status(), None
+def _status(store: Store, args: dict) -> Written[dict]:
+    return Written(store.status())
 
 
-def _review_list(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.review_list().to_dict(), None
+def _review_list(store: Store, args: dict) -> Written[dict]:
+    return Written(store.review_list().to_dict())
 
 
 _WRITE_NOTE = (
@@ -1026,10 +1031,13 @@ class ToolRunner:
             try:
                 args = check_arguments(tool, arguments)
                 store = self._open()
-                store.last_commit = None
-                store.last_pending = False
-                value, commit = tool.call(store, args)
-                return Outcome(value, commit=commit, warnings=warnings, pending=store.last_pending)
+                written = tool.call(store, args)
+                return Outcome(
+                    written.value,
+                    commit=written.commit,
+                    warnings=warnings,
+                    pending=written.pending,
+                )
             except LanternError as err:
                 return Outcome(err.to_dict(), is_error=True, warnings=warnings)
             except Exception as err:  # a bug must not take the server down with it

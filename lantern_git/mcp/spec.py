@@ -15,6 +15,7 @@ from ..paging import Page
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ..written import Written
 
 # The largest page a list or search tool returns; 0 (NO_LIMIT) asks for every match.
 MAX_LIMIT = 500
@@ -58,7 +59,7 @@ class ToolSpec:
     read_only: bool
     destructive: bool
     idempotent: bool
-    call: Callable[[Store, dict], tuple[dict, str | None]]
+    call: Callable[[Store, dict], Written[dict]]
 
 
 def object_schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
