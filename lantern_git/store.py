@@ -100,13 +100,19 @@ def find_enclosing_store(start: str) -> str | None:
         current = parent
 
 
-def locate_store(explicit: str | None = None, cwd: str | None = None) -> tuple[str, bool]:
-    """(path, is_default): ``--store`` > ``LANTERN_STORE`` > enclosing store > default store."""
+def locate_store(
+    explicit: str | None = None, cwd: str | None = None, *, creating: bool = False
+) -> tuple[str, bool]:
+    """(path, is_default): ``--store`` > ``LANTERN_STORE`` > enclosing store > default store.
+    ``creating`` (``lantern init``): the current folder instead of the last two, since a new
+    store is made where one stands."""
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit)), False
     env = os.environ.get("LANTERN_STORE")
     if env:
         return os.path.abspath(os.path.expanduser(env)), False
+    if creating:
+        return os.path.abspath(cwd or os.getcwd()), False
     enclosing = find_enclosing_store(cwd or os.getcwd())
     if enclosing:
         return enclosing, False

@@ -49,15 +49,14 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
 @writer
 def init(path: str | None, as_json: bool, store_path: str | None, author: str | None) -> None:
     """Create a store in PATH, or adopt the git repository there (default: current folder)."""
-    import os
-
     from .. import render
-    from ..store import Store
+    from ..store import Store, locate_store
 
-    # PATH > --store (after or before the subcommand) > $LANTERN_STORE > the current folder.
+    # PATH, else the one discovery order (--store after or before the subcommand, then
+    # $LANTERN_STORE), ending at the current folder: a new store is made where one stands.
     root = click.get_current_context().find_root()
-    chosen = store_path or (root.obj or {}).get("store_path") or os.environ.get("LANTERN_STORE")
-    target = path or (os.path.expanduser(chosen) if chosen else os.getcwd())
+    chosen = store_path or (root.obj or {}).get("store_path")
+    target = path or locate_store(chosen, creating=True)[0]
     store = Store(target, create_on_write=True, actor="cli", author=author)
     result = store.initialize()
     render.emit(render.init_document(result), as_json, render.init_lines)
