@@ -1348,15 +1348,19 @@ class Store:
 
     # ------------------------------------------------------------------ review
 
-    def review_list(self) -> ReviewList:
+    def review_list(self, *, limit: int | None = None, offset: int = 0) -> ReviewList:
         """Every review branch's pending changes, record by record (README, "Review before
-        memory"): what each writer changed since its branch left the store's branch."""
+        memory"): what each writer changed since its branch left the store's branch. ``limit``
+        and ``offset`` page the branches, by name (``limit`` 0 or None: all)."""
+        from .paging import Page
         from .review import ReviewList, review_list
 
+        page = Page(limit, offset)
         self.recover()
         if not self.exists:
             return ReviewList()
-        return review_list(self.git)
+        found = review_list(self.git)
+        return ReviewList(page.take(found.branches))
 
     def review_accept(
         self,

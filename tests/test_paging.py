@@ -20,6 +20,7 @@ LIMIT_MESSAGE = "limit: must be 0 or more (0: no limit); got -1"
 OFFSET_MESSAGE = "offset: must be 0 or more; got -1"
 # More than the MCP tools' default page (50) and the log's (20), so "all" is told from them.
 COUNT = 55
+REVIEWERS = ("ann", "bob", "cy")
 
 
 @pytest.fixture
@@ -35,6 +36,11 @@ def filled(store_path):
     store.update(record.id, priority=70)
     store.update(record.id, priority=80)
     store.close()
+    # Three writers' review branches: what `lantern review` lists, by name.
+    for name in REVIEWERS:
+        writer = Store.open(str(store_path), actor="api", review=True, review_name=name)
+        writer.add(f"proposed by {name}", kind="fact")
+        writer.close()
     return store_path, record.id
 
 
@@ -86,6 +92,9 @@ def test_the_library_pages_every_listing_alike(filled):
         history = store.record_history(record_id, limit=0).entries
         assert [e.op for e in history] == ["update", "update", "add"]
         assert store.record_history(record_id, limit=1, offset=1).entries == history[1:2]
+        branches = store.review_list(limit=0).branches
+        assert [b.name for b in branches] == list(REVIEWERS)
+        assert store.review_list(limit=1, offset=1).branches == branches[1:2]
     finally:
         store.close()
 
@@ -104,6 +113,7 @@ def test_the_library_refuses_a_negative_page_with_one_code(filled):
             "source search": lambda **p: store.sources.search("gardening", **p),
             "log": lambda **p: store.log(**p),
             "history": lambda **p: store.record_history(record_id, **p),
+            "review": lambda **p: store.review_list(**p),
         }
         for name, call in calls.items():
             for page, message in (({"limit": -1}, LIMIT_MESSAGE), ({"offset": -1}, OFFSET_MESSAGE)):
@@ -135,6 +145,10 @@ def test_source_search_limit_zero_is_every_hit_on_the_cli(filled):
     assert len(_json(store_path, "source", "list", "--limit", "0")) == 3
     assert len(_json(store_path, "log", "--limit", "0")["log"]) == 1 + COUNT + 3 + 1 + 2
     assert len(_json(store_path, "log")["log"]) == 20  # log's default page
+    names = [b["name"] for b in _json(store_path, "review", "--limit", "0")["branches"]]
+    assert names == list(REVIEWERS)
+    second = _json(store_path, "review", "--limit", "1", "--offset", "1")["branches"]
+    assert [b["name"] for b in second] == ["bob"]
 
 
 CLI_LISTINGS = [
@@ -146,6 +160,7 @@ CLI_LISTINGS = [
     ["source", "list"],
     ["source", "search", "gardening"],
     ["log"],
+    ["review"],
 ]
 
 
@@ -172,6 +187,7 @@ MCP_LISTINGS = {
     "lantern_memory_history": {"id": "{id}"},
     "lantern_source_list": {},
     "lantern_source_search": {"query": "gardening"},
+    "lantern_review_list": {},
 }
 
 
@@ -227,6 +243,7 @@ def test_mcp_limit_zero_is_every_match_for_records_sources_and_history(filled):
             "default": await ok(client, "lantern_memory_list"),
             "history": await ok(client, "lantern_memory_history", id=record_id, limit=0),
             "paged": await ok(client, "lantern_memory_history", id=record_id, limit=1, offset=1),
+            "review": await ok(client, "lantern_review_list", limit=2, offset=1),
         }
 
     out = run(body)(store_path)
@@ -239,6 +256,8 @@ def test_mcp_limit_zero_is_every_match_for_records_sources_and_history(filled):
     assert ops == ["update", "update", "add"] and out["history"]["id"] == record_id
     assert out["paged"]["history"] == out["history"]["history"][1:2]
     assert out["paged"]["next_offset"] == 2
+    assert [b["name"] for b in out["review"]["branches"]] == ["bob", "cy"]
+    assert out["review"]["next_offset"] is None
 
 
 @pytest.mark.semantic

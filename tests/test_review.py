@@ -426,6 +426,7 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
     assert "lantern_review_list" in names
     assert not any("accept" in n or "reject" in n for n in names)
     (branch,) = listed.structured_content["branches"]
+    assert listed.structured_content["next_offset"] is None
     assert branch["name"] == "mcp"
     assert [r["change"] for r in branch["records"]] == ["added"]
     assert [(s["change"], s["manifest"]["uri"]) for s in branch["sources"]] == [

@@ -443,7 +443,10 @@ def _status(store: Store, args: dict) -> Written[dict]:
 
 
 def _review_list(store: Store, args: dict) -> Written[dict]:
-    return Written(store.review_list().to_dict())
+    page = page_of(args)
+    more = page.one_more()
+    review = store.review_list(limit=more.limit, offset=more.offset)
+    return Written(page.document("branches", [b.to_dict() for b in review.branches]))
 
 
 _WRITE_NOTE = (
@@ -826,11 +829,12 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Return the changes writers left on review branches (lantern/review/<name>) that no "
             "person has accepted yet, record by record: added records whole, changed fields "
             "old -> new, removed records, with the commits, actors and authors that made them. "
-            "The same object as `lantern review --json`. Read-only: accepting and rejecting are "
-            "for a person."
+            "The same branches as `lantern review --json`, one page of them by name (`limit`, "
+            "`offset`, `next_offset` as the list tools). Read-only: accepting and rejecting "
+            "are for a person."
         ),
-        input_schema=_object({}),
-        output_schema={"type": "object"},
+        input_schema=_object(page_properties("review branches")),
+        output_schema=page_schema("branches", {"type": "object"}),
         read_only=True,
         destructive=False,
         idempotent=True,
