@@ -9,7 +9,6 @@ import click
 
 from .. import __version__, render
 from ..fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
-from ..written import Written
 from . import support
 from .support import (
     LanternGroup,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from ..paging import Page
     from ..record import Record
     from ..store import Store
+    from ..written import Written
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -257,7 +257,7 @@ def memory_show(
         document = record.to_dict() | {"evidence": cited}
         render.emit(document, as_json, lambda _: render.evidence_lines(record, cited))
         return
-    _emit_record(store, Written(record), as_json, None)
+    render.emit_record(record, as_json, store.root, None)
 
 
 @memory.command("archive")
