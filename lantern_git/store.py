@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import yaml
 
+from .config import StoreSettings, environment
 from .errors import (
     AmbiguousId,
     InvalidInput,
@@ -108,7 +109,7 @@ def locate_store(
     store is made where one stands."""
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit)), False
-    env = os.environ.get("LANTERN_STORE")
+    env = environment().store
     if env:
         return os.path.abspath(os.path.expanduser(env)), False
     if creating:
@@ -196,9 +197,8 @@ class Store:
         self.writing: WriteTransaction | None = None
         self._review = review
         self._review_name = review_name
-        self._configured_review: object = None
-        self._configured_sync_review: object = None
-        self._configured_embedder: object = None
+        # lantern.yaml's keys, once the store is opened (None: no store yet, every default).
+        self.settings: StoreSettings | None = None
         self._vectors: dict[str, Vectors] = {}
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
@@ -334,9 +334,7 @@ class Store:
                 f"{self.root} uses store format {version}, but this lantern knows formats up to "
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
-        self._configured_review = data.get("review")
-        self._configured_sync_review = data.get("sync_review_branches")
-        self._configured_embedder = data.get("embedder")
+        self.settings = StoreSettings.parse(data, path, version)
 
     @property
     def review_ref(self) -> str | None:
@@ -346,7 +344,7 @@ class Store:
         ``LANTERN_REVIEW_NAME``, else the actor."""
         from .review import review_enabled, review_name, review_ref
 
-        if not review_enabled(self._review, self._configured_review):
+        if not review_enabled(self._review, self.settings):
             return None
         return review_ref(review_name(self._review_name, self.actor))
 
@@ -904,7 +902,7 @@ class Store:
         ``lantern.yaml``, else wordllama (see :mod:`lantern_git.embedders`)."""
         from .embedders import chosen_name
 
-        return chosen_name(self._configured_embedder, os.path.join(self.root, MARKER))
+        return chosen_name(self.settings)
 
     @property
     def semantic_available(self) -> bool:
@@ -1430,7 +1428,7 @@ class Store:
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
-        with_reviews = sync_review_enabled(review_branches, self._configured_sync_review)
+        with_reviews = sync_review_enabled(review_branches, self.settings)
         with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
             report = sync(tx, remote, push=push, review_branches=with_reviews)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..config import environment
 from ..errors import InvalidInput, LanternError
 from ..fields import (
     DEFAULT_CONFIDENCE,
@@ -82,16 +83,13 @@ def _internal_error(err: Exception, as_json: bool) -> int:
 
 
 def _debug_traceback() -> None:
-    import os
-
-    if os.environ.get("LANTERN_DEBUG") == "1":
+    if environment().debug:
         import traceback
 
         traceback.print_exc()
 
 
 def _silence_stdout() -> None:
-    import os
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -191,7 +189,7 @@ def progress_bar(
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
     ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
     pseudo-terminal), ``never`` never."""
-    wanted = os.environ.get("LANTERN_PROGRESS", "")
+    wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
         return _NoBar()
     if wanted != "always" and total < at_least:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..config import environment
+
 if TYPE_CHECKING:
     import pygit2
 
@@ -43,7 +45,7 @@ def resolve_identity(
     """The identity a commit to ``repo`` takes (``repo`` None: a store not created yet, read
     from the user's git config). ``author`` is ``--author``; a malformed one is refused where
     the commit is made."""
-    chosen = author or os.environ.get("LANTERN_AUTHOR")
+    chosen = author or environment().author
     if chosen:
         return Identity(chosen, chosen)
     config = _config_reader(repo)

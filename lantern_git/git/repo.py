@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode, Option, RepositoryState
 
+from ..config import environment
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import JOURNAL, TMP_SUFFIX
 from ..recordfile import MEMORY_DIR, expected_id
@@ -34,7 +35,8 @@ from ..recordfile import MEMORY_DIR, expected_id
 # after-search-index; during-recovery: inside recover(), after it put back one file), so tests
 # can check that recover() repairs a write cut off there. A review branch's write
 # (commit_to_branch) has after-objects, after-journal, after-ref and after-search-index.
-# Read once at import; unset, each point costs one comparison.
+# Read once at import; unset, each point costs one comparison. It stays here, not in config.py:
+# a test switch, not a setting.
 FAULT = os.environ.get("LANTERN_FAULT") or None
 # Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "logs/HEAD.lock")
@@ -249,7 +251,7 @@ class GitRepo:
         self.branch_ref()
 
     def signature(self, author: str | None) -> pygit2.Signature:
-        author = author or os.environ.get("LANTERN_AUTHOR")
+        author = author or environment().author
         if author:
             match = _AUTHOR_RE.fullmatch(author)
             if not match or not match.group("name"):
