@@ -61,8 +61,11 @@ def run(store: Store) -> None:
 
     # Ids are deterministic: the same kind, scope and content is the same record, and adding
     # it again returns it without a new commit.
-    again = store.add("Deploys go through Jenkins.", kind="fact", scope="project:lantern")
-    assert again.id == deploy.id and store.last_commit is None
+    # store.written(...) runs a write and says what happened: its value and the commit it made.
+    again = store.written(
+        store.add, "Deploys go through Jenkins.", kind="fact", scope="project:lantern"
+    )
+    assert again.value.id == deploy.id and again.commit is None
 
     show("All active records (active, priority, urgency, newest, id):", store.list())
     show("Scope prefix and a minimum priority:", store.list(scopes=("project:*",), min_priority=40))

@@ -151,7 +151,10 @@ def commit_hand_edits(
     """
     git = tx.git
     paths = changed_memory_paths(git)
-    report = check_files(tx.root, [p for p in paths if _exists(tx.root, p)])
+    # git's status lists no FIFO, socket or folder; check reports one at a record path, and
+    # commit must refuse it as check does rather than find nothing to commit.
+    special = [p for p in _special_entries(tx.root) if p not in paths]
+    report = check_files(tx.root, [p for p in paths if _exists(tx.root, p)] + special)
     head_tree = git.head_tree()
     for path in paths:
         if not _exists(tx.root, path):
@@ -259,6 +262,32 @@ class HandEditsInvalid(CheckFailed):
             f"refusing to commit: {count} problem{'s' if count != 1 else ''} in record files "
             f"(nothing was written)\n{lines}"
         )
+
+
+def _special_entries(root: str) -> list[str]:
+    """Entries under memory/ that are neither a shard folder nor a regular file or symbolic
+    link (those git lists): a FIFO, a socket, a device, or a folder where a record file should
+    be. Read from the folders' entry types, without a stat per file."""
+    found: list[str] = []
+    top = os.path.join(root, MEMORY_DIR)
+    if os.path.islink(top) or not os.path.isdir(top):
+        return found
+    for entry in os.scandir(top):
+        path = f"{MEMORY_DIR}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                inner = list(os.scandir(entry.path))
+            except OSError:
+                found.append(path)
+                continue
+            found.extend(f"{path}/{e.name}" for e in inner if _special(e))
+        elif _special(entry):
+            found.append(path)
+    return sorted(found)
+
+
+def _special(entry: os.DirEntry) -> bool:
+    return not (entry.is_file(follow_symlinks=False) or entry.is_symlink())
 
 
 def _exists(root: str, path: str) -> bool:

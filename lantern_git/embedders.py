@@ -17,22 +17,21 @@ else by ``embedder:`` in ``lantern.yaml``, else wordllama when it is installed:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .errors import InvalidInput, SemanticUnavailable
+from .config import EMBEDDER_ENTRY_POINTS, NO_EMBEDDER, environment, value
+from .errors import SemanticUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from .config import StoreSettings
+
 INSTALL = "pip install 'lantern-git[semantic]'"
-ENTRY_POINTS = "lantern_git.embedders"
+ENTRY_POINTS = EMBEDDER_ENTRY_POINTS
 DEFAULT = "wordllama"
-NONE = "none"
-# An entry point's name, as lantern.yaml may give it: no ':' (an import path), no spaces.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+NONE = NO_EMBEDDER
 
 
 @runtime_checkable
@@ -108,35 +107,15 @@ def extra_installed() -> bool:
         return False
 
 
-def chosen_name(configured: object, marker: str = "lantern.yaml") -> str:
+def chosen_name(settings: StoreSettings | None) -> str:
     """The embedder asked for: ``LANTERN_EMBEDDER``, else ``embedder:`` in the store's
-    ``lantern.yaml`` (``configured``), else the default. The file's value is checked even when
+    ``lantern.yaml`` (``settings``), else the default. The file's value is checked even when
     the variable overrides it: a bad file is reported, not hidden."""
-    if configured is not None and (
-        not isinstance(configured, str) or not _NAME.fullmatch(configured.strip())
-    ):
-        hint = (
-            " (an import path is taken only from the LANTERN_EMBEDDER environment variable: "
-            "lantern.yaml travels with git sync, and a synced file must not choose code to "
-            "import)"
-            if isinstance(configured, str) and ":" in configured
-            else ""
-        )
-        raise InvalidInput(
-            f"{marker}: 'embedder' must be wordllama, none or the name of an entry point in the "
-            f"{ENTRY_POINTS} group, got {configured!r}{hint}",
-            code="invalid_embedder",
-        )
-    env = os.environ.get("LANTERN_EMBEDDER", "").strip()
+    configured = None if settings is None else value(settings.embedder)
+    env = value(environment().embedder)
     if env:
-        if env != NONE and not (_NAME.fullmatch(env) or _IMPORT_PATH.fullmatch(env)):
-            raise InvalidInput(
-                f"LANTERN_EMBEDDER: {env!r} is not wordllama, none, an entry-point name or a "
-                "module:attribute import path",
-                code="invalid_embedder",
-            )
         return env
-    return DEFAULT if configured is None else configured.strip()
+    return DEFAULT if configured is None else configured
 
 
 def available(name: str) -> bool:

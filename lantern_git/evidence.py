@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .errors import InvalidInput, NotFound, StoreError, ValidationError
 from .fields import SEARCH_MODES
+from .paging import Page
 from .source import (
     MAX_INGEST_BYTES,
     PIN_DIGITS,
@@ -393,7 +394,7 @@ class Sources:
         kinds = tuple(kinds)
         for kind in kinds:
             check_kind(kind)
-        _check_page(limit, offset)
+        page = Page(limit, offset)
         if not self.store.exists:
             return []
         self.store.recover()
@@ -412,8 +413,7 @@ class Sources:
                 continue
             found.append(manifest)
         found.sort(key=lambda m: (-m.updated_at, m.id))
-        end = None if not limit else offset + limit
-        return found[offset:end]
+        return page.take(found)
 
     def show(self, ref: str, *, at: str | None = None) -> SourceView:
         """A source's manifest, or the exact lines a reference names, read from git's objects
@@ -543,7 +543,7 @@ class Sources:
         for kind in kinds:
             check_kind(kind)
         source_ids = tuple(self.resolve(s) for s in sources)
-        _check_page(limit, offset)
+        page = Page(limit, offset)
         if mode is None:
             mode = "hybrid" if self.store.semantic_available else "keyword"
         elif mode != "keyword":
@@ -556,9 +556,11 @@ class Sources:
         for problem in report.broken.values():
             self.store.warn(f"warning: skipped {problem}")
         if mode == "keyword":
-            hits = index.search(text, kinds=kinds, sources=source_ids, limit=limit, offset=offset)
+            hits = index.search(
+                text, kinds=kinds, sources=source_ids, limit=page.limit, offset=page.offset
+            )
         else:
-            hits = self._search_vectors(text, kinds, source_ids, limit, offset, mode)
+            hits = self._search_vectors(text, kinds, source_ids, page, mode)
         for hit in hits:
             hit.mode = mode
         return hits
@@ -568,8 +570,7 @@ class Sources:
         text: str,
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
-        limit: int | None,
-        offset: int,
+        page: Page,
         mode: str,
     ) -> builtins.list[ChunkHit]:
         from .index.vectors import fuse, rank
@@ -584,10 +585,7 @@ class Sources:
                 for hit in index.search(text, kinds=kinds, sources=sources)
             ]
             ranked = fuse(keyword, ranked)
-        if limit == 0:
-            return []  # as the keyword search answers
-        end = None if limit is None else offset + limit
-        return index.hits(ranked[offset:end])
+        return index.hits(page.take(ranked))
 
     # ------------------------------------------------------------------ references
 
@@ -915,13 +913,6 @@ def _route_sources_to_driver(tx: WriteTransaction) -> dict[str, bytes | None]:
         return {}
     wanted = with_lines(committed or b"", (attributes_line(MERGE_PATTERN),))
     return {} if wanted == committed else {name: wanted}
-
-
-def _check_page(limit: int | None, offset: int) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidInput("limit: must be a whole number, 0 or more", code="invalid_limit")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset: must be a whole number, 0 or more", code="invalid_offset")
 
 
 def _name(manifest: SourceManifest) -> str:

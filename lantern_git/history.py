@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import pygit2
 from pygit2.enums import SortMode
 
-from .errors import InvalidInput, NotFound
+from .errors import NotFound
 from .fields import RECORD_KEYS
 from .git.repo import GitRepo, parse_trailers
+from .paging import Page
 from .record import Record
 from .recordfile import parse, record_path
 
@@ -124,16 +126,10 @@ def _walk(repo: pygit2.Repository, head: pygit2.Oid | None) -> Iterator[pygit2.C
     return repo.walk(head, _TOPO_TIME)
 
 
-def store_log(git: GitRepo, limit: int | None = 20) -> list[LogEntry]:
-    """The newest ``limit`` commits of the store's branch, newest first."""
-    if limit is not None and limit < 0:
-        raise InvalidInput("limit: must be 0 or more", code="invalid_field")
-    entries: list[LogEntry] = []
-    for commit in _walk(git.repo, git.head_oid()):
-        if limit is not None and len(entries) >= limit:
-            break
-        entries.append(_entry(commit))
-    return entries
+def store_log(git: GitRepo, page: Page) -> list[LogEntry]:
+    """One page of the store branch's commits, newest first; only the page's are read."""
+    commits = islice(_walk(git.repo, git.head_oid()), page.offset, page.end)
+    return [_entry(commit) for commit in commits]
 
 
 def branch_log(git: GitRepo, tip: pygit2.Oid, since: pygit2.Oid | None) -> list[LogEntry]:

@@ -13,17 +13,15 @@ import os
 import threading
 import time
 
+from .config import DEFAULT_LOCK_TIMEOUT, environment
 from .errors import LockTimeout, StoreError
 
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = DEFAULT_LOCK_TIMEOUT
 
 
 def lock_timeout() -> float:
-    try:
-        value = float(os.environ.get("LANTERN_LOCK_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if value >= 0 else DEFAULT_TIMEOUT
+    """``LANTERN_LOCK_TIMEOUT`` seconds, else the default (see config.py)."""
+    return environment().lock_timeout
 
 
 class WriterLock:

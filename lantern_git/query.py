@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .fields import DEFAULT_STATUS, MAX_TIMESTAMP, NO_LIMIT
+from .fields import DEFAULT_STATUS, MAX_TIMESTAMP
+from .paging import Page
 
 if TYPE_CHECKING:
     from .record import Record
@@ -51,9 +52,12 @@ class RecordQuery:
     cites: str | None = None  # a source id: only records with a source: reference to it
 
     def __post_init__(self) -> None:
-        # 0 is "no limit" on every surface (CLI, MCP, library): a page size of "all".
-        if self.limit == NO_LIMIT and not isinstance(self.limit, bool):
-            self.limit = None
+        # The one paging rule (paging.py): checked here, and 0 is "no limit".
+        self.limit = self.page.limit
+
+    @property
+    def page(self) -> Page:
+        return Page(self.limit, self.offset)
 
     @classmethod
     def from_options(
@@ -66,13 +70,13 @@ class RecordQuery:
         min_urgency: int | None = None,
         query: str | None = None,
         include_expired: bool = False,
-        limit: int | None = None,
-        offset: int = 0,
+        page: Page | None = None,
         cites: str | None = None,
     ) -> RecordQuery:
         """The query a front end's options describe, under the names both use: the CLI's
         ``--scope``/``--kind`` (repeatable), ``--status``, ``--min-priority``, ``--query``, ...
-        and the MCP list and search tools' arguments of the same names.
+        and the MCP list and search tools' arguments of the same names; ``page`` is what their
+        ``limit`` and ``offset`` make.
 
         Values are checked by the store when the query runs, so both front ends give the same
         errors. ``query`` filters a list by keywords; a search takes its text separately.
@@ -85,8 +89,8 @@ class RecordQuery:
             min_urgency=min_urgency,
             text=query or None,
             include_expired=bool(include_expired),
-            limit=limit,
-            offset=offset,
+            limit=page.limit if page else None,
+            offset=page.offset if page else 0,
             cites=cites or None,
         )
 

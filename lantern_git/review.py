@@ -10,12 +10,12 @@ does the writing, so every writer takes the same path with review on or off.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
+from .config import environment, value
 from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
 from .record import Record
 from .recordfile import record_path
@@ -27,6 +27,7 @@ __all__ = ["REVIEW_PREFIX", "check_review_name", "review_branches", "review_ref"
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from .config import StoreSettings
     from .git.repo import GitRepo
     from .history import Change, LogEntry
     from .recordfile import Problem
@@ -34,52 +35,30 @@ if TYPE_CHECKING:
     from .transaction import WriteTransaction
     from .treemerge import RecordReport
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("", "0", "false", "no", "off")
 
-
-def review_enabled(explicit: bool | None, configured: object) -> bool:
+def review_enabled(explicit: bool | None, configured: StoreSettings | None) -> bool:
     """Whether writes go to a review branch: the caller's choice (``Store(review=...)``, ``lantern
     mcp --review``), else ``LANTERN_REVIEW``, else the store's ``lantern.yaml`` ``review`` key."""
     if explicit is not None:
         return explicit
-    env = os.environ.get("LANTERN_REVIEW")
+    env = value(environment().review)
     if env is not None:
-        value = env.strip().lower()
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
-        raise InvalidInput(
-            f"LANTERN_REVIEW: {env!r} is not 1 or 0 (or true/false)", code="invalid_review"
-        )
-    return _configured_flag("review", configured)
+        return env
+    return bool(configured is not None and value(configured.review))
 
 
-def _configured_flag(key: str, configured: object) -> bool:
-    """A true/false key of lantern.yaml, false when absent."""
-    if configured is None:
-        return False
-    if not isinstance(configured, bool):
-        raise InvalidInput(
-            f"lantern.yaml: {key!r} must be true or false, got {configured!r}",
-            code="invalid_review",
-        )
-    return configured
-
-
-def sync_review_enabled(explicit: bool | None, configured: object) -> bool:
+def sync_review_enabled(explicit: bool | None, configured: StoreSettings | None) -> bool:
     """Whether ``lantern sync`` carries the review branches: the caller's choice (``lantern
     sync --review-branches``, ``Store.sync(review_branches=...)``), else the store's
     ``lantern.yaml`` ``sync_review_branches`` key, else no."""
     if explicit is not None:
         return explicit
-    return _configured_flag("sync_review_branches", configured)
+    return bool(configured is not None and value(configured.sync_review_branches))
 
 
 def review_name(explicit: str | None, actor: str) -> str:
     """The writer name: the caller's, else ``LANTERN_REVIEW_NAME``, else the actor."""
-    return check_review_name(explicit or os.environ.get("LANTERN_REVIEW_NAME") or actor)
+    return check_review_name(explicit or environment().review_name or actor)
 
 
 # ---------------------------------------------------------------------------- lantern review

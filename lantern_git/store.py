@@ -15,10 +15,11 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import yaml
 
+from .config import StoreSettings, environment
 from .errors import (
     AmbiguousId,
     InvalidInput,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from .checker import CheckReport, HandCommit
     from .editing import EditSession
     from .evidence import Sources
+    from .git.identity import Identity
     from .git.repo import GitRepo
     from .history import HistoryEntry, LogEntry, RecordHistory
     from .index.chunks import ChunkIndex
@@ -75,6 +77,10 @@ if TYPE_CHECKING:
     from .timetravel import RecordDiff
     from .transaction import WriteTransaction
     from .transfer import ImportResult, RecordExport, SourceImport
+    from .written import Written
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 FORMAT_VERSION = 1
 MARKER = "lantern.yaml"
@@ -102,13 +108,19 @@ def find_enclosing_store(start: str) -> str | None:
         current = parent
 
 
-def locate_store(explicit: str | None = None, cwd: str | None = None) -> tuple[str, bool]:
-    """(path, is_default): ``--store`` > ``LANTERN_STORE`` > enclosing store > default store."""
+def locate_store(
+    explicit: str | None = None, cwd: str | None = None, *, creating: bool = False
+) -> tuple[str, bool]:
+    """(path, is_default): ``--store`` > ``LANTERN_STORE`` > enclosing store > default store.
+    ``creating`` (``lantern init``): the current folder instead of the last two, since a new
+    store is made where one stands."""
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit)), False
-    env = os.environ.get("LANTERN_STORE")
+    env = environment().store
     if env:
         return os.path.abspath(os.path.expanduser(env)), False
+    if creating:
+        return os.path.abspath(cwd or os.getcwd()), False
     enclosing = find_enclosing_store(cwd or os.getcwd())
     if enclosing:
         return enclosing, False
@@ -185,17 +197,15 @@ class Store:
         self.author = author
         self.create_on_write = create_on_write
         self.warn = warn or (lambda message: print(message, file=sys.stderr))
-        self.last_commit: str | None = None
-        # Whether the last write went to a review branch (its records are "pending").
-        self.last_pending = False
+        # The transactions each running :meth:`written` call has seen finish, innermost last.
+        self._watching: builtins.list[builtins.list[WriteTransaction]] = []
         # The write transaction in progress, if any: what a writer reads (a record or a source
         # a review branch changed) is read through it (see Sources.pin).
         self.writing: WriteTransaction | None = None
         self._review = review
         self._review_name = review_name
-        self._configured_review: object = None
-        self._configured_sync_review: object = None
-        self._configured_embedder: object = None
+        # lantern.yaml's keys, once the store is opened (None: no store yet, every default).
+        self.settings: StoreSettings | None = None
         self._vectors: dict[str, Vectors] = {}
         # Set when opening the store registered the record merge driver (a fresh clone).
         self.registered_merge_driver = False
@@ -331,9 +341,7 @@ class Store:
                 f"{self.root} uses store format {version}, but this lantern knows formats up to "
                 f"{FORMAT_VERSION}; upgrade lantern-git to use it"
             )
-        self._configured_review = data.get("review")
-        self._configured_sync_review = data.get("sync_review_branches")
-        self._configured_embedder = data.get("embedder")
+        self.settings = StoreSettings.parse(data, path, version)
 
     @property
     def review_ref(self) -> str | None:
@@ -343,7 +351,7 @@ class Store:
         ``LANTERN_REVIEW_NAME``, else the actor."""
         from .review import review_enabled, review_name, review_ref
 
-        if not review_enabled(self._review, self._configured_review):
+        if not review_enabled(self._review, self.settings):
             return None
         return review_ref(review_name(self._review_name, self.actor))
 
@@ -536,8 +544,6 @@ class Store:
             if not self.create_on_write:
                 raise NoStore(f"{self.root} is not a lantern store")
             self.initialize()
-        self.last_commit = None
-        self.last_pending = False
         with write_transaction(
             self.root,
             self.state_dir,
@@ -558,8 +564,27 @@ class Store:
                 yield tx
             finally:
                 self.writing = outer
-                self.last_commit = tx.last_commit
-                self.last_pending = tx.pending_review
+                for seen in self._watching:
+                    seen.append(tx)
+
+    def written(self, write: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Written[T]:
+        """Run one write of this store (``store.written(store.add, "text", kind="fact")``) and
+        return what happened: its value, the last commit it made (None: it changed nothing) and
+        whether its commits await review. The CLI and the MCP server learn of every write this
+        way; the write methods themselves return only their value.
+
+        Each call sees only the transactions opened during it, so calls may nest."""
+        from .written import Written
+
+        seen: builtins.list[WriteTransaction] = []
+        self._watching.append(seen)
+        try:
+            value = write(*args, **kwargs)
+        finally:
+            self._watching.pop()  # calls nest, so the innermost ends first
+        commits = [commit for tx in seen for commit in tx.commits]
+        pending = any(tx.pending_review for tx in seen)
+        return Written(value, commits[-1] if commits else None, pending)
 
     # ------------------------------------------------------------------ reading records
 
@@ -662,8 +687,7 @@ class Store:
             # Citations are not indexed: the filter runs on the whole list, then the page.
             whole = dataclasses.replace(query, cites=None, limit=None, offset=0)
             cited = [r for r in self.list(whole, at=at) if query.matches_cites(r)]
-            end = query.offset + query.limit if query.limit else None
-            return cited[query.offset : end]
+            return query.page.take(cited)
         if at is not None:
             from .timetravel import list_at
 
@@ -687,8 +711,7 @@ class Store:
             query = dataclasses.replace(query, cites=self.sources.resolve(query.cites))
         records.extend(v for v in versions.values() if v is not None and query.matches(v))
         records.sort(key=sort_key)
-        end = query.offset + query.limit if query.limit else None
-        return records[query.offset : end]
+        return query.page.take(records)
 
     def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """The index's answer to ``query`` once the index is in step with the files.
@@ -808,21 +831,27 @@ class Store:
         return [Hit(records[i], score) for i, score in page if i in records]
 
     def similar(
-        self, ref: str, *, limit: int | None = 10, min_score: float | None = None
+        self,
+        ref: str,
+        *,
+        limit: int | None = 10,
+        offset: int = 0,
+        min_score: float | None = None,
     ) -> builtins.list[Hit]:
         """The records whose content embeds nearest to this record's, best first (cosine,
         ties by id), the record itself left out: among active, unexpired records, as the
         default list. ``min_score`` drops those below that cosine; ``limit`` 0 or None: all."""
+        from .paging import Page
         from .query import Hit, RecordQuery
 
-        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        page = Page(limit, offset)  # a bad page is the caller's error, with or without embedder
+        vectors = self.record_vectors()  # refused without an embedder, before numpy
         from .index.vectors import rank
 
         if min_score is not None and (
             isinstance(min_score, bool) or not -1.0 <= float(min_score) <= 1.0
         ):
             raise InvalidInput("min_score: must be between -1 and 1", code="invalid_field")
-        _check_query(RecordQuery(limit=limit))
         self.recover()
         record_id = self.resolve_id(ref)
         self.refresh()
@@ -833,19 +862,27 @@ class Store:
         ranked = rank(current, current.vector(record_id), candidates)
         if min_score is not None:
             ranked = [item for item in ranked if item[1] >= min_score]
-        ranked = ranked[:limit] if limit else ranked
+        ranked = page.take(ranked)
         records = self.index.records(i for i, _ in ranked)
         return [Hit(records[i], score, "semantic") for i, score in ranked if i in records]
 
     def dupes(
-        self, *, scopes: Iterable[str] | None = None, threshold: float = DUPE_THRESHOLD
+        self,
+        *,
+        scopes: Iterable[str] | None = None,
+        threshold: float = DUPE_THRESHOLD,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> builtins.list[DupePair]:
         """Pairs of active, unexpired records (in ``scopes``, if given; a trailing ``*``
         matches a prefix) whose contents have a cosine of at least ``threshold``, by score
-        desc then ids. Lantern only reports them: it never merges or archives on its own."""
+        desc then ids; ``limit`` and ``offset`` page them (``limit`` 0 or None: all). Lantern
+        only reports them: it never merges or archives on its own."""
+        from .paging import Page
         from .query import DupePair, RecordQuery
 
-        vectors = self.record_vectors()  # first: refused without an embedder, before numpy
+        page = Page(limit, offset)  # a bad page is the caller's error, with or without embedder
+        vectors = self.record_vectors()  # refused without an embedder, before numpy
         from .index.vectors import pairs_above
 
         if isinstance(threshold, bool) or not -1.0 <= float(threshold) <= 1.0:
@@ -857,6 +894,7 @@ class Store:
         self.refresh()
         current = vectors.current()
         pairs = pairs_above(current, self.index.matching_ids(query), float(threshold))
+        pairs = page.take(pairs)
         records = self.index.records({i for a, b, _ in pairs for i in (a, b)})
         return [
             DupePair(records[a], records[b], score)
@@ -864,13 +902,21 @@ class Store:
             if a in records and b in records
         ]
 
+    def identity(self) -> Identity:
+        """The author and committer this store's next commit names (``--author``, then
+        ``LANTERN_AUTHOR``, then git's identity as git reads it; see git/identity.py)."""
+        from .git.identity import resolve_identity
+
+        repo = self.git.repo if self.exists else None
+        return resolve_identity(repo, self.author, self.warn)
+
     @property
     def embedder_name(self) -> str:
         """The embedder this store uses: ``LANTERN_EMBEDDER``, else ``embedder:`` in
         ``lantern.yaml``, else wordllama (see :mod:`lantern_git.embedders`)."""
         from .embedders import chosen_name
 
-        return chosen_name(self._configured_embedder, os.path.join(self.root, MARKER))
+        return chosen_name(self.settings)
 
     @property
     def semantic_available(self) -> bool:
@@ -1168,14 +1214,19 @@ class Store:
         """The commits that changed a record, newest first, with the fields they changed."""
         return self.record_history(ref).entries
 
-    def record_history(self, ref: str) -> RecordHistory:
-        """``memory history``'s answer: the record's full id and :meth:`history`.
+    def record_history(
+        self, ref: str, *, limit: int | None = None, offset: int = 0
+    ) -> RecordHistory:
+        """``memory history``'s answer: the record's full id and one page of :meth:`history`
+        (``limit`` 0 or None: every commit).
 
         A deleted record has no file to resolve a prefix against; its full id still finds
         its history.
         """
         from .history import RecordHistory, record_history
+        from .paging import Page
 
+        page = Page(limit, offset)
         self.recover()
         try:
             record_id = self.resolve_id(ref)
@@ -1183,16 +1234,19 @@ class Store:
             if not (isinstance(ref, str) and ID_RE.fullmatch(ref.strip().lower())):
                 raise
             record_id = ref.strip().lower()
-        return RecordHistory(record_id, record_history(self.git, record_id))
+        return RecordHistory(record_id, page.take(record_history(self.git, record_id)))
 
-    def log(self, limit: int | None = 20) -> builtins.list[LogEntry]:
-        """The store's recent operations, newest first, read from the commit trailers."""
+    def log(self, limit: int | None = 20, offset: int = 0) -> builtins.list[LogEntry]:
+        """The store's recent operations, newest first, read from the commit trailers;
+        ``limit`` 0 or None: all."""
         from .history import store_log
+        from .paging import Page
 
+        page = Page(limit, offset)
         if not self.exists:
             return []
         self.recover()
-        return store_log(self.git, limit)
+        return store_log(self.git, page)
 
     def check(self) -> CheckReport:
         """Validate every file under memory/; a report of ``path:line: message`` problems."""
@@ -1307,15 +1361,19 @@ class Store:
 
     # ------------------------------------------------------------------ review
 
-    def review_list(self) -> ReviewList:
+    def review_list(self, *, limit: int | None = None, offset: int = 0) -> ReviewList:
         """Every review branch's pending changes, record by record (README, "Review before
-        memory"): what each writer changed since its branch left the store's branch."""
+        memory"): what each writer changed since its branch left the store's branch. ``limit``
+        and ``offset`` page the branches, by name (``limit`` 0 or None: all)."""
+        from .paging import Page
         from .review import ReviewList, review_list
 
+        page = Page(limit, offset)
         self.recover()
         if not self.exists:
             return ReviewList()
-        return review_list(self.git)
+        found = review_list(self.git)
+        return ReviewList(page.take(found.branches))
 
     def review_accept(
         self,
@@ -1385,7 +1443,7 @@ class Store:
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
-        with_reviews = sync_review_enabled(review_branches, self._configured_sync_review)
+        with_reviews = sync_review_enabled(review_branches, self.settings)
         with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
             report = sync(tx, remote, push=push, review_branches=with_reviews)
@@ -1471,10 +1529,6 @@ def _check_query(query: RecordQuery) -> None:
         raise InvalidInput(
             "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
         )
-    if query.limit is not None and (isinstance(query.limit, bool) or query.limit < 0):
-        raise InvalidInput("limit: must be 0 or more", code="invalid_field")
-    if query.offset < 0:
-        raise InvalidInput("offset: must be 0 or more", code="invalid_field")
     if query.cites is not None:
         from .source import check_source_id
 

@@ -111,8 +111,7 @@ def list_at(
     query = replace(query, now=moment if query.now is None else query.now)
     records = [r for r in records_in_tree(git.repo, commit.tree, warn) if query.matches(r)]
     records.sort(key=sort_key)
-    end = None if query.limit is None else query.offset + query.limit
-    return records[query.offset : end]
+    return query.page.take(records)
 
 
 def record_at(git: GitRepo, prefix: str, at: str | int) -> Record:

@@ -289,20 +289,19 @@ class WriteTransaction:
         actor: str | None = None,
         sources: Iterable[str] = (),
     ) -> Provenance:
-        """Who and why, for a commit of this transaction (git's identity, else user@host)."""
-        from .git.config import fallback_author
+        """Who and why, for a commit of this transaction (see git/identity.py for who)."""
+        from .git.identity import resolve_identity
         from .git.repo import Provenance
 
-        author = self.author
-        if author is None and not os.environ.get("LANTERN_AUTHOR"):
-            author = fallback_author(self.git.repo, self.warn)
+        who = resolve_identity(self.git.repo, self.author, self.warn)
         return Provenance(
             op=op,
             records=tuple(records),
             actor=actor or self.actor,
             reason=reason,
-            author=author,
+            author=who.author,
             sources=tuple(sources),
+            committer=who.committer,
         )
 
     def commit(

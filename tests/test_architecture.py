@@ -178,8 +178,8 @@ def test_the_model_imports_neither_git_nor_the_index_nor_the_store():
 # never of one above (at run time or for typing alike); in an "independent" layer, not even
 # its own layer's other modules. A name stands for that module and the modules under it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Names and rules every layer uses; paging is being added beside this change.
-    ("foundation", ("errors", "fields", "timespec", "paging")),
+    # Names, rules and settings every layer uses.
+    ("foundation", ("errors", "fields", "timespec", "paging", "config", "written")),
     # Repositories, commits, the journal, remotes: no record or source layout, no record ids.
     ("git", ("git",)),
     # Records and sources: what they are, where their files live, how files read and merge.
@@ -198,7 +198,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # The one write path; it reads files only through the kinds the halves hand it.
     ("workspace", ("transaction", "lock")),
-    # Derived, rebuildable state (embedders_e5 is being added beside this change).
+    # Derived, rebuildable state.
     ("indexes", ("index", "embedders", "embedders_e5")),
     # The memory half, the evidence half, and the tree merge both operations below use.
     (

@@ -95,7 +95,7 @@ CASES = [
     ([*ADD, "--urgency", "soon"], None, 2, "usage_error", "urgency"),
     (["memory", "list", "--min-priority", "101"], None, 2, "invalid_field", "min_priority"),
     (["memory", "list", "--min-urgency", "-5"], None, 2, "invalid_field", "min_urgency"),
-    (["memory", "list", "--limit", "-1"], None, 2, "invalid_field", "limit"),
+    (["memory", "list", "--limit", "-1"], None, 2, "usage_error", "limit"),
     (["memory", "list", "--status", "deleted"], None, 2, "invalid_field", "status: "),
     # confidence
     ([*ADD, "--confidence", "1.5"], None, 2, "invalid_field", "confidence: "),

@@ -276,6 +276,36 @@ def test_cli_commit(store_path):
     assert nothing.returncode == 0 and "nothing to commit" in nothing.stdout
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_commit_refuses_a_fifo_or_a_folder_at_a_record_path_as_check_reports_it(store_path, kind):
+    """git's status lists neither, so commit once found nothing to commit (exit 0) where
+    check failed: both now report the same problem, exit 4, and nothing is written."""
+    record_id = lantern("memory", "add", "Tea", "--kind", "fact", "--quiet", cwd=store_path)
+    record_id = record_id.stdout.strip()
+    edit_file(store_path / record_path(record_id), "priority: 50", "priority: 60")
+    odd = store_path / "memory" / "ab" / ("ab" * 8 + ".md")
+    odd.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.mkdir()
+    what = "a named pipe (FIFO)" if kind == "fifo" else "a folder"
+    problem = f"memory/ab/{'ab' * 8}.md: is not a regular file but {what}"
+    before = snapshot(store_path)
+    check = lantern("check", "--json", cwd=store_path)
+    assert check.returncode == 4
+    [reported] = json.loads(check.stdout)["problems"]
+    refused = lantern("commit", "--json", cwd=store_path)
+    assert refused.returncode == 4 and refused.stdout == ""
+    error = json.loads(refused.stderr)["error"]
+    assert error["code"] == "check_failed"
+    assert problem in error["message"] and str(reported["message"]) in error["message"]
+    text = lantern("commit", cwd=store_path)
+    assert text.returncode == 4 and "nothing to commit" not in text.stdout
+    assert problem in text.stderr
+    assert snapshot(store_path) == before
+
+
 def test_lantern_writes_refuse_while_a_hand_edit_is_uncommitted_then_work_after_commit(
     store, store_path
 ):

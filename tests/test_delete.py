@@ -117,9 +117,10 @@ def test_delete_refuses_a_record_with_uncommitted_hand_edits(run, store_path):
 
 def test_library_delete_returns_the_record_and_the_commit(store):
     record = store.add("Library record.", kind="fact")
-    deletion = store.delete(record.id[:5])
+    written = store.written(store.delete, record.id[:5])
+    deletion = written.value
     assert deletion.record == record
-    assert deletion.commit == store.last_commit
+    assert deletion.commit == written.commit
     assert store.list(status="all") == []
     assert "Lantern-Actor: api" in git(store.root, "log", "-1", "--format=%B")
 

@@ -421,3 +421,18 @@ def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_run
     assert positions == sorted(positions)
     assert ".venv/" in (EXAMPLES.parent / ".gitignore").read_text().split()
     assert os.access(EXAMPLES.parent / ".ci" / "system-deps", os.X_OK)
+
+
+def test_init_follows_the_discovery_order_then_the_current_folder(tmp_path):
+    """lantern init: PATH, else --store, else $LANTERN_STORE, else the current folder, which
+    wins over an enclosing store (a new store is made where one stands)."""
+    env_store, option_store, inner = tmp_path / "env", tmp_path / "option", tmp_path / "outer/a"
+    inner.mkdir(parents=True)
+    assert lantern("init", str(tmp_path / "outer")).returncode == 0
+    made = lantern("init", env={"LANTERN_STORE": str(env_store)}, cwd=inner)
+    assert made.returncode == 0 and (env_store / "lantern.yaml").is_file()
+    assert not (inner / "lantern.yaml").exists()
+    both = lantern("--store", str(option_store), "init", env={"LANTERN_STORE": str(env_store)})
+    assert both.returncode == 0 and (option_store / "lantern.yaml").is_file()
+    here = lantern("init", cwd=inner)
+    assert here.returncode == 0 and (inner / "lantern.yaml").is_file()

@@ -133,7 +133,9 @@ def test_log_reads_operations_from_trailers(store, store_path):
     assert entries[0].reason == "taste"
     assert entries[0].summary.startswith(f"supersede {a.id} -> {b.id}")
     assert [e.op for e in store.log(limit=1)] == ["supersede"]
-    assert store.log(limit=0) == []
+    # The one paging rule: limit 0 is no limit, and offset skips.
+    assert store.log(limit=0) == entries
+    assert [e.op for e in store.log(limit=1, offset=1)] == ["add"]
 
 
 def test_log_on_a_fresh_folder_without_a_store(tmp_path):

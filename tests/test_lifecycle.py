@@ -155,8 +155,9 @@ def test_restore_makes_a_record_active_again(store, store_path, status):
 def test_restoring_an_active_record_makes_no_commit(store, store_path):
     record = store.add("Ana drinks tea", kind="preference")
     before = snapshot(store_path)
-    assert store.restore(record.id) == record
-    assert store.last_commit is None
+    written = store.written(store.restore, record.id)
+    assert written.value == record
+    assert written.commit is None
     assert snapshot(store_path) == before
 
 

@@ -304,7 +304,10 @@ def test_add_list_supersede_archive_history_round_trip(store_path):
     assert entries[4]["reason"] == "changed her mind"
     assert [e["op"] for e in seen["old_history"]["history"]] == ["supersede", "add"]
     # The same entries as the CLI's history of that record.
-    assert seen["history"] == cli_json("memory", "history", coffee["id"], store_path=store_path)
+    # The same entries as the CLI's history of that record, in one page.
+    page = {"offset": 0, "limit": 50, "next_offset": None}
+    cli = cli_json("memory", "history", coffee["id"], store_path=store_path)
+    assert seen["history"] == {**cli, **page}
 
     # Every write made one commit with the mcp actor; the tree is clean.
     messages = git(store_path, "log", "--format=%B%x00", f"{head_before}..HEAD").split("\0")
@@ -600,10 +603,11 @@ def test_malformed_calls_are_tool_errors_that_change_nothing(error_store):
     assert out["bool"]["message"] == "urgency: must be an integer, got true"
     assert out["items"]["message"].startswith("kind[0]: must be a string")
     assert out["limit"]["message"] == "limit: must be between 1 and 500, or 0 for no limit; got 501"
-    assert out["negative"]["message"] == (
-        "limit: must be between 1 and 500, or 0 for no limit; got -1"
-    )
-    assert out["offset"] == {"code": "invalid_field", "message": "offset: must be 0 or more"}
+    assert out["negative"] == {
+        "code": "usage_error",
+        "message": "limit: must be 0 or more (0: no limit); got -1",
+    }
+    assert out["offset"] == {"code": "usage_error", "message": "offset: must be 0 or more; got -1"}
     assert "'colour' is not a field" in out["fields"]["message"]
     assert "'score' is not a field" in out["score"]["message"]
     assert "lantern_memory_purge" in out["tool"]
@@ -775,7 +779,9 @@ def test_mcp_refuses_a_folder_that_is_not_a_store(tmp_path):
 def test_mcp_names_its_store_and_author_on_stderr(store_path):
     result = lantern("mcp", "--store", str(store_path), input="", timeout=30)
     assert result.returncode == 0, result.stderr
-    assert f"lantern mcp: serving {store_path} as git identity" in result.stderr.splitlines()
+    # The conftest's identity (GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL) is named.
+    named = f"lantern mcp: serving {store_path} as Test Author <author@example.com>"
+    assert named in result.stderr.splitlines()
     result = lantern(
         "mcp", "--store", str(store_path), "--author", "Ana <ana@example.org>", input="", timeout=30
     )

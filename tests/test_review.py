@@ -70,12 +70,15 @@ def test_a_review_write_commits_to_the_review_branch_with_trailers_and_leaves_th
     before = untouched(path)
     head = git(path, "rev-parse", "HEAD").strip()
     with opened(path, review=True) as store:
-        record = store.add("agents propose, people accept", kind="fact", reason="learned")
-        assert store.last_pending is True
-        assert store.last_commit is not None
+        written = store.written(
+            store.add, "agents propose, people accept", kind="fact", reason="learned"
+        )
+        record = written.value
+        assert written.pending is True
+        assert written.commit is not None
     assert untouched(path) == before
     commit = tip(path, API_BRANCH)
-    assert commit is not None and str(commit.id) == store.last_commit
+    assert commit is not None and str(commit.id) == written.commit
     assert [str(p) for p in commit.parent_ids] == [head]
     trailers = parse_trailers(commit.message)
     assert trailers["Lantern-Op"] == ["add"]
@@ -103,8 +106,9 @@ def test_every_writer_goes_to_the_review_branch_and_reads_what_it_wrote_there(se
         assert updated.priority == 80
         assert store.archive(new.id).status == "archived"
         # Read back from the branch: already archived, so nothing to commit.
-        assert store.archive(new.id).status == "archived"
-        assert store.last_commit is None and store.last_pending is False
+        again = store.written(store.archive, new.id)
+        assert again.value.status == "archived"
+        assert again.commit is None and again.pending is False
         assert store.restore(new.id).status == "active"
         replacement = store.supersede(seed, "the seed record, corrected")
         deleted = store.delete(new.id)
@@ -113,8 +117,9 @@ def test_every_writer_goes_to_the_review_branch_and_reads_what_it_wrote_there(se
             store.archive(new.id)  # its removal awaits review: gone for this writer
         store.sources.add([SourceInput(b"line one\nline two\n", uri="session:review")])
         # An add of what the branch already has is idempotent there too.
-        assert store.add("the seed record, corrected", kind="fact").id == replacement.id
-        assert store.last_commit is None
+        same = store.written(store.add, "the seed record, corrected", kind="fact")
+        assert same.value.id == replacement.id
+        assert same.commit is None
     assert untouched(path) == before
     repo = pygit2.Repository(str(path))
     ops = []
@@ -181,14 +186,14 @@ def test_review_mode_from_lantern_yaml(seeded):
     git(path, "commit", "-qam", "turn review on")
     before = untouched(path)
     with opened(path) as store:
-        store.add("written while the store asks for review", kind="fact")
-        assert store.last_pending
+        written = store.written(store.add, "written while the store asks for review", kind="fact")
+        assert written.pending
     assert untouched(path) == before
     assert tip(path, API_BRANCH) is not None
     # The process may still turn it off for itself.
     with opened(path, review=False) as store:
-        store.add("written with review turned off", kind="fact")
-        assert not store.last_pending
+        written = store.written(store.add, "written with review turned off", kind="fact")
+        assert not written.pending
     assert git(path, "rev-parse", "HEAD").strip() != before["head"]
 
 
@@ -421,6 +426,7 @@ def test_an_mcp_writer_with_review_gets_pending_in_meta_and_can_only_list(seeded
     assert "lantern_review_list" in names
     assert not any("accept" in n or "reject" in n for n in names)
     (branch,) = listed.structured_content["branches"]
+    assert listed.structured_content["next_offset"] is None
     assert branch["name"] == "mcp"
     assert [r["change"] for r in branch["records"]] == ["added"]
     assert [(s["change"], s["manifest"]["uri"]) for s in branch["sources"]] == [

@@ -58,7 +58,10 @@ def changed_lines(path, rev_range: str = "HEAD~1") -> list[str]:
 
 def test_add_makes_one_commit_with_summary_and_trailers(store, store_path):
     before = commit_count(store_path)
-    record = store.add("Raphael prefers separate branches.", kind="preference", scope="user:r")
+    written = store.written(
+        store.add, "Raphael prefers separate branches.", kind="preference", scope="user:r"
+    )
+    record = written.value
     assert commit_count(store_path) == before + 1
     assert last_message(store_path) == (
         f"add {record.id}: Raphael prefers separate branches.\n"
@@ -75,7 +78,7 @@ def test_add_makes_one_commit_with_summary_and_trailers(store, store_path):
         record_path(record.id)
     ]
     assert (store_path / record_path(record.id)).read_text() == record.to_markdown()
-    assert store.last_commit == git(store_path, "rev-parse", "HEAD").strip()
+    assert written.commit == git(store_path, "rev-parse", "HEAD").strip()
     assert_clean(store_path)
 
 
@@ -115,8 +118,11 @@ def test_idempotent_add_returns_the_existing_record_and_makes_no_commit(store, s
     first = store.add("Same text.", kind="fact", scope="project:x", priority=70)
     store.archive(first.id)
     head = git(store_path, "rev-parse", "HEAD")
-    again = store.add("  Same \n text. ", kind="fact", scope="project:x", priority=10)
-    assert store.last_commit is None
+    written = store.written(
+        store.add, "  Same \n text. ", kind="fact", scope="project:x", priority=10
+    )
+    again = written.value
+    assert written.commit is None
     assert git(store_path, "rev-parse", "HEAD") == head
     assert again.id == first.id
     assert again.status == "archived"
@@ -327,8 +333,9 @@ def test_archive_of_an_archived_record_makes_no_commit(store, store_path):
     record = store.add("x", kind="fact")
     store.archive(record.id)
     head = git(store_path, "rev-parse", "HEAD")
-    assert store.archive(record.id).status == "archived"
-    assert store.last_commit is None
+    written = store.written(store.archive, record.id)
+    assert written.value.status == "archived"
+    assert written.commit is None
     assert git(store_path, "rev-parse", "HEAD") == head
 
 
@@ -621,3 +628,41 @@ def test_a_single_string_is_not_taken_as_a_list_of_references(store, store_path)
         store.supersede(record.id, "z", source_refs="session:1")
     assert snapshot(store_path) == before
     assert store.add("y", kind="fact", source_refs=["session:1"]).source_refs == ("session:1",)
+
+
+# ---------------------------------------------------------------------------- what a write did
+
+
+def test_written_returns_each_writes_value_commit_and_pending(store, store_path):
+    def head() -> str:
+        return git(store_path, "rev-parse", "HEAD").strip()
+
+    added = store.written(store.add, "Written says what happened.", kind="fact")
+    assert added.commit == head() and added.pending is False
+    assert added.value == store.get(added.value.id)
+    same = store.written(store.add, "Written says what happened.", kind="fact")
+    assert (same.value, same.commit) == (added.value, None)
+    # A call that writes twice, one write inside another written(): each sees only its own.
+    inner = []
+
+    def two_writes():
+        store.update(added.value.id, priority=90)
+        inner.append(store.written(store.archive, added.value.id))
+        return "done"
+
+    outer = store.written(two_writes)
+    # The outer call's last commit is the inner archive's: it saw the inner write too.
+    assert outer.value == "done" and outer.commit == head() == inner[0].commit
+    assert trailer_of(store_path, "HEAD") == "archive"
+    assert trailer_of(store_path, "HEAD~1") == "update"
+    # A write that fails leaves nothing behind for the next one.
+    with pytest.raises(NotFound):
+        store.written(store.archive, "ffffffffffffffff")
+    assert store.written(store.restore, added.value.id).commit == head()
+    assert store.written(store.get, added.value.id).commit is None
+
+
+def trailer_of(store_path, commit: str) -> str:
+    return git(
+        store_path, "log", "-1", "--format=%(trailers:key=Lantern-Op,valueonly)", commit
+    ).strip()

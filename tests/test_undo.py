@@ -219,23 +219,26 @@ def test_revert_undoes_one_change_and_keeps_a_later_change_to_another_field(stor
 
 def test_revert_of_a_delete_a_supersede_and_an_add(store):
     keep = store.add("Deleted then restored.", kind="fact")
-    store.delete(keep.id)
-    deletion = store.last_commit
-    store.revert(deletion)
+    deletion = store.written(store.delete, keep.id).commit
+    assert deletion is not None
+    reverted = store.written(store.revert, deletion)
     assert store.get(keep.id).content == "Deleted then restored."
-    assert store.last_commit is not None
+    assert reverted.commit is not None
     old = store.add("Old wording.", kind="fact")
-    new = store.supersede(old.id, "New wording.")
-    result = store.revert(store.last_commit)
-    assert sorted(result.records) == sorted([old.id, new.id])
+    new = store.written(store.supersede, old.id, "New wording.")
+    assert new.commit is not None
+    result = store.revert(new.commit)
+    assert sorted(result.records) == sorted([old.id, new.value.id])
     assert store.get(old.id).status == "active"
-    assert [r.id for r in store.list(status="all") if r.id == new.id] == []
-    extra = store.add("Added by mistake.", kind="fact")
-    store.revert(store.last_commit)
-    assert extra.id not in {r.id for r in store.list(status="all")}
+    assert [r.id for r in store.list(status="all") if r.id == new.value.id] == []
+    extra = store.written(store.add, "Added by mistake.", kind="fact")
+    assert extra.commit is not None
+    undo = store.written(store.revert, extra.commit)
+    assert extra.value.id not in {r.id for r in store.list(status="all")}
     # A revert of a revert puts the change back.
-    store.revert(store.last_commit)
-    assert store.get(extra.id).content == "Added by mistake."
+    assert undo.commit is not None
+    store.revert(undo.commit)
+    assert store.get(extra.value.id).content == "Added by mistake."
 
 
 def _conflicting(run, store_path):

@@ -17,6 +17,7 @@ from .support import (
     filter_options,
     open_store,
     output_options,
+    page_options,
     parse_time_option,
     read_content,
     reason_option,
@@ -25,8 +26,10 @@ from .support import (
 )
 
 if TYPE_CHECKING:
+    from ..paging import Page
     from ..record import Record
     from ..store import Store
+    from ..written import Written
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,15 +49,14 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
 @writer
 def init(path: str | None, as_json: bool, store_path: str | None, author: str | None) -> None:
     """Create a store in PATH, or adopt the git repository there (default: current folder)."""
-    import os
-
     from .. import render
-    from ..store import Store
+    from ..store import Store, locate_store
 
-    # PATH > --store (after or before the subcommand) > $LANTERN_STORE > the current folder.
+    # PATH, else the one discovery order (--store after or before the subcommand, then
+    # $LANTERN_STORE), ending at the current folder: a new store is made where one stands.
     root = click.get_current_context().find_root()
-    chosen = store_path or (root.obj or {}).get("store_path") or os.environ.get("LANTERN_STORE")
-    target = path or (os.path.expanduser(chosen) if chosen else os.getcwd())
+    chosen = store_path or (root.obj or {}).get("store_path")
+    target = path or locate_store(chosen, creating=True)[0]
     store = Store(target, create_on_write=True, actor="cli", author=author)
     result = store.initialize()
     render.emit(render.init_document(result), as_json, render.init_lines)
@@ -74,12 +76,12 @@ def memory() -> None:
 
 def _emit_record(
     store: Store,
-    record: Record,
+    written: Written[Record],
     as_json: bool,
     verb: str | Callable[[render.ShortIds], str] | None,
 ) -> None:
     """``verb`` is a word, a function of the id shortener giving one, or None for the record."""
-    render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
+    render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
 
 @memory.command("add")
@@ -115,11 +117,14 @@ def memory_add(
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
     )
-    record = store.add(read_content(content), kind=kind, scope=scope, reason=reason, **options)
+    written = store.written(
+        store.add, read_content(content), kind=kind, scope=scope, reason=reason, **options
+    )
+    record = written.value
     if quiet and not as_json:
         click.echo(record.id)
-    elif store.last_commit:
-        _emit_record(store, record, as_json, "added")
+    elif written.commit:
+        _emit_record(store, written, as_json, "added")
     else:  # it was there: say in what state, and what of the options it lacks
         differences = record.differences(**support.given_options(options))
         render.emit_existing(record, differences, as_json, store.root)
@@ -184,13 +189,13 @@ def memory_search(
 
 @memory.command("similar")
 @click.argument("record_id", metavar="ID")
-@click.option("--limit", type=int, default=10, show_default=True, metavar="N", help="0: all.")
+@page_options(default=10)
 @click.option("--min-score", type=float, default=None, metavar="F", help="Cosine at least F.")
 @output_options((*RECORD_KEYS, "score", "mode"))
 @common
 def memory_similar(
     record_id: str,
-    limit: int,
+    page: Page,
     min_score: float | None,
     as_json: bool,
     store_path: str | None,
@@ -198,7 +203,7 @@ def memory_similar(
 ) -> None:
     """Active records whose content is nearest in meaning to ID's (needs the semantic extra)."""
     store = support.open_store(store_path)
-    hits = store.similar(record_id, limit=limit, min_score=min_score)
+    hits = store.similar(record_id, limit=page.limit, offset=page.offset, min_score=min_score)
     render.emit_listing(hits, output, store.root)
 
 
@@ -212,16 +217,17 @@ def memory_similar(
     metavar="F",
     help="Report pairs with a cosine of at least F.",
 )
+@page_options
 @common
 def memory_dupes(
-    scope: tuple[str, ...], threshold: float, as_json: bool, store_path: str | None
+    scope: tuple[str, ...], threshold: float, page: Page, as_json: bool, store_path: str | None
 ) -> None:
     """Pairs of active records that say nearly the same thing (needs the semantic extra).
 
     Only a report: lantern never merges or archives on its own (see memory supersede).
     """
     store = support.open_store(store_path)
-    pairs = store.dupes(scopes=scope, threshold=threshold)
+    pairs = store.dupes(scopes=scope, threshold=threshold, limit=page.limit, offset=page.offset)
     render.emit(pairs, as_json, lambda value: render.dupes_lines(value, store.root))
 
 
@@ -251,7 +257,7 @@ def memory_show(
         document = record.to_dict() | {"evidence": cited}
         render.emit(document, as_json, lambda _: render.evidence_lines(record, cited))
         return
-    _emit_record(store, record, as_json, None)
+    render.emit_record(record, as_json, store.root, None)
 
 
 @memory.command("archive")
@@ -263,8 +269,8 @@ def memory_archive(
 ) -> None:
     """Mark a record archived. Nothing is deleted."""
     store = support.open_store(store_path, author)
-    record = store.archive(record_id, reason=reason)
-    _emit_record(store, record, as_json, "archived" if store.last_commit else "unchanged")
+    written = store.written(store.archive, record_id, reason=reason)
+    _emit_record(store, written, as_json, "archived" if written.commit else "unchanged")
 
 
 @memory.command("restore")
@@ -276,8 +282,8 @@ def memory_restore(
 ) -> None:
     """Make an archived or superseded record active again."""
     store = support.open_store(store_path, author)
-    record = store.restore(record_id, reason=reason)
-    _emit_record(store, record, as_json, "restored" if store.last_commit else "unchanged")
+    written = store.written(store.restore, record_id, reason=reason)
+    _emit_record(store, written, as_json, "restored" if written.commit else "unchanged")
 
 
 @memory.command("supersede")
@@ -306,7 +312,8 @@ def memory_supersede(
     Kind, scope, priority, urgency and confidence default to the old record's.
     """
     store = support.open_store(store_path, author)
-    record = store.supersede(
+    written = store.written(
+        store.supersede,
         old_id,
         read_content(content),
         kind=kind,
@@ -318,8 +325,8 @@ def memory_supersede(
         source_refs=source_refs,
         reason=reason,
     )
-    old = record.supersedes_id
-    _emit_record(store, record, as_json, lambda short: f"superseded {short(old or '')} by")
+    old = written.value.supersedes_id
+    _emit_record(store, written, as_json, lambda short: f"superseded {short(old or '')} by")
 
 
 @memory.command("update")
@@ -349,7 +356,8 @@ def memory_update(
     # An option left out is None to click; to update it means "keep", as UNSET.
     expiry = parse_expiry(UNSET if expires_at is None else expires_at)
     store = support.open_store(store_path, author)
-    record = store.update(
+    written = store.written(
+        store.update,
         record_id,
         priority=priority,
         urgency=urgency,
@@ -358,7 +366,7 @@ def memory_update(
         add_source_refs=add_source_refs,
         reason=reason,
     )
-    _emit_record(store, record, as_json, "updated" if store.last_commit else "unchanged")
+    _emit_record(store, written, as_json, "updated" if written.commit else "unchanged")
 
 
 @memory.command("delete")
@@ -374,8 +382,8 @@ def memory_delete(
     record that is merely outdated, archive it instead.
     """
     store = support.open_store(store_path, author)
-    deletion = store.delete(record_id, reason=reason)
-    render.emit_deletion(deletion, as_json, store.root, pending=store.last_pending)
+    deletion = store.written(store.delete, record_id, reason=reason)
+    render.emit_deletion(deletion.value, as_json, store.root, pending=deletion.pending)
 
 
 @cli.group("index")

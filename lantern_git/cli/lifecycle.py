@@ -4,13 +4,16 @@ export and import. Each parses, calls the library, renders."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import render
 from . import support
-from .support import common, open_store, reason_option, writer
+from .support import common, open_store, page_options, reason_option, writer
+
+if TYPE_CHECKING:
+    from ..paging import Page
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -37,7 +40,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
             while True:
                 session.edit()
                 try:
-                    record = session.commit(reason=reason)
+                    written = store.written(session.commit, reason=reason)
                     break
                 except ValidationError as err:
                     if not sys.stdin.isatty():
@@ -45,15 +48,18 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     click.echo(f"Error: {err.message}", err=True)
                     if not click.confirm("edit again?", default=True, err=True):
                         raise
-        verb = "edited" if store.last_commit else "unchanged"
-        render.emit_record(record, as_json, store.root, verb, pending=store.last_pending)
+        verb = "edited" if written.commit else "unchanged"
+        render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
     @memory.command("history")
     @click.argument("record_id", metavar="ID")
+    @page_options
     @common
-    def memory_history(record_id: str, as_json: bool, store_path: str | None) -> None:
+    def memory_history(record_id: str, page: Page, as_json: bool, store_path: str | None) -> None:
         """The commits that changed a record, newest first, with the fields they changed."""
-        history = support.open_store(store_path).record_history(record_id)
+        history = support.open_store(store_path).record_history(
+            record_id, limit=page.limit, offset=page.offset
+        )
         render.emit(history, as_json, render.history_lines)
 
     @cli.command("diff")
@@ -87,17 +93,17 @@ def register(cli: click.Group, memory: click.Group) -> None:
         the commit changed; refused (exit 1) while a record it touches has uncommitted edits.
         """
         store = support.open_store(store_path, author)
-        result = store.revert(commit, reason=reason)
-        render.emit_write(result, as_json, render.revert_lines, pending=store.last_pending)
+        result = store.written(store.revert, commit, reason=reason)
+        render.emit_write(result.value, as_json, render.revert_lines, pending=result.pending)
 
     @cli.command("log")
-    @click.option("--limit", type=int, default=20, show_default=True, metavar="N")
+    @page_options(default=20)
     @common
-    def log(limit: int, as_json: bool, store_path: str | None) -> None:
+    def log(page: Page, as_json: bool, store_path: str | None) -> None:
         """The store's recent operations, from the commits' Lantern trailers."""
         from ..history import OperationLog
 
-        log = OperationLog(support.open_store(store_path).log(limit))
+        log = OperationLog(support.open_store(store_path).log(page.limit, page.offset))
         render.emit(log, as_json, render.log_lines)
 
     @cli.command("check")
@@ -205,7 +211,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
                     bar.length = max(1, total)
                     bar.update(step)
 
-                result = store.import_source(source, progress=advance, **options)
+                result = store.written(store.import_source, source, progress=advance, **options)
         else:
-            result = store.import_source(source, **options)
-        render.emit_write(result, as_json, render.import_lines, pending=store.last_pending)
+            result = store.written(store.import_source, source, **options)
+        render.emit_write(result.value, as_json, render.import_lines, pending=result.pending)

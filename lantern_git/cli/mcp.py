@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from .support import author_option, store_option
@@ -36,9 +34,10 @@ def mcp_command(
     opened = Store(path, create_on_write=is_default, actor="mcp", author=author, review=review)
     # A bad review setting (LANTERN_REVIEW, LANTERN_REVIEW_NAME, lantern.yaml) fails now too.
     branch = opened.review_ref
+    # One line, so whoever reads the client's server log knows which store this one writes to
+    # and whom its commits name.
+    who = opened.identity().author
     opened.close()
-    # One line, so whoever reads the client's server log knows which store this one writes to.
-    who = author or os.environ.get("LANTERN_AUTHOR") or "git identity"
     pending = f", writes to {branch.removeprefix('refs/heads/')} for review" if branch else ""
     click.echo(f"lantern mcp: serving {path} as {who}{pending}", err=True)
     serve(StoreTarget(path, create_on_write=is_default, author=author, review=review))

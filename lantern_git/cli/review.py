@@ -4,12 +4,16 @@ before memory")."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import render
 from . import support
-from .support import common, reason_option, writer
+from .support import common, page_options, reason_option, writer
+
+if TYPE_CHECKING:
+    from ..paging import Page
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -17,14 +21,18 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
 
 @click.group("review", invoke_without_command=True)
+@page_options
 @common
 @click.pass_context
-def review_command(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
-    """Pending changes on review branches, record by record: fields old -> new."""
+def review_command(ctx: click.Context, page: Page, as_json: bool, store_path: str | None) -> None:
+    """Pending changes on review branches, record by record: fields old -> new.
+
+    --limit and --offset page the review branches, by name."""
     if ctx.invoked_subcommand is not None:
         return
     store = support.open_store(store_path)
-    render.emit_review(store.review_list(), as_json, store.root)
+    review = store.review_list(limit=page.limit, offset=page.offset)
+    render.emit_review(review, as_json, store.root)
 
 
 def _decision_options(func: Callable) -> Callable:

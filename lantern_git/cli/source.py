@@ -28,6 +28,7 @@ from .support import (
 
 if TYPE_CHECKING:
     from ..evidence import SourceInput
+    from ..paging import Page
 
 # A progress bar is worth its line from this many documents on.
 PROGRESS_FROM = 20
@@ -180,10 +181,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
             done[0] = count
 
         try:
-            results = store.sources.add(inputs, reason=reason, progress=advance)
+            results = store.written(store.sources.add, inputs, reason=reason, progress=advance)
         finally:
             bar.finish()
-        render.emit_write(results, as_json, render.source_write_lines, pending=store.last_pending)
+        render.emit_write(
+            results.value, as_json, render.source_write_lines, pending=results.pending
+        )
 
     @source.command("append")
     @click.argument("source_id", metavar="ID")
@@ -203,9 +206,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
         text = check_body(read_stdin(), "stdin")
         store = support.open_store(store_path, author)
-        result = store.sources.append(source_id, text, reason=reason)
+        result = store.written(store.sources.append, source_id, text, reason=reason)
         render.emit_write(
-            result, as_json, lambda r: render.source_write_lines([r]), pending=store.last_pending
+            result.value, as_json, lambda r: render.source_write_lines([r]), pending=result.pending
         )
 
     @source.command("list")
@@ -217,8 +220,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     def source_list(
         kinds: tuple[str, ...],
         uri_prefix: str | None,
-        limit: int | None,
-        offset: int,
+        page: Page,
         output: Any,
         as_json: bool,
         store_path: str | None,
@@ -226,7 +228,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Sources, the most recently updated first."""
         store = support.open_store(store_path)
         manifests = store.sources.list(
-            kinds=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
+            kinds=kinds, uri_prefix=uri_prefix, limit=page.limit, offset=page.offset
         )
         render.emit_listing(manifests, output, store.root, render.source_table)
 
@@ -252,8 +254,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
         mode: str | None,
-        limit: int | None,
-        offset: int,
+        page: Page,
         output: Any,
         as_json: bool,
         store_path: str | None,
@@ -261,7 +262,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
         hits = store.sources.search(
-            query, kinds=kinds, sources=sources, limit=limit, offset=offset, mode=mode
+            query, kinds=kinds, sources=sources, limit=page.limit, offset=page.offset, mode=mode
         )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)
@@ -280,12 +281,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
     ) -> None:
         """Delete a source's files in one commit (history keeps them; pins still resolve)."""
         store = support.open_store(store_path, author)
-        manifest = store.sources.remove(source_id, reason=reason)
+        removed = store.written(store.sources.remove, source_id, reason=reason)
         render.emit_write(
-            manifest,
+            removed.value,
             as_json,
             lambda m: [f"removed {m.id}  {m.title or m.uri or ''}"],
-            pending=store.last_pending,
+            pending=removed.pending,
         )
 
     @cli.command("verify")

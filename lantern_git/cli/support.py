@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..config import environment
 from ..errors import InvalidInput, LanternError
 from ..fields import (
     DEFAULT_CONFIDENCE,
@@ -82,16 +83,13 @@ def _internal_error(err: Exception, as_json: bool) -> int:
 
 
 def _debug_traceback() -> None:
-    import os
-
-    if os.environ.get("LANTERN_DEBUG") == "1":
+    if environment().debug:
         import traceback
 
         traceback.print_exc()
 
 
 def _silence_stdout() -> None:
-    import os
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -191,7 +189,7 @@ def progress_bar(
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
     ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
     pseudo-terminal), ``never`` never."""
-    wanted = os.environ.get("LANTERN_PROGRESS", "")
+    wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
         return _NoBar()
     if wanted != "always" and total < at_least:
@@ -341,14 +339,33 @@ mode_option = click.option(
 )
 
 
-def page_options(func: Callable) -> Callable:
-    """``--limit`` and ``--offset``: a page of any listing. No ``--limit``, or 0, is no limit."""
-    func = click.option(
-        "--offset", type=int, default=0, metavar="N", help="Skip the first N results."
-    )(func)
-    return click.option(
-        "--limit", type=int, default=None, metavar="N", help="At most N results (0: no limit)."
-    )(func)
+def page_options(func: Callable | None = None, *, default: int | None = None) -> Any:
+    """``--limit`` and ``--offset``: a page of any listing, given to the command as one
+    ``page`` (a :class:`~lantern_git.paging.Page`, checked by the one paging rule: 0 is no
+    limit, a negative value is a usage error). No ``--limit`` is ``default`` (None: no limit).
+    Use as ``@page_options`` or ``@page_options(default=N)``."""
+    import functools
+
+    def decorate(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def command(*args: object, limit: int | None, offset: int, **kwargs: object) -> object:
+            from ..paging import Page
+
+            return func(*args, page=Page(limit, offset), **kwargs)
+
+        command = click.option(
+            "--offset", type=int, default=0, metavar="N", help="Skip the first N results."
+        )(command)
+        return click.option(
+            "--limit",
+            type=int,
+            default=default,
+            show_default=default is not None,
+            metavar="N",
+            help="At most N results (0: no limit).",
+        )(command)
+
+    return decorate if func is None else decorate(func)
 
 
 def output_options(

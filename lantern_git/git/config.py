@@ -1,11 +1,10 @@
-"""What a store needs from git's configuration: the record merge driver, and an identity.
+"""What a store needs from git's configuration: the record merge driver and pull strategy.
 
 Only the standard library is imported at module level: every command that opens a store asks
 :func:`routes_to_driver`, and a list must not pay for pygit2. Git config is not cloned,
 so a fresh clone of a store has a ``.gitattributes`` that routes
 record files to a driver its ``.git/config`` does not define yet; any command that opens such a
-store registers it (:func:`ensure_merge_driver`). A store must also stay writable on a fresh
-machine with no git identity: commits then fall back to ``user@host``, with one warning.
+store registers it (:func:`ensure_merge_driver`). Who commits is :mod:`.identity`'s.
 
 Which files go to the driver is for the record and source modules to say (each has its
 ``MERGE_PATTERN``, made a line by :func:`attributes_line`); this module knows no store layout.
@@ -117,34 +116,6 @@ def ensure_pull_strategy(repo: pygit2.Repository, warn: Warn | None = None) -> b
                 "of diverged branches will ask how to reconcile them"
             )
         return False
-
-
-_warned_identity = False
-
-
-def fallback_author(repo: pygit2.Repository, warn: Warn) -> str | None:
-    """``user <user@host>`` when git has no identity configured (saying so once), else None."""
-    global _warned_identity
-    import pygit2
-
-    try:
-        repo.default_signature  # noqa: B018 - raises when no identity is configured
-        return None
-    except (KeyError, pygit2.GitError):
-        pass
-    import getpass
-    import socket
-
-    user = getpass.getuser() or "lantern"
-    host = socket.gethostname() or "localhost"
-    author = f"{user} <{user}@{host}>"
-    if not _warned_identity:
-        warn(
-            f"lantern: no git identity is configured; committing as {author} "
-            '(set git config user.name/user.email, or LANTERN_AUTHOR="Name <email>")'
-        )
-        _warned_identity = True
-    return author
 
 
 def with_lines(current: bytes, lines: tuple[str, ...]) -> bytes:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode, Option, RepositoryState
 
+from ..config import environment
 from ..errors import GitError, InvalidInput, StoreError
 from ..fields import JOURNAL, TMP_SUFFIX
 
@@ -33,7 +34,8 @@ from ..fields import JOURNAL, TMP_SUFFIX
 # after-search-index; during-recovery: inside recover(), after it put back one file), so tests
 # can check that recover() repairs a write cut off there. A review branch's write
 # (commit_to_branch) has after-objects, after-journal, after-ref and after-search-index.
-# Read once at import; unset, each point costs one comparison.
+# Read once at import; unset, each point costs one comparison. It stays here, not in config.py:
+# a test switch, not a setting.
 FAULT = os.environ.get("LANTERN_FAULT") or None
 # Lock files git and libgit2 leave behind when killed half-way through updating what they guard.
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "logs/HEAD.lock")
@@ -60,10 +62,12 @@ class Provenance:
     reason: str | None = None
     author: str | None = None
     sources: tuple[str, ...] = ()
+    # None: the author commits too.
+    committer: str | None = None
 
     def __post_init__(self) -> None:
         # Undecodable bytes from argv arrive as lone surrogates, which git cannot store.
-        for name in ("reason", "author"):
+        for name in ("reason", "author", "committer"):
             value = getattr(self, name)
             if value is not None and not _encodable(value):
                 raise InvalidInput(f"{name}: is not valid Unicode text", code="invalid_" + name)
@@ -252,7 +256,7 @@ class GitRepo:
         self.branch_ref()
 
     def signature(self, author: str | None) -> pygit2.Signature:
-        author = author or os.environ.get("LANTERN_AUTHOR")
+        author = author or environment().author
         if author:
             match = _AUTHOR_RE.fullmatch(author)
             if not match or not match.group("name"):
@@ -366,9 +370,10 @@ class GitRepo:
         """An unreferenced commit object with lantern's message and trailers; nothing moves
         yet (:meth:`apply` moves the branch to it)."""
         signature = self.signature(prov.author)
+        committer = self.signature(prov.committer) if prov.committer else signature
         message = format_message(summary, prov, extra_trailers)
         try:
-            return self.repo.create_commit(None, signature, signature, message, tree, parents)
+            return self.repo.create_commit(None, signature, committer, message, tree, parents)
         except (pygit2.GitError, OSError) as err:
             raise GitError(
                 f"cannot write to the git repository: {_os_error_text(err)}; nothing changed"

@@ -46,6 +46,7 @@ from whoosh.fields import ID, NUMERIC, STORED, Schema
 from whoosh.scoring import BM25F
 
 from ..errors import InvalidInput, StoreError
+from ..paging import Page
 from ..record import has_undecodable
 from ..recordfile import Problem
 from ..source import (
@@ -474,13 +475,9 @@ class ChunkIndex:
             )
         kinds = tuple(check_kind(kind) for kind in kinds)
         sources = tuple(check_source_id(sid, "source") for sid in sources)
-        if limit is not None and (isinstance(limit, bool) or limit < 0):
-            raise InvalidInput("limit: must be 0 or more", code="invalid_field")
-        if offset < 0:
-            raise InvalidInput("offset: must be 0 or more", code="invalid_field")
+        page = Page(limit, offset)  # the one paging rule: 0 is no limit
+        limit, offset = page.limit, page.offset
         query = text_query(text)
-        if limit == 0:
-            return []
         try:
             return self._search_once(query, kinds, sources, limit, offset)
         except _NeedsRebuild:

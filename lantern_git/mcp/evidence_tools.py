@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
+from ..fields import MANIFEST_FIELDS
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
+from ..written import Written
 from .spec import (
     HIT_MODE_SCHEMA,
-    MAX_LIMIT,
     MODE_SCHEMA,
     REASON_SCHEMA,
     ToolSpec,
     at_schema,
     object_schema,
-    one_more,
-    page,
-    page_limit,
+    page_of,
+    page_properties,
+    page_schema,
 )
 
 if TYPE_CHECKING:
@@ -103,42 +103,6 @@ _VERIFY_SCHEMA = {
 }
 
 
-def _paging(what: str) -> dict[str, dict]:
-    return {
-        "limit": {
-            "type": "integer",
-            "minimum": NO_LIMIT,
-            "maximum": MAX_LIMIT,
-            "default": DEFAULT_LIMIT,
-            "description": (
-                f"At most this many {what} (1-{MAX_LIMIT}); {NO_LIMIT} means no limit, as the "
-                "CLI's --limit 0."
-            ),
-        },
-        "offset": {
-            "type": "integer",
-            "minimum": 0,
-            "default": 0,
-            "description": f"Skip this many {what} first; use next_offset from a page.",
-        },
-    }
-
-
-def _page_schema(key: str, item: dict) -> dict:
-    return object_schema(
-        {
-            key: {"type": "array", "items": item},
-            "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": NO_LIMIT},
-            "next_offset": {
-                "type": ["integer", "null"],
-                "description": "The offset of the next page, or null when this is the last.",
-            },
-        },
-        (key, "offset", "limit", "next_offset"),
-    )
-
-
 def _kinds() -> dict:
     return {
         "type": "array",
@@ -147,7 +111,7 @@ def _kinds() -> dict:
     }
 
 
-def _add(store: Store, args: dict) -> tuple[dict, str | None]:
+def _add(store: Store, args: dict) -> Written[dict]:
     from ..evidence import SourceInput
 
     item = SourceInput(
@@ -157,45 +121,47 @@ def _add(store: Store, args: dict) -> tuple[dict, str | None]:
         title=args.get("title"),
         meta=args.get("meta") or {},
     )
-    [result] = store.sources.add([item], reason=args.get("reason"))
-    return result.to_dict(), store.last_commit
+    added = store.written(store.sources.add, [item], reason=args.get("reason"))
+    return added.map(lambda results: results[0].to_dict())
 
 
-def _append(store: Store, args: dict) -> tuple[dict, str | None]:
-    result = store.sources.append(args["id"], args["text"], reason=args.get("reason"))
-    return result.to_dict(), store.last_commit
+def _append(store: Store, args: dict) -> Written[dict]:
+    appended = store.written(
+        store.sources.append, args["id"], args["text"], reason=args.get("reason")
+    )
+    return appended.map(lambda result: result.to_dict())
 
 
-def _list(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
+def _list(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
     manifests = store.sources.list(
         kinds=args.get("kind", ()),
         uri_prefix=args.get("uri_prefix"),
-        limit=one_more(limit),
-        offset=offset,
+        limit=page.one_more().limit,
+        offset=page.offset,
     )
-    return page("sources", [m.to_dict() for m in manifests], offset, limit), None
+    return Written(page.document("sources", [m.to_dict() for m in manifests]))
 
 
-def _show(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.sources.show(args["ref"], at=args.get("at")).to_dict(), None
+def _show(store: Store, args: dict) -> Written[dict]:
+    return Written(store.sources.show(args["ref"], at=args.get("at")).to_dict())
 
 
-def _search(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
+def _search(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
     hits = store.sources.search(
         args["query"],
         kinds=args.get("kind", ()),
         sources=args.get("source", ()),
-        limit=one_more(limit),
-        offset=offset,
+        limit=page.one_more().limit,
+        offset=page.offset,
         mode=args.get("mode"),
     )
-    return page("hits", [h.to_dict() for h in hits], offset, limit), None
+    return Written(page.document("hits", [h.to_dict() for h in hits]))
 
 
-def _verify(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.sources.verify().to_dict(), None
+def _verify(store: Store, args: dict) -> Written[dict]:
+    return Written(store.sources.verify().to_dict())
 
 
 _NOTE = (
@@ -265,10 +231,10 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "description": "Only sources whose uri starts with this.",
                 },
-                **_paging("sources"),
+                **page_properties("sources"),
             }
         ),
-        output_schema=_page_schema("sources", SOURCE_SCHEMA),
+        output_schema=page_schema("sources", SOURCE_SCHEMA),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -320,11 +286,11 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "items": _SOURCE_ID,
                     "description": "Only chunks of these sources.",
                 },
-                **_paging("hits"),
+                **page_properties("hits"),
             },
             ("query",),
         ),
-        output_schema=_page_schema("hits", _HIT_SCHEMA),
+        output_schema=page_schema("hits", _HIT_SCHEMA),
         read_only=True,
         destructive=False,
         idempotent=True,

@@ -32,25 +32,25 @@ from ..fields import (
     DEFAULT_STATUS,
     DUPE_THRESHOLD,
     FIELDS,
-    NO_LIMIT,
     RECORD_KEYS,
     UNSET,
     choose_fields,
 )
+from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
+from ..written import Written
 from .evidence_tools import EVIDENCE_TOOLS
 from .spec import (
     HIT_MODE_SCHEMA,
-    MAX_LIMIT,
     MODE_SCHEMA,
     REASON_SCHEMA,
     ToolSpec,
     at_schema,
     object_schema,
-    one_more,
-    page,
-    page_limit,
+    page_of,
+    page_properties,
+    page_schema,
 )
 
 if TYPE_CHECKING:
@@ -117,27 +117,8 @@ SHOWN_SCHEMA = {**RECORD_SCHEMA, "properties": {**_RECORD_PROPERTIES, **_PENDING
 
 
 def _page_schema(item_properties: dict) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            "records": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": item_properties,
-                    "additionalProperties": False,
-                },
-            },
-            "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": NO_LIMIT},
-            "next_offset": {
-                "type": ["integer", "null"],
-                "description": "The offset of the next page, or null when this is the last.",
-            },
-        },
-        "required": ["records", "offset", "limit", "next_offset"],
-        "additionalProperties": False,
-    }
+    item = {"type": "object", "properties": item_properties, "additionalProperties": False}
+    return page_schema("records", item)
 
 
 _HISTORY_ENTRY = {
@@ -162,49 +143,18 @@ _HISTORY_ENTRY = {
     },
 }
 
-HISTORY_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        "history": {"type": "array", "items": _HISTORY_ENTRY},
-    },
-    "required": ["id", "history"],
-}
+HISTORY_SCHEMA = page_schema(
+    "history", _HISTORY_ENTRY, {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}
+)
 
 
 _SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
-_PAGE_LIMIT = {
-    "type": "integer",
-    "minimum": NO_LIMIT,
-    "maximum": MAX_LIMIT,
-    "default": DEFAULT_LIMIT,
-    "description": f"At most this many per page (1-{MAX_LIMIT}); {NO_LIMIT}: all.",
-}
-_PAGE_OFFSET = {
-    "type": "integer",
-    "minimum": 0,
-    "default": 0,
-    "description": "Skip this many first; use next_offset from a page.",
-}
-_DUPES_PAGE = {
-    "type": "object",
-    "properties": {
-        "pairs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}},
-                "required": ["a", "b", "score"],
-                "additionalProperties": False,
-            },
-        },
-        "offset": {"type": "integer", "minimum": 0},
-        "limit": {"type": "integer", "minimum": NO_LIMIT},
-        "next_offset": {"type": ["integer", "null"]},
-    },
-    "required": ["pairs", "offset", "limit", "next_offset"],
-    "additionalProperties": False,
-}
+_DUPES_PAGE = page_schema(
+    "pairs",
+    object_schema(
+        {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}}, ("a", "b", "score")
+    ),
+)
 
 
 def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
@@ -280,22 +230,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
                 "description": "Also return records whose expires_at has passed.",
             },
             "include_pending": _INCLUDE_PENDING,
-            "limit": {
-                "type": "integer",
-                "minimum": NO_LIMIT,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-                "description": (
-                    f"At most this many records (1-{MAX_LIMIT}); {NO_LIMIT} means no limit: "
-                    "every match in one page, as the CLI's --limit 0."
-                ),
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 0,
-                "default": 0,
-                "description": "Skip this many records first; use next_offset from a page.",
-            },
+            **page_properties("records"),
             "fields": {
                 "type": "array",
                 "items": {"type": "string", "enum": fields},
@@ -357,35 +292,36 @@ def _update_properties() -> dict[str, dict]:
 # ---------------------------------------------------------------------------- tools
 
 
-def _record_result(store: Store, record: Record) -> tuple[dict, str | None]:
-    return record.to_dict(), store.last_commit
+def _record_result(written: Written[Record]) -> Written[dict]:
+    return written.map(lambda record: record.to_dict())
 
 
-def _add(store: Store, args: dict) -> tuple[dict, str | None]:
+def _add(store: Store, args: dict) -> Written[dict]:
     # Options not given are left to the library's defaults, the same ones the CLI shows.
     options = {k: v for k, v in args.items() if k != "content"}
     if "expires_at" in options:
         options["expires_at"] = parse_expiry(options["expires_at"])
-    return _record_result(store, store.add(args["content"], **options))
+    return _record_result(store.written(store.add, args["content"], **options))
 
 
-def _show(store: Store, args: dict) -> tuple[dict, str | None]:
+def _show(store: Store, args: dict) -> Written[dict]:
     record = store.get(
         args["id"], at=args.get("at"), include_pending=args.get("include_pending", False)
     )
-    return record.to_dict(), None
+    return Written(record.to_dict())
 
 
-def _archive(store: Store, args: dict) -> tuple[dict, str | None]:
-    return _record_result(store, store.archive(args["id"], reason=args.get("reason")))
+def _archive(store: Store, args: dict) -> Written[dict]:
+    return _record_result(store.written(store.archive, args["id"], reason=args.get("reason")))
 
 
-def _restore(store: Store, args: dict) -> tuple[dict, str | None]:
-    return _record_result(store, store.restore(args["id"], reason=args.get("reason")))
+def _restore(store: Store, args: dict) -> Written[dict]:
+    return _record_result(store.written(store.restore, args["id"], reason=args.get("reason")))
 
 
-def _supersede(store: Store, args: dict) -> tuple[dict, str | None]:
-    record = store.supersede(
+def _supersede(store: Store, args: dict) -> Written[dict]:
+    record = store.written(
+        store.supersede,
         args["id"],
         args["content"],
         kind=args.get("kind"),
@@ -397,11 +333,12 @@ def _supersede(store: Store, args: dict) -> tuple[dict, str | None]:
         source_refs=args.get("source_refs", ()),
         reason=args.get("reason"),
     )
-    return _record_result(store, record)
+    return _record_result(record)
 
 
-def _update(store: Store, args: dict) -> tuple[dict, str | None]:
-    record = store.update(
+def _update(store: Store, args: dict) -> Written[dict]:
+    record = store.written(
+        store.update,
         args["id"],
         priority=args.get("priority"),
         urgency=args.get("urgency"),
@@ -411,90 +348,105 @@ def _update(store: Store, args: dict) -> tuple[dict, str | None]:
         add_source_refs=args.get("add_source_refs", ()),
         reason=args.get("reason"),
     )
-    return _record_result(store, record)
+    return _record_result(record)
 
 
-def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
+def _query(args: dict, page: Page, *, search: bool) -> RecordQuery:
     """The list or search filters in ``args``; a search's ``query`` is its text, not a filter."""
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit", "include_pending", "mode") and not (search and k == "query")
+        if k not in ("fields", "limit", "offset", "include_pending", "mode")
+        and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
-    return RecordQuery.from_options(**options, limit=one_more(limit))
+    return RecordQuery.from_options(**options, page=page.one_more())
 
 
-def _page(items: list[dict], args: dict, limit: int) -> dict:
+def _page(items: list[dict], args: dict, page: Page) -> dict:
     fields = args.get("fields")
     if fields:
         wanted = set(fields)
         # The pending mark is kept whatever the fields: it says what the record is.
         items = [{k: v for k, v in item.items() if k in wanted or k == "pending"} for item in items]
-    return page("records", items, args.get("offset", 0), limit)
+    return page.document("records", items)
 
 
-def _list(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = page_limit(args)
+def _list(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
     records = store.list(
-        _query(args, limit, search=False), include_pending=args.get("include_pending", False)
+        _query(args, page, search=False), include_pending=args.get("include_pending", False)
     )
-    return _page([r.to_dict() for r in records], args, limit), None
+    return Written(_page([r.to_dict() for r in records], args, page))
 
 
-def _search(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit = page_limit(args)
+def _search(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
     hits = store.search(
         args["query"],
-        _query(args, limit, search=True),
+        _query(args, page, search=True),
         mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
     )
-    return _page([hit.to_dict() for hit in hits], args, limit), None
+    return Written(_page([hit.to_dict() for hit in hits], args, page))
 
 
-def _similar(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
-    wanted = None if limit == NO_LIMIT else offset + one_more(limit)
-    hits = store.similar(args["id"], limit=wanted, min_score=args.get("min_score"))
-    return page("records", [hit.to_dict() for hit in hits[offset:]], offset, limit), None
-
-
-def _dupes(store: Store, args: dict) -> tuple[dict, str | None]:
-    limit, offset = page_limit(args), args.get("offset", 0)
-    pairs = store.dupes(
-        scopes=args.get("scope", ()), threshold=args.get("threshold", DUPE_THRESHOLD)
+def _similar(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
+    more = page.one_more()
+    hits = store.similar(
+        args["id"], limit=more.limit, offset=more.offset, min_score=args.get("min_score")
     )
-    end = None if limit == NO_LIMIT else offset + one_more(limit)
-    return page("pairs", [pair.to_dict() for pair in pairs[offset:end]], offset, limit), None
+    return Written(page.document("records", [hit.to_dict() for hit in hits]))
 
 
-def _history(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.record_history(args["id"]).to_dict(), None
+def _dupes(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
+    more = page.one_more()
+    pairs = store.dupes(
+        scopes=args.get("scope", ()),
+        threshold=args.get("threshold", DUPE_THRESHOLD),
+        limit=more.limit,
+        offset=more.offset,
+    )
+    return Written(page.document("pairs", [pair.to_dict() for pair in pairs]))
 
 
-def _delete(store: Store, args: dict) -> tuple[dict, str | None]:
-    deletion = store.delete(args["id"], reason=args.get("reason"))
-    return deletion.to_dict(), deletion.commit
+def _history(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
+    more = page.one_more()
+    history = store.record_history(args["id"], limit=more.limit, offset=more.offset)
+    entries = [entry.to_dict() for entry in history.entries]
+    return Written({"id": history.id, **page.document("history", entries)})
 
 
-def _diff(store: Store, args: dict) -> tuple[dict, str | None]:
+def _to_dict(value: Any) -> dict:
+    return value.to_dict()
+
+
+def _delete(store: Store, args: dict) -> Written[dict]:
+    return store.written(store.delete, args["id"], reason=args.get("reason")).map(_to_dict)
+
+
+def _diff(store: Store, args: dict) -> Written[dict]:
     if "to" in args and "from" not in args:
         raise InvalidInput("from: is required when to is given", code="usage_error")
-    return store.diff(args.get("from"), args.get("to")).to_dict(), None
+    return Written(store.diff(args.get("from"), args.get("to")).to_dict())
 
 
-def _revert(store: Store, args: dict) -> tuple[dict, str | None]:
-    result = store.revert(args["commit"], reason=args.get("reason"))
-    return result.to_dict(), result.commit
+def _revert(store: Store, args: dict) -> Written[dict]:
+    return store.written(store.revert, args["commit"], reason=args.get("reason")).map(_to_dict)
 
 
-def _status(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.status(), None
+def _status(store: Store, args: dict) -> Written[dict]:
+    return Written(store.status())
 
 
-def _review_list(store: Store, args: dict) -> tuple[dict, str | None]:
-    return store.review_list().to_dict(), None
+def _review_list(store: Store, args: dict) -> Written[dict]:
+    page = page_of(args)
+    more = page.one_more()
+    review = store.review_list(limit=more.limit, offset=more.offset)
+    return Written(page.document("branches", [b.to_dict() for b in review.branches]))
 
 
 _WRITE_NOTE = (
@@ -658,8 +610,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "maximum": 1,
                     "description": "Only records with a cosine of at least this.",
                 },
-                "limit": _PAGE_LIMIT,
-                "offset": _PAGE_OFFSET,
+                **page_properties("records"),
             },
             ("id",),
         ),
@@ -693,8 +644,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "default": DUPE_THRESHOLD,
                     "description": "Report pairs with a cosine of at least this.",
                 },
-                "limit": _PAGE_LIMIT,
-                "offset": _PAGE_OFFSET,
+                **page_properties("records"),
             }
         ),
         output_schema=_DUPES_PAGE,
@@ -793,11 +743,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="lantern_memory_history",
         title="History of a memory record",
         description=(
-            "Return every commit that changed a record, newest first: when, who, which "
-            "operation and actor (cli, mcp, api, sync), the reason given, and each field's "
-            "old and new value. Read from git; read-only."
+            "Return one page of the commits that changed a record, newest first: when, who, "
+            "which operation and actor (cli, mcp, api, sync), the reason given, and each "
+            "field's old and new value; page with `limit` and `offset` as the list tools do. "
+            "Read from git; read-only."
         ),
-        input_schema=_object({"id": _ID_PREFIX}, ("id",)),
+        input_schema=_object({"id": _ID_PREFIX, **page_properties("commits")}, ("id",)),
         output_schema=HISTORY_SCHEMA,
         read_only=True,
         destructive=False,
@@ -878,11 +829,12 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Return the changes writers left on review branches (lantern/review/<name>) that no "
             "person has accepted yet, record by record: added records whole, changed fields "
             "old -> new, removed records, with the commits, actors and authors that made them. "
-            "The same object as `lantern review --json`. Read-only: accepting and rejecting are "
-            "for a person."
+            "The same branches as `lantern review --json`, one page of them by name (`limit`, "
+            "`offset`, `next_offset` as the list tools). Read-only: accepting and rejecting "
+            "are for a person."
         ),
-        input_schema=_object({}),
-        output_schema={"type": "object"},
+        input_schema=_object(page_properties("review branches")),
+        output_schema=page_schema("branches", {"type": "object"}),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -1083,10 +1035,13 @@ class ToolRunner:
             try:
                 args = check_arguments(tool, arguments)
                 store = self._open()
-                store.last_commit = None
-                store.last_pending = False
-                value, commit = tool.call(store, args)
-                return Outcome(value, commit=commit, warnings=warnings, pending=store.last_pending)
+                written = tool.call(store, args)
+                return Outcome(
+                    written.value,
+                    commit=written.commit,
+                    warnings=warnings,
+                    pending=written.pending,
+                )
             except LanternError as err:
                 return Outcome(err.to_dict(), is_error=True, warnings=warnings)
             except Exception as err:  # a bug must not take the server down with it

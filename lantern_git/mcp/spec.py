@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import InvalidInput
 from ..fields import DEFAULT_LIMIT, NO_LIMIT, SEARCH_MODES
+from ..paging import Page
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ..written import Written
 
 # The largest page a list or search tool returns; 0 (NO_LIMIT) asks for every match.
 MAX_LIMIT = 500
@@ -58,7 +59,7 @@ class ToolSpec:
     read_only: bool
     destructive: bool
     idempotent: bool
-    call: Callable[[Store, dict], tuple[dict, str | None]]
+    call: Callable[[Store, dict], Written[dict]]
 
 
 def object_schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
@@ -71,29 +72,49 @@ def object_schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
     }
 
 
-def page_limit(args: dict) -> int:
-    """A list or search tool's ``limit``: 1 to MAX_LIMIT, or NO_LIMIT for every match."""
-    limit = args.get("limit", DEFAULT_LIMIT)
-    if not NO_LIMIT <= limit <= MAX_LIMIT:
-        raise InvalidInput(
-            f"limit: must be between 1 and {MAX_LIMIT}, or {NO_LIMIT} for no limit; got {limit}",
-            code="invalid_field",
-        )
-    return limit
-
-
-def one_more(limit: int) -> int:
-    """What to ask the library for: one more than the page tells whether another follows,
-    without counting every match."""
-    return NO_LIMIT if limit == NO_LIMIT else limit + 1
-
-
-def page(key: str, items: list[dict[str, Any]], offset: int, limit: int) -> dict:
-    """One page of ``items`` (fetched with :func:`one_more`), with the offset of the next."""
-    more = limit != NO_LIMIT and len(items) > limit
+def page_properties(what: str) -> dict[str, dict]:
+    """The ``limit`` and ``offset`` every listing tool takes, paging ``what`` (records,
+    sources, hits...) as the CLI's ``--limit`` and ``--offset`` do."""
     return {
-        key: items[:limit] if more else items,
-        "offset": offset,
-        "limit": limit,
-        "next_offset": offset + limit if more else None,
+        "limit": {
+            "type": "integer",
+            "minimum": NO_LIMIT,
+            "maximum": MAX_LIMIT,
+            "default": DEFAULT_LIMIT,
+            "description": (
+                f"At most this many {what} (1-{MAX_LIMIT}); {NO_LIMIT} means no limit: every "
+                "match in one page, as the CLI's --limit 0."
+            ),
+        },
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": f"Skip this many {what} first; use next_offset from a page.",
+        },
     }
+
+
+def page_schema(key: str, items: dict, extra: dict | None = None) -> dict:
+    """The object a listing tool returns: ``items`` under ``key``, the page's ``offset`` and
+    ``limit``, and ``next_offset``; ``extra`` properties (required too) beside them."""
+    extra = extra or {}
+    return object_schema(
+        {
+            **extra,
+            key: {"type": "array", "items": items},
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": NO_LIMIT},
+            "next_offset": {
+                "type": ["integer", "null"],
+                "description": "The offset of the next page, or null when this is the last.",
+            },
+        },
+        (*extra, key, "offset", "limit", "next_offset"),
+    )
+
+
+def page_of(args: dict) -> Page:
+    """The page a listing tool's ``limit`` and ``offset`` ask for, checked by the one paging
+    rule (:mod:`lantern_git.paging`); at most MAX_LIMIT per page."""
+    return Page.of(args.get("limit", DEFAULT_LIMIT), args.get("offset", 0), maximum=MAX_LIMIT)
