@@ -53,7 +53,9 @@ NAMES = [
 FACTS: list[dict] = [
     {
         "slots": {"pet": ["beagle", "terrier", "spaniel"], "petname": ["Biscuit", "Pepper"]},
-        "evidence": ["We adopted a {pet} puppy from the shelter on Saturday and named him {petname}."],
+        "evidence": [
+            "We adopted a {pet} puppy from the shelter on Saturday and named him {petname}."
+        ],
         "lexical": "What did {S} name the {pet} puppy from the shelter?",
         "paraphrase": "What is the new family dog of {S} called?",
         "wordform": "What name did {S} choose after adopting a puppy?",
@@ -89,7 +91,9 @@ FACTS: list[dict] = [
     },
     {
         "slots": {"instrument": ["cello", "piano", "ukulele"]},
-        "evidence": ["I finally started {instrument} lessons, my teacher says my posture is awful."],
+        "evidence": [
+            "I finally started {instrument} lessons, my teacher says my posture is awful."
+        ],
         "lexical": "Which lessons did {S} start?",
         "paraphrase": "What musical instrument is {S} learning to play?",
         "wordform": "What is {S} starting to take lessons in?",
@@ -99,7 +103,10 @@ FACTS: list[dict] = [
         ],
     },
     {
-        "slots": {"distance": ["half marathon", "marathon", "10k race"], "place": ["Berlin", "Chicago"]},
+        "slots": {
+            "distance": ["half marathon", "marathon", "10k race"],
+            "place": ["Berlin", "Chicago"],
+        },
         "evidence": [
             "I signed up for the {distance} in {place}, training starts next week.",
             "I finished the {distance} in {place}! My legs hurt but I did it.",
@@ -426,13 +433,13 @@ GOODBYES = [
 ]
 
 # The question and function words no search needs, for the paraphrase check (as recall.py).
-_STOP = frozenset(
-    """a about after again all am an and any are as at be been being but by can could did do
+_STOP_WORDS = """
+    a about after again all am an and any are as at be been being but by can could did do
     does doing done for from had has have having he her here his how i if in into is it its
     just me my no not now of on or our out over she so some such than that the their them then
     there these they this those to too up us very was we were what when where which while who
-    whom whose why will with would you your also still yet may might must s t""".split()
-)
+    whom whose why will with would you your also still yet may might must s t"""
+_STOP = frozenset(_STOP_WORDS.split())
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 

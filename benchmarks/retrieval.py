@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import shutil
@@ -150,6 +151,7 @@ def bm25s_ranker(docs: list[dict]) -> Callable | str:
         import bm25s
     except ImportError:
         return "n/a (pip install bm25s)"
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     indexes = {}
     for scope, group in _by_scope(docs).items():
         retriever = bm25s.BM25()

@@ -44,7 +44,7 @@ from ..fields import STATUSES
 from ..query import Hit, RecordQuery, order_key
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
-from . import whoosh_compat
+from . import bm25, whoosh_compat
 from .analysis import text_query, word_forms
 
 if TYPE_CHECKING:
@@ -1019,16 +1019,10 @@ class SearchIndex:
                 return []
             searcher = self._searcher()
             expired = _mask_docs(searcher, _mask_query(query))
-            filters = _filter_query(query)
-            restrict = None if isinstance(filters, Q.Every) else filters
-            words = text_query(query.text)
-            results = searcher.search(words, filter=restrict, limit=None)
+            allowed = _allowed(searcher, _filter_query(query))
+            found = bm25.scored(searcher, text_query(query.text), allowed, expired)
             id_of = self._ids_by_docnum(searcher)
-            scored = [
-                (id_of[docnum], round(float(score), 6))
-                for score, docnum in results.top_n
-                if expired is None or docnum not in expired
-            ]
+            scored = [(id_of[docnum], score) for score, docnum in found]
             scored.sort(key=lambda item: (-item[1], item[0]))
             return scored
 
@@ -1295,23 +1289,19 @@ def _best_scored(
     offset: int,
     end: int | None,
 ) -> list[Hit]:
-    """Hits ``offset:end`` by score, then id. Whoosh scores every match; only the page's
-    candidates (and ties at its last score) have their stored record loaded. An ``Every``
-    filter would make Whoosh build a set of every document, so it is left out; the mask is
-    applied here for the same reason."""
-    restrict = None if isinstance(filters, Q.Every) else filters
-    results = searcher.search(text_query, filter=restrict, limit=None)
-    scored = [
-        (round(float(score), 6), docnum)
-        for score, docnum in results.top_n
-        if mask is None or docnum not in mask
-    ]
-    if end is not None and len(scored) > end:
-        cutoff = heapq.nlargest(end, (score for score, _ in scored))[-1]
-        scored = [item for item in scored if item[0] >= cutoff]
+    """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``), then id: only the page's
+    candidates (and ties at its last score) have their stored record loaded."""
+    scored = bm25.scored(searcher, text_query, _allowed(searcher, filters), mask, end)
     hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
     hits.sort(key=lambda h: (-(h.score or 0.0), h.record.id))
     return hits[offset:end]
+
+
+def _allowed(searcher: Any, filters: Any) -> set[int] | None:
+    """The documents ``filters`` select, as a set; None for no filter (``Every``)."""
+    if isinstance(filters, Q.Every):
+        return None
+    return set(searcher.docs_for_query(filters))
 
 
 def _matching(searcher: Any, query: Any) -> Iterable[int]:
