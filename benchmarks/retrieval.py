@@ -282,7 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rankers", default=",".join(RANKERS))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list questions missed in top 5")
+    parser.add_argument(
+        "--cv", action="store_true", help="choose hybrid's weight and floor by cross-validation"
+    )
+    parser.add_argument(
+        "--calibrate", action="store_true", help="the best cosine words in no record reach"
+    )
     args = parser.parse_args(argv)
+    if args.cv or args.calibrate:
+        return tune(args.cv, args.calibrate)
     sets = [s for s in args.sets.split(",") if s]
     rankers = [r for r in args.rankers.split(",") if r]
     bad = [s for s in sets if s not in SETS] + [r for r in rankers if r not in RANKERS]
@@ -292,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(reports, indent=2))
         return 0
+    print(
+        "Hybrid's weight and floor were chosen by leave-one-conversation-out cross-validation"
+        " (--cv), not fitted on these figures.\n"
+    )
     for report in reports:
         print(table(report))
         if args.misses:
@@ -302,5 +314,149 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def tune(cv: bool, calibrate: bool) -> int:
+    """``--cv``: leave one fold out (each conversation, and the recall set as one more fold);
+    ``--calibrate``: the highest cosine a probe word reaches with any record of a scope."""
+    import numpy as np
+
+    from lantern_git.index import ranking
+
+    items = []
+    for name in SETS:
+        docs, questions = dataset(name)
+        work = tempfile.mkdtemp(prefix="lantern-retrieval-")
+        try:
+            store, keys = build_store(os.path.join(work, "store"), docs)
+            if calibrate:
+                vectors = store.record_vectors()
+                current = vectors.current()
+                for probe in PROBES:
+                    assert not any(probe in d["content"].lower() for d in docs), probe
+                    best = float(np.max(current.scores(vectors.embed_query(probe))))
+                    print(f"{name}: {probe!r} reaches a cosine of {best:.3f}")
+            if cv:
+                for item in components(store, keys, questions):
+                    items.append({**item, "fold": item["scope"] or name})
+            store.close()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if calibrate:
+        print(f"the floor without a lexical anchor: {ranking.DEFAULT_FLOORS.alone}")
+    if cv:
+        found = cross_validate(items)
+        print("\n| held out | weight chosen | floor chosen | R@5 held out |")
+        print("|---|---|---|---|")
+        for row in found["folds"]:
+            print(f"| {row['held_out']} | {row['weight']} | {row['floor']} | {row['R@5']:.3f} |")
+        print(f"\ncross-validated hybrid R@5: {found['R@5']:.3f}")
+        print(
+            f"lantern ships weight {ranking.KEYWORD_WEIGHT}, floor "
+            f"{ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
+        )
+    return 0
+
+
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------- cross-validation
+
+# Words in no record of either set: what a query with no lexical anchor looks like.
+PROBES = (
+    "quokka", "zebra", "xylophone", "asdfgh", "blorptang", "tractor", "volcano", "submarine",
+    "kangaroo", "origami",
+)  # fmt: skip
+
+WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35)
+
+
+def components(store: Store, keys: dict[str, str], questions: list[dict]) -> list[dict]:
+    """For each question, its candidates' keys, BM25 scores (0: no keyword match) and
+    cosines, as lantern's hybrid sees them: what a weight and a floor are chosen from."""
+    import numpy as np
+
+    from lantern_git.query import RecordQuery
+
+    vectors = store.record_vectors()
+    current = vectors.current()
+    out = []
+    for q in questions:
+        query = RecordQuery(scopes=(q["scope"],) if q["scope"] else (), limit=None)
+        ids = store.index.matching_ids(query)
+        query.text = q["text"]
+        bm25 = dict(store.index.scored_ids(query))
+        cosines = current.scores(vectors.embed_query(q["text"]))
+        rows = np.asarray([current.row[i] for i in ids], dtype=np.int64)
+        out.append(
+            {
+                **q,
+                "keys": [keys[i] for i in ids],
+                "bm25": np.asarray([bm25.get(i, 0.0) for i in ids]),
+                "cos": np.asarray(cosines[rows], dtype=np.float64),
+            }
+        )
+    return out
+
+
+def fused_keys(item: dict, weight: float, floor: float) -> list[str]:
+    """The first ten keys of lantern's hybrid ranking (``vectors.fuse``, the formula in
+    ``lantern_git/index/ranking.py``) with this keyword weight and floor."""
+    from lantern_git.index import ranking
+    from lantern_git.index.vectors import fuse
+
+    keys, bm25, cos = item["keys"], item["bm25"], item["cos"]
+    keyword = sorted(((keys[i], float(b)) for i, b in enumerate(bm25) if b > 0), key=_best)
+    if not keyword:
+        floor = max(floor, ranking.DEFAULT_FLOORS.alone)
+    semantic = sorted(
+        ((keys[i], round(float(c), 6)) for i, c in enumerate(cos) if c >= floor and c > 0),
+        key=_best,
+    )
+    return [key for key, _ in fuse(keyword, semantic, weight)[:LIMIT]]
+
+
+def _best(item: tuple[str, float]) -> tuple[float, str]:
+    return -item[1], item[0]
+
+
+def recall_at(items: list[dict], weight: float, floor: float, k: int = 5) -> float:
+    total = 0.0
+    for item in items:
+        top = fused_keys(item, weight, floor)[:k]
+        total += sum(1 for t in item["targets"] if t in top) / len(item["targets"])
+    return total / len(items) if items else 0.0
+
+
+def cross_validate(items: list[dict]) -> dict:
+    """Leave one conversation out: the weight with the best R@5 on the other conversations,
+    then the highest floor whose R@10 there is within 0.5 points of no floor; both applied
+    to the held-out conversation."""
+    table = {}
+    for weight in WEIGHTS:
+        for floor in FLOORS:
+            for n, item in enumerate(items):
+                top = fused_keys(item, weight, floor)
+                hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
+                table[weight, floor, n] = tuple(sum(h) / len(h) for h in hits)
+    folds = sorted({item["fold"] for item in items})
+    rows = []
+    for held in folds:
+        train = [n for n, i in enumerate(items) if i["fold"] != held]
+        test = [n for n, i in enumerate(items) if i["fold"] == held]
+
+        def mean(w: float, f: float, ns: list[int], at: int) -> float:
+            return sum(table[w, f, n][at] for n in ns) / len(ns)
+
+        weight = max(WEIGHTS, key=lambda w: (round(mean(w, 0.0, train, 0), 4), -w))
+        base = mean(weight, 0.0, train, 1)
+        floor = max(f for f in FLOORS if mean(weight, f, train, 1) >= base - 0.005)
+        found = mean(weight, floor, test, 0)
+        rows.append({"held_out": held, "weight": weight, "floor": floor, "R@5": found})
+    grid = {
+        f"{w}/{f}": round(sum(table[w, f, n][0] for n in range(len(items))) / len(items), 4)
+        for w in WEIGHTS
+        for f in FLOORS
+    }
+    return {"folds": rows, "R@5": statistics.mean(r["R@5"] for r in rows), "grid": grid}

@@ -181,14 +181,16 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
     @mode_option
+    @support.explain_option
     @page_options
-    @output_options((*HIT_FIELDS, "mode"))
+    @output_options((*HIT_FIELDS, "mode", "explain"))
     @common
     def source_search(
         query: str,
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
         mode: str | None,
+        explain: bool,
         limit: int | None,
         offset: int,
         output: Any,
@@ -198,7 +200,13 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
         hits = store.sources.search(
-            query, kinds=kinds, sources=sources, limit=limit, offset=offset, mode=mode
+            query,
+            kinds=kinds,
+            sources=sources,
+            limit=limit,
+            offset=offset,
+            mode=mode,
+            explain=explain,
         )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)

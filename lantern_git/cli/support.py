@@ -341,6 +341,13 @@ mode_option = click.option(
 )
 
 
+explain_option = click.option(
+    "--explain",
+    is_flag=True,
+    help="Show what made each hit's score: BM25 and the words matched, cosine, weights, floor.",
+)
+
+
 def page_options(func: Callable) -> Callable:
     """``--limit`` and ``--offset``: a page of any listing. No ``--limit``, or 0, is no limit."""
     func = click.option(

@@ -140,3 +140,14 @@ def typed_words(text: str) -> list[str]:
         if token.text not in seen:
             seen.append(token.text)
     return seen
+
+
+def matched_words(text: str, content: str) -> list[str]:
+    """The words of the query ``text`` as typed (see :func:`typed_words`) that ``content``
+    holds, as written or by stem: the BM25 part's matches, as ``--explain`` shows them."""
+    held = {token.text for token in word_forms().analyzer(content)}
+    found = []
+    for word in typed_words(text):
+        if word in held or _stem(word) in held:
+            found.append(word)
+    return found

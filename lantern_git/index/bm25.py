@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
@@ -327,32 +326,4 @@ def _in_a_row(
                     matched.add(base + docnum)
         found.extend((score, doc) for score, doc, *_ in chunk if doc in matched)
         batch *= 2
-    return found
-
-
-def matched_words(searcher: Any, text: str, docs: Iterable[int]) -> dict[int, list[str]]:
-    """For each of ``docs``, the words of ``text`` as typed (lower-cased) that it holds, as
-    a stem or as written: what ``--explain`` shows."""
-    from .analysis import text_query, typed_words
-
-    wanted = sorted(set(docs))
-    found: dict[int, list[str]] = {doc: [] for doc in wanted}
-    for word in typed_words(text):
-        parts = plain_parts(text_query(word))
-        if not parts:
-            continue
-        terms = {w for words, _ in parts for w in words}
-        holding: set[int] = set()
-        for reader, base in searcher.reader().leaf_readers():
-            count = reader.doc_count_all()
-            local = [doc - base for doc in wanted if base <= doc < base + count]
-            if not local:
-                continue
-            for term in terms:
-                if (FIELD, term) in reader:
-                    ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
-                    holding.update(base + i for i in set(ids).intersection(local))
-        for doc in holding:
-            if word not in found[doc]:
-                found[doc].append(word)
     return found

@@ -137,6 +137,8 @@ class ChunkHit:
     title: str | None
     # keyword, semantic or hybrid: what ranked it (README, "Semantic recall")
     mode: str | None = None
+    # What made the score, when the search was asked to explain (docs/search.md, "Explain")
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -151,6 +153,8 @@ class ChunkHit:
         }
         if self.mode is not None:
             data["mode"] = self.mode
+        if self.explain is not None:
+            data["explain"] = self.explain
         return data
 
 

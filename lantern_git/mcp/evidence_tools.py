@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from ..fields import DEFAULT_LIMIT, MANIFEST_FIELDS, NO_LIMIT
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
 from .spec import (
+    EXPLAIN_SCHEMA,
+    HIT_EXPLAIN_SCHEMA,
     HIT_MODE_SCHEMA,
     MAX_LIMIT,
     MODE_SCHEMA,
@@ -72,6 +74,7 @@ _HIT_SCHEMA = {
         "uri": MANIFEST_SCHEMA["uri"],
         "title": MANIFEST_SCHEMA["title"],
         "mode": HIT_MODE_SCHEMA,
+        "explain": HIT_EXPLAIN_SCHEMA,
     },
 }
 _VERIFY_SCHEMA = {
@@ -190,6 +193,7 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         limit=one_more(limit),
         offset=offset,
         mode=args.get("mode"),
+        explain=args.get("explain", False),
     )
     return page("hits", [h.to_dict() for h in hits], offset, limit), None
 
@@ -313,6 +317,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "description": "Keywords to look for (stemmed; any word may match).",
                 },
                 "mode": MODE_SCHEMA,
+                "explain": EXPLAIN_SCHEMA,
                 "kind": _kinds(),
                 "source": {
                     "type": "array",

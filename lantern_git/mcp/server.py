@@ -41,6 +41,8 @@ from ..query import RecordQuery
 from ..timespec import parse_expiry
 from .evidence_tools import EVIDENCE_TOOLS
 from .spec import (
+    EXPLAIN_SCHEMA,
+    HIT_EXPLAIN_SCHEMA,
     HIT_MODE_SCHEMA,
     MAX_LIMIT,
     MODE_SCHEMA,
@@ -173,6 +175,7 @@ HISTORY_SCHEMA = {
 
 
 _SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
+_EXPLAINED = {**_SCORED, "explain": HIT_EXPLAIN_SCHEMA}
 _PAGE_LIMIT = {
     "type": "integer",
     "minimum": NO_LIMIT,
@@ -213,7 +216,7 @@ def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
 
 
 def _filter_properties(search: bool) -> dict[str, dict]:
-    fields = [*RECORD_KEYS, "score", "mode"] if search else list(RECORD_KEYS)
+    fields = [*RECORD_KEYS, "score", "mode", "explain"] if search else list(RECORD_KEYS)
     scope, status = FIELDS["scope"], FIELDS["status"]
     properties: dict[str, dict] = {}
     if search:
@@ -226,6 +229,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
             ),
         }
         properties["mode"] = MODE_SCHEMA
+        properties["explain"] = EXPLAIN_SCHEMA
     properties.update(
         {
             "scope": {
@@ -419,7 +423,8 @@ def _query(args: dict, limit: int, *, search: bool) -> RecordQuery:
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit", "include_pending", "mode") and not (search and k == "query")
+        if k not in ("fields", "limit", "include_pending", "mode", "explain")
+        and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
     return RecordQuery.from_options(**options, limit=one_more(limit))
@@ -449,6 +454,7 @@ def _search(store: Store, args: dict) -> tuple[dict, str | None]:
         _query(args, limit, search=True),
         mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
+        explain=args.get("explain", False),
     )
     return _page([hit.to_dict() for hit in hits], args, limit), None
 
@@ -634,7 +640,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "`fields` as lantern_memory_list. Read-only."
         ),
         input_schema=_object(_filter_properties(search=True), ("query",)),
-        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_SCORED}),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_EXPLAINED}),
         read_only=True,
         destructive=False,
         idempotent=True,
