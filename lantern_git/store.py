@@ -785,17 +785,18 @@ class Store:
         vectors = self.record_vectors()
         current = vectors.current()
         whole = dataclasses.replace(query, limit=None, offset=0)
-        candidates = self.index.matching_ids(whole)
+        ids_by_docnum, docs = self.index.matching_docs(whole)
         if query.cites is not None:
             # Citations are not indexed: checked on the candidates' records.
-            cited = self.index.records(candidates)
-            candidates = [i for i in candidates if query.matches_cites(cited[i])]
+            cited = self.index.records(ids_by_docnum[d] for d in docs)
+            docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
+        candidates = current.rows_of_docs(ids_by_docnum, docs)
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
         wanted = vectors.embed_query(query.text)
         keyword = self.index.scored_ids(whole)
         if query.cites is not None:
-            chosen = set(candidates)
+            chosen = {ids_by_docnum[d] for d in docs}
             keyword = [item for item in keyword if item[0] in chosen]
         # A query sharing no word with the records searched has the higher floor
         floor = ranking.floor(self.embedder_name, anchored=bool(keyword))
