@@ -998,9 +998,7 @@ class SearchIndex:
 
         return self._answer(read)
 
-    def matching_docs(
-        self, query: RecordQuery
-    ) -> tuple[builtins.list[str], builtins.list[int]]:
+    def matching_docs(self, query: RecordQuery) -> tuple[builtins.list[str], builtins.list[int]]:
         """(every document's id by document number, kept while the index is unchanged; the
         documents ``query``'s filters select): :meth:`matching_ids` without building the
         list of ids, for a caller that maps documents itself."""
