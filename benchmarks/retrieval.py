@@ -332,10 +332,13 @@ def tune(cv: bool, calibrate: bool) -> int:
             if calibrate:
                 vectors = store.record_vectors()
                 current = vectors.current()
+                words = {w for d in docs for w in TOKEN.findall(d["content"].lower())}
                 for probe in PROBES:
-                    assert not any(probe in d["content"].lower() for d in docs), probe
-                    best = float(np.max(current.scores(vectors.embed_query(probe))))
-                    print(f"{name}: {probe!r} reaches a cosine of {best:.3f}")
+                    assert probe not in words, probe
+                    scores = current.scores(vectors.embed_query(probe))
+                    best = int(np.argmax(scores))
+                    text = next(d["content"] for d in docs if keys[current.ids[best]] == d["key"])
+                    print(f"{name}: {probe!r} reaches {scores[best]:.3f} with {text!r}")
             if cv:
                 for item in components(store, keys, questions):
                     items.append({**item, "fold": item["scope"] or name})
@@ -356,10 +359,6 @@ def tune(cv: bool, calibrate: bool) -> int:
             f"{ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
         )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # ---------------------------------------------------------------- cross-validation
@@ -462,3 +461,7 @@ def cross_validate(items: list[dict]) -> dict:
         for f in FLOORS
     }
     return {"folds": rows, "R@5": statistics.mean(r["R@5"] for r in rows), "grid": grid}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

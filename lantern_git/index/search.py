@@ -357,6 +357,7 @@ class SearchIndex:
         # (searcher, ids by document number) for the semantic paths: see ``_ids_by_docnum``
         self._ids: tuple[Any, builtins.list[str]] | None = None
         # (searcher, live document number by id): see ``_live_docs``
+        self._mask: tuple[tuple[Any, str], set[int] | None] | None = None
         self._doc_of: tuple[Any, dict[str, int]] | None = None
         # (index folder, segment id, column) -> that segment's column: see ``_per_segment``
         self._columns: dict[tuple[Any, str, str], Any] = {}
@@ -919,7 +920,7 @@ class SearchIndex:
         end = None if query.limit is None else query.offset + query.limit
         try:
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             if scored:
                 if words is None:
                     return []
@@ -1005,7 +1006,7 @@ class SearchIndex:
 
         def read() -> tuple[builtins.list[str], builtins.list[int]]:
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             docs: Iterable[int] = _matching(searcher, _filter_query(query))
             if expired:
                 docs = filterfalse(expired.__contains__, docs)
@@ -1019,7 +1020,7 @@ class SearchIndex:
 
         def read() -> builtins.list[str]:
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             docs: Iterable[int] = _matching(searcher, _filter_query(query))
             if expired:
                 docs = filterfalse(expired.__contains__, docs)
@@ -1036,7 +1037,7 @@ class SearchIndex:
             if not query.text:
                 return []
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             allowed = _allowed(searcher, _filter_query(query))
             found = bm25.scored(searcher, text_query(query.text), allowed, expired)
             id_of = self._ids_by_docnum(searcher)
@@ -1045,6 +1046,17 @@ class SearchIndex:
             return scored
 
         return self._answer(read)
+
+    def _masked(self, searcher: Any, mask: Any) -> set[int] | None:
+        """``_mask_docs``, kept for the last searcher and mask asked about: a hybrid search
+        asks twice (candidates, then keyword scores) within the same second."""
+        key = (searcher, repr(mask))
+        kept = self._mask
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        found = _mask_docs(searcher, mask)
+        self._mask = (key, found)
+        return found
 
     def _live_docs(self, searcher: Any) -> dict[str, int]:
         """Each live record's document number by id, kept while the searcher is (a lookup
