@@ -14,10 +14,11 @@ Two sets, the same texts given to every ranker:
 
 Rankers: lantern ``keyword``, ``semantic`` and ``hybrid`` (``Store.search(mode=...)``, the
 library as a user calls it; semantic and hybrid need the ``semantic`` extra), rank-bm25's
-``BM25Okapi`` over lower-cased word tokens, and bm25s with its English stop words (both are dev
-dependencies). Figures: R@k is the share of a question's evidence found in its first k hits,
-averaged over questions; MRR the mean of 1/rank of the first evidence hit within 10;
-ms/query the median wall time of one search (lantern: the whole library call, warm).
+``BM25Okapi`` over lower-cased word tokens, and bm25s with its English stop words (the
+``bench`` extra: ``pip install -e '.[bench]'``). Figures: R@k is the share of a question's
+evidence found in its first k hits, averaged over questions; MRR the mean of 1/rank of the
+first evidence hit within 10; ms/query the median wall time of one search (lantern: the whole
+library call, warm).
 
 Hybrid's keyword weight and the similarity floor are lantern's constants
 (``lantern_git/index/ranking.py``). They were chosen by leave-one-out cross-validation over
@@ -129,7 +130,7 @@ def bm25okapi_ranker(docs: list[dict]) -> Callable | str:
     try:
         from rank_bm25 import BM25Okapi
     except ImportError:
-        return "n/a (pip install rank-bm25)"
+        return "n/a (pip install -e '.[bench]')"
 
     def tokens(text: str) -> list[str]:
         return TOKEN.findall(text.lower())
@@ -152,7 +153,7 @@ def bm25s_ranker(docs: list[dict]) -> Callable | str:
     try:
         import bm25s
     except ImportError:
-        return "n/a (pip install bm25s)"
+        return "n/a (pip install -e '.[bench]')"
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     indexes = {}
     for scope, group in _by_scope(docs).items():
