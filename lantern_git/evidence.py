@@ -525,13 +525,15 @@ class Sources:
         limit: int | None = None,
         offset: int = 0,
         mode: str | None = None,
+        explain: bool = False,
     ) -> builtins.list[ChunkHit]:
         """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited.
 
         ``mode`` as for :meth:`Store.search`: keyword (BM25), semantic (cosine of the chunk's
-        embedding with the query's, among the chunks the filters select) or hybrid (the two
-        weighted as :func:`~lantern_git.index.vectors.fuse` says); None is hybrid when an
-        embedder is available.
+        embedding with the query's, among the chunks the filters select, the similarity floor
+        applied) or hybrid (the two weighted as :mod:`~lantern_git.index.ranking` says); None
+        is hybrid when an embedder is available. ``explain``: each hit's ``explain`` says what
+        made its score, as for records.
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
@@ -559,8 +561,13 @@ class Sources:
             hits = index.search(
                 text, kinds=kinds, sources=source_ids, limit=page.limit, offset=page.offset
             )
+            if explain:
+                from .index.ranking import explained
+
+                for hit in hits:
+                    hit.explain = explained(mode, text, hit.text, hit.score, None, None, None)
         else:
-            hits = self._search_vectors(text, kinds, source_ids, page, mode)
+            hits = self._search_vectors(text, kinds, source_ids, page, mode, explain)
         for hit in hits:
             hit.mode = mode
         return hits
@@ -572,20 +579,33 @@ class Sources:
         sources: tuple[str, ...],
         page: Page,
         mode: str,
+        explain: bool = False,
     ) -> builtins.list[ChunkHit]:
+        from .index import ranking
         from .index.vectors import fuse, rank
 
         index = self.store.chunks
         vectors = self.store.chunk_vectors()
         current = vectors.current()
-        ranked = rank(current, vectors.embed_query(text), index.chunk_keys(kinds, sources))
+        wanted = vectors.embed_query(text)
+        keyword = [
+            (index.key(hit), hit.score) for hit in index.search(text, kinds=kinds, sources=sources)
+        ]
+        floor = ranking.floor(self.store.embedder_name, anchored=bool(keyword))
+        ranked = rank(current, wanted, index.chunk_keys(kinds, sources), floor=floor)
         if mode == "hybrid":
-            keyword = [
-                (index.key(hit), hit.score)
-                for hit in index.search(text, kinds=kinds, sources=sources)
-            ]
             ranked = fuse(keyword, ranked)
-        return index.hits(page.take(ranked))
+        hits = index.hits(page.take(ranked))
+        if explain:
+            scores = dict(keyword)
+            best = keyword[0][1] if keyword else None
+            for hit in hits:
+                key = index.key(hit)
+                cosine = round(float(current.vector(key) @ wanted), 6)
+                hit.explain = ranking.explained(
+                    mode, text, hit.text, scores.get(key), best, cosine, floor
+                )
+        return hits
 
     # ------------------------------------------------------------------ references
 

@@ -126,14 +126,18 @@ class Hit:
     record: Record
     score: float | None = None
     mode: str | None = None
+    # What made the score, when the search was asked to explain (docs/search.md, "Explain")
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record object with ``"score"`` added (contract §6), and ``"mode"`` for a
-        search's hit."""
+        """The record object with ``"score"`` added, ``"mode"`` for a search's hit and
+        ``"explain"`` when asked for."""
         data = self.record.to_dict()
         data["score"] = self.score
         if self.mode is not None:
             data["mode"] = self.mode
+        if self.explain is not None:
+            data["explain"] = self.explain
         return data
 
 

@@ -365,6 +365,19 @@ def emit_listing(
             for row, mark in zip(rows, pending, strict=True)
         ]
     out = sys.stdout
+    explains = [row.pop("explain", None) for row in rows] if plain else []
+    if any(explains):
+        # A table: each hit's row, then one indented line of what made its score.
+        lines = table(rows, ShortIds(root), output)
+        if len(lines) == len(rows) + 1:
+            lines = [lines[0]] + [
+                line
+                for row_line, why in zip(lines[1:], explains, strict=True)
+                for line in (row_line, "    " + explain_text(why))
+            ]
+        for line in lines:
+            out.write(line + "\n")
+        return
     if output.format == "json":
         out.write(dumps(rows) + "\n")
     elif output.format == "jsonl":
@@ -822,6 +835,26 @@ def source_view_lines(view: SourceView) -> list[str]:
     return lines
 
 
+def explain_text(explain: dict[str, Any] | None) -> str:
+    """A hit's ``explain`` object in one line (``--explain`` in a table)."""
+    if not explain:
+        return ""
+    matched = ", ".join(explain.get("matched") or []) or "none"
+    floor = explain.get("floor")
+    cosine = explain.get("cosine")
+    cos = "" if cosine is None else f"cosine {cosine:.3f} (floor {floor:g})"
+    if explain.get("mode") == "keyword":
+        return f"bm25 {explain['bm25']:.3f}; matched: {matched}"
+    if explain.get("mode") == "semantic":
+        return f"{cos}; matched: {matched}"
+    weights = explain["weights"]
+    best = explain.get("bm25_best")
+    keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
+    return (
+        f"{weights['keyword']:g} x {keyword} + {weights['semantic']:g} x {cos}; matched: {matched}"
+    )
+
+
 def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:
     """``source search``: each hit's reference and score, then (numbered) the lines of the
     chunk that hold a word of the query, or its first lines."""
@@ -833,6 +866,8 @@ def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:
     for hit in hits:
         name = hit.title or hit.uri or hit.kind
         out.append(f"{hit.ref}  {hit.score:.2f}  {truncate(name, max(10, width - 60))}")
+        if hit.explain is not None:
+            out.append("  " + explain_text(hit.explain))
         numbered = list(enumerate(hit.text.splitlines(), hit.lines[0]))
         shown = [(n, t) for n, t in numbered if any(w[:5] in t.lower() for w in words)]
         for number, line in (shown or [(n, t) for n, t in numbered if t.strip()])[:3]:

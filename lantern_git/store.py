@@ -739,18 +739,24 @@ class Store:
         *,
         mode: str | None = None,
         include_pending: bool = False,
+        explain: bool = False,
         **filters: Any,
     ) -> builtins.list[Hit]:
         """Records matching ``text``, most relevant first, as hits with a ``score`` and the
-        ``mode`` that ranked them (README, "Semantic recall"):
+        ``mode`` that ranked them (docs/search.md):
 
-        - ``keyword``: BM25 over the words (stemmed); ``score`` is the BM25 score.
+        - ``keyword``: lantern's BM25 over the words (stems and forms as written, see
+          :mod:`~lantern_git.index.bm25`); ``score`` is the BM25 score.
         - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
-          the records the filters select (records with a cosine of 0 or less are left out);
-          ``score`` is the cosine.
-        - ``hybrid``: ``0.2 * bm25 / best bm25 + 0.8 * cosine`` over the candidates
-          (:func:`~lantern_git.index.vectors.fuse`, where the weight is measured); ``score`` is
-          that sum, between 0 and 1.
+          the records the filters select; records under the similarity floor are left out
+          (:mod:`~lantern_git.index.ranking`); ``score`` is the cosine.
+        - ``hybrid``: ``KEYWORD_WEIGHT * bm25 / best bm25 + (1 - KEYWORD_WEIGHT) * cosine``
+          (``KEYWORD_WEIGHT`` = 0.1, :mod:`~lantern_git.index.ranking`, where it is chosen),
+          the cosine counted only at or above the floor, over the keyword matches and the
+          records at or above the floor; ``score`` is that sum, between 0 and 1.
+
+        ``explain``: each hit's ``explain`` says what made its score (mode, bm25, the query
+        words matched, cosine, weights, floor).
 
         ``mode=None`` is hybrid when an embedder is available (the ``semantic`` extra, and no
         ``embedder: none``), keyword otherwise. Every filter applies before ranking; priority,
@@ -792,12 +798,21 @@ class Store:
         elif mode == "keyword":
             hits = self._fresh(query, scored=True)
         else:
-            hits = self._search_vectors(query, mode)
+            hits = self._search_vectors(query, mode, explain)
         for hit in hits:
             hit.mode = mode
+            if explain and mode == "keyword":
+                from .index import ranking
+
+                hit.explain = ranking.explained(
+                    mode, text, hit.record.content, hit.score, None, None, None
+                )
         return hits
 
-    def _search_vectors(self, query: RecordQuery, mode: str) -> builtins.list[Hit]:
+    def _search_vectors(
+        self, query: RecordQuery, mode: str, explain: bool = False
+    ) -> builtins.list[Hit]:
+        from .index import ranking
         from .index.vectors import fuse, fuse_top, rank
         from .query import Hit
 
@@ -807,28 +822,46 @@ class Store:
         vectors = self.record_vectors()
         current = vectors.current()
         whole = dataclasses.replace(query, limit=None, offset=0)
-        candidates = self.index.matching_ids(whole)
+        ids_by_docnum, docs = self.index.matching_docs(whole)
         if query.cites is not None:
             # Citations are not indexed: checked on the candidates' records.
-            cited = self.index.records(candidates)
-            candidates = [i for i in candidates if query.matches_cites(cited[i])]
+            cited = self.index.records(ids_by_docnum[d] for d in docs)
+            docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
+        candidates = current.rows_of_docs(ids_by_docnum, docs)
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
         wanted = vectors.embed_query(query.text)
+        keyword = self.index.scored_ids(whole)
+        if query.cites is not None:
+            chosen = {ids_by_docnum[d] for d in docs}
+            keyword = [item for item in keyword if item[0] in chosen]
+        # A query sharing no word with the records searched has the higher floor
+        floor = ranking.floor(self.embedder_name, anchored=bool(keyword))
         if mode == "hybrid":
-            keyword = self.index.scored_ids(whole)
-            if query.cites is not None:
-                chosen = set(candidates)
-                keyword = [item for item in keyword if item[0] in chosen]
             if end is not None:
-                ranked = fuse_top(current, wanted, candidates, keyword, end)
+                ranked = fuse_top(current, wanted, candidates, keyword, end, floor)
             else:  # every record: whole rankings fused
-                ranked = fuse(keyword, rank(current, wanted, candidates))
+                ranked = fuse(keyword, rank(current, wanted, candidates, floor=floor))
         else:  # semantic needs only the page
-            ranked = rank(current, wanted, candidates, end)
+            ranked = rank(current, wanted, candidates, end, floor)
         page = ranked[query.offset : end]
         records = self.index.records(record_id for record_id, _ in page)
-        return [Hit(records[i], score) for i, score in page if i in records]
+        hits = [Hit(records[i], score) for i, score in page if i in records]
+        if explain:
+            scores = dict(keyword)
+            best = keyword[0][1] if keyword else None
+            for hit in hits:
+                cosine = round(float(current.vector(hit.record.id) @ wanted), 6)
+                hit.explain = ranking.explained(
+                    mode,
+                    query.text,
+                    hit.record.content,
+                    scores.get(hit.record.id),
+                    best,
+                    cosine,
+                    floor,
+                )
+        return hits
 
     def similar(
         self,

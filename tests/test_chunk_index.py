@@ -407,12 +407,14 @@ def test_bad_filters_and_paging_are_invalid_input(root, index):
         index.search("x", offset=-1)
 
 
-def test_scores_are_whooshs_own_bm25f(root, index, tmp_path):
+def test_bulk_scores_are_whoosh_scores_under_lanterns_bm25(root, index, tmp_path):
     """Plain word queries are scored from the postings in bulk: the same scores as Whoosh's
-    for the same query (words as written weighted below their stems)."""
+    search gives for the same query with lantern's BM25 as its weighting model (words as
+    written weighted below their stems)."""
     from whoosh.index import open_dir
+    from whoosh.searching import Searcher
 
-    from lantern_git.index import chunks as chunks_module
+    from lantern_git.index import bm25
     from lantern_git.index.analysis import text_query
 
     for n in range(30):
@@ -425,7 +427,9 @@ def test_scores_are_whooshs_own_bm25f(root, index, tmp_path):
 
     ix = open_dir(str(tmp_path / "state" / "chunks"), indexname=INDEX_NAME)
     try:
-        with ix.searcher() as searcher:
+        with ix.searcher() as plain:
+            model = bm25.LanternBM25(bm25.statistics(plain, None))
+            searcher = Searcher(plain.reader(), weighting=model, closereader=False)
             for text in [
                 "lantern",
                 "w1 closing",
@@ -437,7 +441,7 @@ def test_scores_are_whooshs_own_bm25f(root, index, tmp_path):
             ]:
                 query = text_query(text)
                 # The bulk path answers these, forms as written included.
-                assert chunks_module._plain_parts(query) is not None, text
+                assert bm25.plain_parts(query) is not None, text
                 theirs = sorted(round(s, 6) for s, _ in searcher.search(query, limit=None).top_n)
                 every = index.search(text)
                 assert sorted(hit.score for hit in every) == theirs

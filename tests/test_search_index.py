@@ -331,8 +331,10 @@ def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(sto
             page = store.search("apple", limit=limit, offset=offset)
             stop = None if limit is None else offset + limit
             assert page == whole[offset:stop], (offset, limit)
-    assert store.search("apple", status="archived") == [
-        h for h in store.search("apple", status="all") if h.record.id == tied[3].id
+    # BM25's statistics are those of the records the filters select, so the archived
+    # record's score differs between the two searches; the record found does not.
+    assert [h.record for h in store.search("apple", status="archived")] == [
+        h.record for h in store.search("apple", status="all") if h.record.id == tied[3].id
     ]
 
 

@@ -166,7 +166,8 @@ def memory_list(
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
 )
-@output_options((*RECORD_KEYS, "score", "mode"))
+@support.explain_option
+@output_options((*RECORD_KEYS, "score", "mode", "explain"))
 @common
 def memory_search(
     query: str,
@@ -174,6 +175,7 @@ def memory_search(
     as_json: bool,
     store_path: str | None,
     include_pending: bool,
+    explain: bool,
     output: Any,
     **filters: Any,
 ) -> None:
@@ -182,7 +184,11 @@ def memory_search(
 
     store = support.open_store(store_path)
     hits = store.search(
-        query, RecordQuery.from_options(**filters), mode=mode, include_pending=include_pending
+        query,
+        RecordQuery.from_options(**filters),
+        mode=mode,
+        include_pending=include_pending,
+        explain=explain,
     )
     render.emit_listing(hits, output, store.root)
 

@@ -246,8 +246,9 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
     @mode_option
+    @support.explain_option
     @page_options
-    @output_options((*HIT_FIELDS, "mode"))
+    @output_options((*HIT_FIELDS, "mode", "explain"))
     @common
     def source_search(
         query: str,
@@ -255,6 +256,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         sources: tuple[str, ...],
         mode: str | None,
         page: Page,
+        explain: bool,
         output: Any,
         as_json: bool,
         store_path: str | None,
@@ -262,7 +264,13 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """Chunks of sources matching QUERY; each hit's reference can be given to --source-ref."""
         store = support.open_store(store_path)
         hits = store.sources.search(
-            query, kinds=kinds, sources=sources, limit=page.limit, offset=page.offset, mode=mode
+            query,
+            kinds=kinds,
+            sources=sources,
+            limit=page.limit,
+            offset=page.offset,
+            mode=mode,
+            explain=explain,
         )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)

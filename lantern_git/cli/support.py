@@ -339,6 +339,14 @@ mode_option = click.option(
 )
 
 
+explain_option = click.option(
+    "--explain",
+    is_flag=True,
+    help="Show what made each hit's score: BM25 and the words matched, cosine, weights, floor.",
+)
+
+
+
 def page_options(func: Callable | None = None, *, default: int | None = None) -> Any:
     """``--limit`` and ``--offset``: a page of any listing, given to the command as one
     ``page`` (a :class:`~lantern_git.paging.Page`, checked by the one paging rule: 0 is no

@@ -22,6 +22,7 @@ so a rebuild does not pay for the exact matches.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,11 +117,37 @@ def _parser() -> Any:
     return WordFormsParser(FIELD, Schema(**{FIELD: word_forms()}), group=OrGroup)
 
 
+# A "?" that ends a word: punctuation of a question, not Whoosh's one-character wildcard
+# ("called?" matched "callers" and never "called"). A "?" inside a word stays a wildcard.
+_QUESTION_MARK = re.compile(r"(?<=\w)\?+(?=[\s\"')\]]|$)")
+
+
 def text_query(text: str) -> Any:
     """``text`` as a Whoosh query over the text field."""
     try:
-        return _parser().parse(text)
+        return _parser().parse(_QUESTION_MARK.sub("", text))
     except Exception as err:  # whoosh's parser raises several kinds on what it cannot read
         raise InvalidInput(
             f"query: cannot be read as a search ({err})", code="invalid_query"
         ) from None
+
+
+def typed_words(text: str) -> list[str]:
+    """The words of ``text`` as typed (lower-cased), stop words aside, each once, in order:
+    the query words ``--explain`` reports as matched or not."""
+    seen: list[str] = []
+    for token in StandardAnalyzer()(_QUESTION_MARK.sub("", text)):
+        if token.text not in seen:
+            seen.append(token.text)
+    return seen
+
+
+def matched_words(text: str, content: str) -> list[str]:
+    """The words of the query ``text`` as typed (see :func:`typed_words`) that ``content``
+    holds, as written or by stem: the BM25 part's matches, as ``--explain`` shows them."""
+    held = {token.text for token in word_forms().analyzer(content)}
+    found = []
+    for word in typed_words(text):
+        if word in held or _stem(word) in held:
+            found.append(word)
+    return found

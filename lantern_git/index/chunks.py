@@ -15,11 +15,9 @@ indexed one (an append) has only its tail re-chunked, from the *resume line* kep
 chunk rule's decisions look only at lines already read, so the chunks before that line are the
 same in the longer body.
 
-Searching: a query of words and phrases (the usual kind) is scored here, with Whoosh's BM25F
-numbers, from postings, positions and field lengths read in bulk (``whoosh_compat``): Whoosh's
-matchers cost ~6 us per matching chunk, which at 100k chunks put a common word far behind
-``git grep``. Any other query (prefixes, fields, AND/NOT) goes through Whoosh's search. Ties
-are broken by source id then first line, whichever path answered.
+Searching: chunks are ranked by lantern's BM25 (``bm25.py``, shared with the records), whose
+statistics are those of the chunks the filters (kinds, sources) select. Ties are broken by
+source id then first line.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import heapq
 import marshal
 import os
 import shutil
@@ -37,13 +34,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from itertools import compress
 from typing import Any, NamedTuple
 
 from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.fields import ID, NUMERIC, STORED, Schema
-from whoosh.scoring import BM25F
 
 from ..errors import InvalidInput, StoreError
 from ..paging import Page
@@ -58,7 +53,7 @@ from ..source import (
     parse_source_path,
 )
 from ..sourcefile import SourceFile, read_source_file
-from . import whoosh_compat
+from . import bm25, whoosh_compat
 from .analysis import text_query, word_forms
 
 # 2: words as written and their Porter2 stems (see analysis.py).
@@ -143,6 +138,8 @@ class ChunkHit:
     title: str | None
     # keyword, semantic or hybrid: what ranked it (README, "Semantic recall")
     mode: str | None = None
+    # What made the score, when the search was asked to explain (docs/search.md, "Explain")
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -157,6 +154,8 @@ class ChunkHit:
         }
         if self.mode is not None:
             data["mode"] = self.mode
+        if self.explain is not None:
+            data["explain"] = self.explain
         return data
 
 
@@ -812,11 +811,8 @@ def _ranked(
 ) -> list[ChunkHit]:
     """Hits ``offset:offset+limit`` by score, then source id and first line."""
     end = None if limit is None else offset + limit
-    parts = _plain_parts(query)
-    if parts is not None and type(searcher.weighting) is BM25F:
-        scored = _scored_words(searcher, parts, restrict, end)
-    else:
-        scored = _scored_by_whoosh(searcher, query, restrict, end)
+    allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
+    scored = bm25.scored(searcher, query, allowed, None, end)
     known: dict[str, _Indexed] = state["sources"]
     ranked = []
     for score, docnum in scored:
@@ -850,174 +846,6 @@ def _ranked(
 def text_hash(text: str) -> str:
     """The key of a text's vector (``vectors``), and a chunk's digest: equal texts, one key."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
-def _plain_parts(query: Any) -> list[tuple[tuple[str, ...], float]] | None:
-    """The parts of a query made of words and phrases joined by OR, each as its words and its
-    weight (a word's form as written weighs less than its stem, see ``analysis``); None for
-    anything else (prefixes, fields, AND, NOT, sloppy or weighted phrases), which Whoosh
-    answers itself."""
-    parts = query.subqueries if type(query) is Q.Or else [query]
-    if type(query) is Q.Or and (query.boost != 1.0 or getattr(query, "scale", None)):
-        return None
-    found: list[tuple[tuple[str, ...], float]] = []
-    for part in parts:
-        if getattr(part, "fieldname", None) != "content":
-            return None
-        if type(part) is Q.Term and isinstance(part.text, str) and part.boost > 0:
-            found.append(((part.text,), float(part.boost)))
-        elif type(part) is Q.Phrase and part.slop == 1 and part.words and part.boost == 1.0:
-            if not all(isinstance(word, str) for word in part.words):
-                return None
-            found.append((tuple(part.words), 1.0))
-        else:
-            return None
-    return found
-
-
-def _scored_words(
-    searcher: Any, parts: list[tuple[tuple[str, ...], float]], restrict: Any, end: int | None
-) -> list[tuple[float, int]]:
-    """(score, document) of every chunk matching one of ``parts`` (and ``restrict``), cut to
-    the best ``end`` and their ties: the BM25F score Whoosh gives (for a phrase, the sum of its
-    words' scores where the words stand in a row), computed from the postings, positions and
-    field lengths read in bulk. Whoosh's matchers cost ~6 us a chunk, a phrase's several times
-    that."""
-    weighting = searcher.weighting
-    k1, b = weighting.K1, weighting.B
-    k1_plus = k1 + 1
-    avgfl = searcher.avg_field_length("content") or 1
-    allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
-    totals: dict[int, float] = {}
-    flat_docs: list[int] = []
-    flat_scores: list[float] = []
-    # A phrase's candidates: chunks holding all its words, with the score they have if the
-    # words stand in a row there. (score, document, segment reader, segment base, words)
-    phrases: list[tuple[float, int, Any, int, tuple[str, ...]]] = []
-    for reader, base in searcher.reader().leaf_readers():
-        if not reader.doc_count_all():
-            continue
-        codes, table = whoosh_compat.field_length_codes(reader, "content")
-        norms = [k1 * ((1 - b) + b * length / avgfl) for length in table]
-        deleted = whoosh_compat.deleted_docs(reader) if reader.has_deletions() else ()
-        for words, weight in parts:
-            if not all(("content", word) in reader for word in words):
-                continue
-            postings = [whoosh_compat.term_postings(reader, "content", word) for word in words]
-            idfs = [searcher.idf("content", word) for word in words]
-            if len(words) == 1:
-                (ids, weights), idf = postings[0], idfs[0]
-                # bm25() of whoosh.scoring, term for term, so that the sums round alike;
-                # Whoosh multiplies a term's score by its boost last.
-                scores = [
-                    idf * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
-                    for docnum, tf in zip(ids, weights)
-                ]
-                if weight != 1.0:
-                    scores = [score * weight for score in scores]
-                if deleted:
-                    kept = [docnum not in deleted for docnum in ids]
-                    ids, scores = list(compress(ids, kept)), list(compress(scores, kept))
-                if len(parts) == 1:  # one word: each chunk scored once, no sums to keep
-                    flat_docs.extend(map(base.__add__, ids))
-                    flat_scores.extend(scores)
-                    continue
-                get = totals.get
-                for docnum, score in zip(ids, scores):
-                    doc = base + docnum
-                    totals[doc] = get(doc, 0.0) + score
-                continue
-            freqs = [dict(zip(ids, weights)) for ids, weights in postings]
-            common = set(freqs[0]).intersection(*freqs[1:]).difference(deleted)
-            for docnum in common:
-                norm = norms[codes[docnum]]
-                score = 0.0
-                for idf, counts in zip(idfs, freqs):
-                    tf = counts[docnum]
-                    score += idf * ((tf * k1_plus) / (tf + norm))
-                phrases.append((score, base + docnum, reader, base, words))
-    if allowed is not None:
-        totals = {doc: score for doc, score in totals.items() if doc in allowed}
-        phrases = [item for item in phrases if item[1] in allowed]
-        kept = [doc in allowed for doc in flat_docs]
-        flat_docs = list(compress(flat_docs, kept))
-        flat_scores = list(compress(flat_scores, kept))
-    if phrases:
-        # One phrase alone: its candidates are checked best first, only until the page and
-        # its ties are settled (a phrase of two common words has thousands of candidates).
-        alone = len(parts) == 1 and end is not None
-        for score, doc in _in_a_row(phrases, end if alone else None):
-            totals[doc] = totals.get(doc, 0.0) + score
-    if totals:
-        flat_docs.extend(totals)
-        flat_scores.extend(totals.values())
-    if end is not None and len(flat_scores) > end:
-        cutoff = round(heapq.nlargest(end, flat_scores)[-1], 6)
-        floor = cutoff - 1e-6
-        return [
-            (rounded, doc)
-            for doc, score in zip(flat_docs, flat_scores)
-            if score >= floor and (rounded := round(score, 6)) >= cutoff
-        ]
-    return [(round(score, 6), doc) for doc, score in zip(flat_docs, flat_scores)]
-
-
-def _in_a_row(
-    candidates: list[tuple[float, int, Any, int, tuple[str, ...]]], end: int | None
-) -> list[tuple[float, int]]:
-    """(score, document) of the candidates whose phrase stands in a row, read from the words'
-    positions. With ``end``, the candidates are taken best first in batches, and checking stops
-    once ``end`` were found and the next can only score below the ``end``-th."""
-    if end is not None:
-        candidates = sorted(candidates, key=lambda item: -item[0])
-    found: list[tuple[float, int]] = []
-    batch = len(candidates) if end is None else max(4 * end, 64)
-    at = 0
-    while at < len(candidates):
-        if (
-            end is not None
-            and len(found) >= end
-            and round(candidates[at][0], 6) < round(found[end - 1][0], 6)
-        ):
-            break
-        chunk = candidates[at : at + batch]
-        at += batch
-        groups: dict[tuple[int, tuple[str, ...]], tuple[Any, list[int]]] = {}
-        for _, doc, reader, base, words in chunk:
-            groups.setdefault((base, words), (reader, []))[1].append(doc - base)
-        matched: set[int] = set()
-        for (base, words), (reader, docnums) in groups.items():
-            docnums.sort()
-            positions = [
-                whoosh_compat.term_positions(reader, "content", word, docnums) for word in words
-            ]
-            for docnum in docnums:
-                starts = set(positions[0].get(docnum, ()))
-                for k in range(1, len(words)):
-                    starts.intersection_update(p - k for p in positions[k].get(docnum, ()))
-                if starts:
-                    matched.add(base + docnum)
-        found.extend((score, doc) for score, doc, *_ in chunk if doc in matched)
-        batch *= 2
-    return found
-
-
-def _scored_by_whoosh(
-    searcher: Any, query: Any, restrict: Any, end: int | None
-) -> list[tuple[float, int]]:
-    """(score, document) of the best ``end`` matches and their ties, by Whoosh. It keeps the
-    page's best plus one; only when that one ties with the last are all matches scored, so
-    that equal scores are ordered by the tie-break, never by document number."""
-    results = searcher.search(query, filter=restrict, limit=None if end is None else end + 1)
-    scored = [(round(float(score), 6), docnum) for score, docnum in results.top_n]
-    if end is not None and len(scored) > end:
-        scored.sort(key=lambda item: -item[0])
-        cutoff = scored[end - 1][0]
-        if scored[end][0] == cutoff:
-            results = searcher.search(query, filter=restrict, limit=None)
-            scored = [(round(float(score), 6), docnum) for score, docnum in results.top_n]
-        scored = [item for item in scored if item[0] >= cutoff]
-    return scored
 
 
 def _problems(state: dict[str, Any]) -> dict[str, Problem]:

@@ -44,7 +44,7 @@ from ..fields import STATUSES
 from ..query import Hit, RecordQuery, order_key
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
-from . import whoosh_compat
+from . import bm25, whoosh_compat
 from .analysis import text_query, word_forms
 
 if TYPE_CHECKING:
@@ -356,6 +356,9 @@ class SearchIndex:
         self._kept: Any = None
         # (searcher, ids by document number) for the semantic paths: see ``_ids_by_docnum``
         self._ids: tuple[Any, builtins.list[str]] | None = None
+        # (searcher, live document number by id): see ``_live_docs``
+        self._mask: tuple[tuple[Any, str], set[int] | None] | None = None
+        self._doc_of: tuple[Any, dict[str, int]] | None = None
         # (index folder, segment id, column) -> that segment's column: see ``_per_segment``
         self._columns: dict[tuple[Any, str, str], Any] = {}
         self._watcher: Watcher | None = None
@@ -917,7 +920,7 @@ class SearchIndex:
         end = None if query.limit is None else query.offset + query.limit
         try:
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             if scored:
                 if words is None:
                     return []
@@ -987,11 +990,27 @@ class SearchIndex:
                     if fields["id"] in chosen:
                         found[fields["id"]] = _record(fields["doc"])
                 return found
+            doc_of = self._live_docs(searcher)
             for record_id in wanted:
-                fields = searcher.document(id=record_id)
-                if fields is not None:
-                    found[record_id] = _record(fields["doc"])
+                docnum = doc_of.get(record_id)
+                if docnum is not None:
+                    found[record_id] = _record(searcher.stored_fields(docnum)["doc"])
             return found
+
+        return self._answer(read)
+
+    def matching_docs(self, query: RecordQuery) -> tuple[builtins.list[str], builtins.list[int]]:
+        """(every document's id by document number, kept while the index is unchanged; the
+        documents ``query``'s filters select): :meth:`matching_ids` without building the
+        list of ids, for a caller that maps documents itself."""
+
+        def read() -> tuple[builtins.list[str], builtins.list[int]]:
+            searcher = self._searcher()
+            expired = self._masked(searcher, _mask_query(query))
+            docs: Iterable[int] = _matching(searcher, _filter_query(query))
+            if expired:
+                docs = filterfalse(expired.__contains__, docs)
+            return self._ids_by_docnum(searcher), builtins.list(docs)
 
         return self._answer(read)
 
@@ -1001,7 +1020,7 @@ class SearchIndex:
 
         def read() -> builtins.list[str]:
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
+            expired = self._masked(searcher, _mask_query(query))
             docs: Iterable[int] = _matching(searcher, _filter_query(query))
             if expired:
                 docs = filterfalse(expired.__contains__, docs)
@@ -1018,21 +1037,36 @@ class SearchIndex:
             if not query.text:
                 return []
             searcher = self._searcher()
-            expired = _mask_docs(searcher, _mask_query(query))
-            filters = _filter_query(query)
-            restrict = None if isinstance(filters, Q.Every) else filters
-            words = text_query(query.text)
-            results = searcher.search(words, filter=restrict, limit=None)
+            expired = self._masked(searcher, _mask_query(query))
+            allowed = _allowed(searcher, _filter_query(query))
+            found = bm25.scored(searcher, text_query(query.text), allowed, expired)
             id_of = self._ids_by_docnum(searcher)
-            scored = [
-                (id_of[docnum], round(float(score), 6))
-                for score, docnum in results.top_n
-                if expired is None or docnum not in expired
-            ]
+            scored = [(id_of[docnum], score) for score, docnum in found]
             scored.sort(key=lambda item: (-item[1], item[0]))
             return scored
 
         return self._answer(read)
+
+    def _masked(self, searcher: Any, mask: Any) -> set[int] | None:
+        """``_mask_docs``, kept for the last searcher and mask asked about: a hybrid search
+        asks twice (candidates, then keyword scores) within the same second."""
+        key = (searcher, repr(mask))
+        kept = self._mask
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        found = _mask_docs(searcher, mask)
+        self._mask = (key, found)
+        return found
+
+    def _live_docs(self, searcher: Any) -> dict[str, int]:
+        """Each live record's document number by id, kept while the searcher is (a lookup
+        of the id term costs ~2 ms a record; this dictionary, built once, nothing)."""
+        if self._doc_of is not None and self._doc_of[0] is searcher:
+            return self._doc_of[1]
+        id_of = self._ids_by_docnum(searcher)
+        doc_of = {id_of[docnum]: docnum for docnum in _matching(searcher, Q.Every())}
+        self._doc_of = (searcher, doc_of)
+        return doc_of
 
     def _ids_by_docnum(self, searcher: Any) -> builtins.list[str]:
         """Every document's id by document number, read from the id column (10k: 6 ms; their
@@ -1295,23 +1329,19 @@ def _best_scored(
     offset: int,
     end: int | None,
 ) -> list[Hit]:
-    """Hits ``offset:end`` by score, then id. Whoosh scores every match; only the page's
-    candidates (and ties at its last score) have their stored record loaded. An ``Every``
-    filter would make Whoosh build a set of every document, so it is left out; the mask is
-    applied here for the same reason."""
-    restrict = None if isinstance(filters, Q.Every) else filters
-    results = searcher.search(text_query, filter=restrict, limit=None)
-    scored = [
-        (round(float(score), 6), docnum)
-        for score, docnum in results.top_n
-        if mask is None or docnum not in mask
-    ]
-    if end is not None and len(scored) > end:
-        cutoff = heapq.nlargest(end, (score for score, _ in scored))[-1]
-        scored = [item for item in scored if item[0] >= cutoff]
+    """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``), then id: only the page's
+    candidates (and ties at its last score) have their stored record loaded."""
+    scored = bm25.scored(searcher, text_query, _allowed(searcher, filters), mask, end)
     hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
     hits.sort(key=lambda h: (-(h.score or 0.0), h.record.id))
     return hits[offset:end]
+
+
+def _allowed(searcher: Any, filters: Any) -> set[int] | None:
+    """The documents ``filters`` select, as a set; None for no filter (``Every``)."""
+    if isinstance(filters, Q.Every):
+        return None
+    return set(searcher.docs_for_query(filters))
 
 
 def _matching(searcher: Any, query: Any) -> Iterable[int]:

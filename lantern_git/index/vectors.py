@@ -48,7 +48,7 @@ from typing import Protocol
 import numpy as np
 
 from ..embedders import Embedder
-from . import whoosh_compat
+from . import ranking, whoosh_compat
 from .chunks import text_hash
 from .search import SearchIndex
 
@@ -65,17 +65,8 @@ HEAD = struct.Struct("<4sIII")
 # written again: COMPACT_FROM plus one per COMPACT_SHARE records. At 100k, ~7k (7 MB of rows).
 COMPACT_FROM = 1024
 COMPACT_SHARE = 16
-# Hybrid search scores a record KEYWORD_WEIGHT x its BM25 score over the best BM25 score
-# among the candidates, plus (1 - KEYWORD_WEIGHT) x its cosine (0 when negative): a convex
-# combination, which Bruch, Gai & Ingber ("An Analysis of Fusion Functions for Hybrid
-# Retrieval", 2023) found to beat reciprocal rank fusion. On the labelled set
-# (benchmarks/recall.py; recall@1 / recall@5 by query type) reciprocal rank fusion (k = 60)
-# gave paraphrases 0.10 / 0.38, keyword queries 0.96 / 1.00, word forms 0.89 / 0.98; this
-# weight gave 0.20 / 0.44, 0.98 / 0.99 and 0.93 / 0.98 (0.1 gave paraphrases more and word
-# forms less; 0.3 the reverse). RRF lets a record that only the keyword ranking places high
-# (a shared name) tie with one only the semantic ranking does; a convex sum keeps the
-# cosine's margin. The weight was chosen on that set: its hybrid figures are optimistic.
-KEYWORD_WEIGHT = 0.2
+# Hybrid search's weight and floor: see ranking.py, where they are chosen.
+KEYWORD_WEIGHT = ranking.KEYWORD_WEIGHT
 # Rows per block of a dupes matrix product: 1024 x 10k float32 scores is 40 MB at most.
 BLOCK = 1024
 EMBED_BATCH = 4096
@@ -117,6 +108,8 @@ class VectorSet:
         self.identity: tuple[int, ...] | None = None
         self._keys: np.ndarray | None = None
         self._by_hash: dict[str, int] | None = None
+        # (the index's ids by document number, each document's row or -1): see ``rows_of_docs``
+        self._doc_rows: tuple[builtins.list[str], np.ndarray] | None = None
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of every row with ``vector`` (a unit vector): one pass over the map."""
@@ -126,6 +119,21 @@ class VectorSet:
         if len(self.extra):
             scores = np.concatenate([scores, np.asarray(self.extra @ vector, dtype=np.float32)])
         return scores
+
+    def rows_of_docs(self, ids_by_docnum: builtins.list[str], docs: Iterable[int]) -> np.ndarray:
+        """The rows of the index documents ``docs`` (numbers into ``ids_by_docnum``, the
+        index's ids by document number, kept while the index is unchanged), sorted, each once:
+        each document's row is looked up once per index and vector set, not per search (10k
+        candidates: ~10 ms of dictionary lookups)."""
+        kept = self._doc_rows
+        if kept is None or kept[0] is not ids_by_docnum:
+            row = self.row
+            table = np.fromiter(
+                (row.get(i, -1) for i in ids_by_docnum), dtype=np.int64, count=len(ids_by_docnum)
+            )
+            kept = self._doc_rows = (ids_by_docnum, table)
+        rows = kept[1][np.fromiter(docs, dtype=np.int64)]
+        return _unique_sorted(rows[rows >= 0])
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """These rows' vectors, from the base file or the journal's."""
@@ -202,6 +210,7 @@ class VectorSet:
 
     def apply(self, entry: dict, rows: np.ndarray) -> None:
         """Take in one journal entry: drop its ``drop`` ids, add its rows, move generation."""
+        self._doc_rows = None
         for key in entry["drop"]:
             self.row.pop(key, None)
         start = len(self.ids)
@@ -606,17 +615,21 @@ def _replay(made: VectorSet, folder: str, dim: int) -> None:
 
 
 def rank(
-    vectors: VectorSet, query: np.ndarray, candidates: Iterable[str], end: int | None = None
+    vectors: VectorSet,
+    query: np.ndarray,
+    candidates: Iterable[str] | np.ndarray,
+    end: int | None = None,
+    floor: float = 0.0,
 ) -> builtins.list[tuple[str, float]]:
     """The ``candidates`` by cosine with ``query`` (rounded to 6 places), best first, ties by
-    id; those with a cosine of 0 or less (nothing in common) are left out; the first ``end``
-    only, if given. In numpy: base rows are in id order, so a stable sort keeps ties by id
-    (100k candidates: ~40 ms, against ~250 ms in Python); with journal rows, each row's place
-    in id order is the tie's second key."""
+    id; those under ``floor`` (a floor of 0: those of 0 or less, nothing in common) are left
+    out; the first ``end`` only, if given. In numpy: base rows are in id order, so a stable
+    sort keeps ties by id (100k candidates: ~40 ms, against ~250 ms in Python); with journal
+    rows, each row's place in id order is the tie's second key."""
     scores = vectors.scores(query)
     rows = _rows_of(vectors, candidates)  # sorted: id order, for the base rows
     chosen = np.round(scores[rows].astype(np.float64), 6)
-    keep = chosen > 0
+    keep = chosen >= floor if floor > 0 else chosen > 0
     rows, chosen = rows[keep], chosen[keep]
     if len(vectors.extra):
         order = np.lexsort((vectors.order_keys()[rows], -chosen))[:end]
@@ -626,12 +639,18 @@ def rank(
     return [(ids[int(r)], float(c)) for r, c in zip(rows[order], chosen[order])]
 
 
-def _rows_of(vectors: VectorSet, candidates: Iterable[str]) -> np.ndarray:
-    """The rows of the ``candidates`` that have one, sorted, each once (a sort and a compare:
-    ``np.unique`` hashes, 17 ms at 100k against 1 ms)."""
+def _rows_of(vectors: VectorSet, candidates: Iterable[str] | np.ndarray) -> np.ndarray:
+    """The rows of the ``candidates`` (ids, or rows already) that have one, sorted, each once
+    (a sort and a compare: ``np.unique`` hashes, 17 ms at 100k against 1 ms)."""
+    if isinstance(candidates, np.ndarray):  # rows already (VectorSet.rows_of_docs)
+        return candidates
     row = vectors.row
     rows = np.fromiter((row.get(i, -1) for i in candidates), dtype=np.int64)
-    rows = np.sort(rows[rows >= 0])
+    return _unique_sorted(rows[rows >= 0])
+
+
+def _unique_sorted(rows: np.ndarray) -> np.ndarray:
+    rows = np.sort(rows)
     if len(rows) > 1:
         rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
     return rows
@@ -640,12 +659,13 @@ def _rows_of(vectors: VectorSet, candidates: Iterable[str]) -> np.ndarray:
 def fuse_top(
     vectors: VectorSet,
     query: np.ndarray,
-    candidates: Iterable[str],
+    candidates: Iterable[str] | np.ndarray,
     keyword: builtins.list[tuple[str, float]],
     end: int,
+    floor: float = 0.0,
 ) -> builtins.list[tuple[str, float]]:
-    """``fuse(keyword, rank(vectors, query, candidates))[:end]``, without ranking every
-    candidate in Python: the first ``end`` of the fusion are among the keyword hits and the
+    """``fuse(keyword, rank(vectors, query, candidates, floor=floor))[:end]``, without ranking
+    every candidate in Python: the first ``end`` of the fusion are among the keyword hits and the
     first ``end`` of the semantic ranking (a record found only by meaning scores its cosine's
     share alone, so each of the first ``end`` by meaning scores at least as much, and the
     better place breaks a tie). The semantic order is taken in numpy; only those records'
@@ -654,7 +674,7 @@ def fuse_top(
     row = vectors.row
     rows = _rows_of(vectors, candidates)
     chosen = np.round(scores[rows].astype(np.float64), 6)
-    keep = chosen > 0
+    keep = chosen >= floor if floor > 0 else chosen > 0
     rows, chosen = rows[keep], chosen[keep]
     if len(vectors.extra):
         order = np.lexsort((vectors.order_keys()[rows], -chosen))
@@ -674,31 +694,34 @@ def fuse_top(
             semantic[record_id] = (place, float(cosines[place]))
     for place in range(min(total, end)):
         semantic.setdefault(ids[int(ranked[place])], (place, float(cosines[place])))
-    return _combined(keyword, semantic, total)[:end]
+    return _combined(keyword, semantic, total, KEYWORD_WEIGHT)[:end]
 
 
 def fuse(
-    keyword: builtins.list[tuple[str, float]], semantic: builtins.list[tuple[str, float]]
+    keyword: builtins.list[tuple[str, float]],
+    semantic: builtins.list[tuple[str, float]],
+    weight: float = KEYWORD_WEIGHT,
 ) -> builtins.list[tuple[str, float]]:
-    """The hybrid ranking of the keyword (BM25, best first) and semantic (cosine, best first)
-    rankings of the same candidates: each id scores ``KEYWORD_WEIGHT * bm25 / best bm25 +
-    (1 - KEYWORD_WEIGHT) * max(cosine, 0)`` (rounded to 6 places); best first, ties by the
-    semantic ranking's order, then id. An id the semantic ranking leaves out (a cosine of 0 or
-    less) keeps its keyword part."""
+    """The hybrid ranking of the keyword (BM25, best first) and semantic (cosine, best first,
+    those under the floor already left out by :func:`rank`) rankings of the same candidates:
+    each id scores ``weight * bm25 / best bm25 + (1 - weight) * cosine`` (rounded to 6
+    places; ``ranking.py``); best first, ties by the semantic ranking's order, then id. An id
+    the semantic ranking leaves out keeps its keyword part."""
     places = {key: (place, cosine) for place, (key, cosine) in enumerate(semantic)}
-    return _combined(keyword, places, len(semantic))
+    return _combined(keyword, places, len(semantic), weight)
 
 
 def _combined(
     keyword: builtins.list[tuple[str, float]],
     semantic: dict[str, tuple[int, float]],
     unplaced: int,
+    weight: float,
 ) -> builtins.list[tuple[str, float]]:
     """``fuse``'s sum and order, given each semantic id's (place, cosine)."""
     best = keyword[0][1] if keyword and keyword[0][1] > 0 else 1.0
-    fused = {key: KEYWORD_WEIGHT * score / best for key, score in keyword}
+    fused = {key: weight * score / best for key, score in keyword}
     for key, (_, cosine) in semantic.items():
-        fused[key] = fused.get(key, 0.0) + (1.0 - KEYWORD_WEIGHT) * max(cosine, 0.0)
+        fused[key] = fused.get(key, 0.0) + (1.0 - weight) * max(cosine, 0.0)
     ordered = [(key, round(score, 6)) for key, score in fused.items()]
     ordered.sort(
         key=lambda item: (

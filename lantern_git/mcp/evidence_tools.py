@@ -12,6 +12,8 @@ from ..fields import MANIFEST_FIELDS
 from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
 from ..written import Written
 from .spec import (
+    EXPLAIN_SCHEMA,
+    HIT_EXPLAIN_SCHEMA,
     HIT_MODE_SCHEMA,
     MODE_SCHEMA,
     REASON_SCHEMA,
@@ -72,6 +74,7 @@ _HIT_SCHEMA = {
         "uri": MANIFEST_SCHEMA["uri"],
         "title": MANIFEST_SCHEMA["title"],
         "mode": HIT_MODE_SCHEMA,
+        "explain": HIT_EXPLAIN_SCHEMA,
     },
 }
 _VERIFY_SCHEMA = {
@@ -156,6 +159,7 @@ def _search(store: Store, args: dict) -> Written[dict]:
         limit=page.one_more().limit,
         offset=page.offset,
         mode=args.get("mode"),
+        explain=args.get("explain", False),
     )
     return Written(page.document("hits", [h.to_dict() for h in hits]))
 
@@ -280,6 +284,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
                     "description": "Keywords to look for (stemmed; any word may match).",
                 },
                 "mode": MODE_SCHEMA,
+                "explain": EXPLAIN_SCHEMA,
                 "kind": _kinds(),
                 "source": {
                     "type": "array",

@@ -42,6 +42,8 @@ from ..timespec import parse_expiry
 from ..written import Written
 from .evidence_tools import EVIDENCE_TOOLS
 from .spec import (
+    EXPLAIN_SCHEMA,
+    HIT_EXPLAIN_SCHEMA,
     HIT_MODE_SCHEMA,
     MODE_SCHEMA,
     REASON_SCHEMA,
@@ -149,6 +151,7 @@ HISTORY_SCHEMA = page_schema(
 
 
 _SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
+_EXPLAINED = {**_SCORED, "explain": HIT_EXPLAIN_SCHEMA}
 _DUPES_PAGE = page_schema(
     "pairs",
     object_schema(
@@ -163,7 +166,7 @@ def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
 
 
 def _filter_properties(search: bool) -> dict[str, dict]:
-    fields = [*RECORD_KEYS, "score", "mode"] if search else list(RECORD_KEYS)
+    fields = [*RECORD_KEYS, "score", "mode", "explain"] if search else list(RECORD_KEYS)
     scope, status = FIELDS["scope"], FIELDS["status"]
     properties: dict[str, dict] = {}
     if search:
@@ -176,6 +179,7 @@ def _filter_properties(search: bool) -> dict[str, dict]:
             ),
         }
         properties["mode"] = MODE_SCHEMA
+        properties["explain"] = EXPLAIN_SCHEMA
     properties.update(
         {
             "scope": {
@@ -356,7 +360,7 @@ def _query(args: dict, page: Page, *, search: bool) -> RecordQuery:
     options = {
         k: v
         for k, v in args.items()
-        if k not in ("fields", "limit", "offset", "include_pending", "mode")
+        if k not in ("fields", "limit", "offset", "include_pending", "mode", "explain")
         and not (search and k == "query")
     }
     # One more than asked tells whether another page follows, without counting them all.
@@ -387,6 +391,7 @@ def _search(store: Store, args: dict) -> Written[dict]:
         _query(args, page, search=True),
         mode=args.get("mode"),
         include_pending=args.get("include_pending", False),
+        explain=args.get("explain", False),
     )
     return Written(_page([hit.to_dict() for hit in hits], args, page))
 
@@ -586,7 +591,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "`fields` as lantern_memory_list. Read-only."
         ),
         input_schema=_object(_filter_properties(search=True), ("query",)),
-        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_SCORED}),
+        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_EXPLAINED}),
         read_only=True,
         destructive=False,
         idempotent=True,

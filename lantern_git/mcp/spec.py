@@ -32,12 +32,43 @@ MODE_SCHEMA = {
     "enum": list(SEARCH_MODES),
     "description": (
         "keyword: BM25 over the words. semantic: cosine of text embeddings (finds paraphrases). "
-        "hybrid: 0.2 x BM25 over the best BM25 + 0.8 x cosine. Default: hybrid when the "
+        "hybrid: 0.1 x BM25 over the best BM25 + 0.9 x cosine, cosines under the similarity "
+        "floor left out. Default: hybrid when the "
         "server has the semantic extra, keyword otherwise; semantic and hybrid fail with "
         "semantic_unavailable without it."
     ),
 }
 HIT_MODE_SCHEMA = {"type": "string", "enum": list(SEARCH_MODES)}
+# ``explain`` for both search tools, and the object it adds to each hit.
+EXPLAIN_SCHEMA = {
+    "type": "boolean",
+    "default": False,
+    "description": (
+        "Add to each hit an `explain` object saying what made its score: mode, bm25, the "
+        "query words matched, cosine, the weights and the similarity floor."
+    ),
+}
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+HIT_EXPLAIN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mode": HIT_MODE_SCHEMA,
+        "bm25": {"type": "number", "description": "The BM25 score (0: no query word)."},
+        "matched": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The query's words, as typed, that the hit holds.",
+        },
+        "cosine": {**_NUMBER_OR_NULL, "description": "Null in keyword mode."},
+        "weights": {
+            "type": "object",
+            "properties": {"keyword": {"type": "number"}, "semantic": {"type": "number"}},
+        },
+        "floor": {**_NUMBER_OR_NULL, "description": "The cosine a semantic candidate needs."},
+        "bm25_best": {**_NUMBER_OR_NULL, "description": "Hybrid: the best BM25 score."},
+    },
+    "required": ["mode", "bm25", "matched", "cosine", "weights", "floor"],
+}
 _POINT = (
     "a git revision (a commit hash, HEAD~3, a tag) or a time (unix seconds, 2026-12-31, "
     "2026-12-31T08:00:00Z, -7d: the newest commit at or before it)."
