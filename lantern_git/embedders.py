@@ -104,15 +104,16 @@ class WordLlamaEmbedder:
                 )
         try:
             self._table = _safetensors_table(weights, self.TENSOR)
-            self._tokenizer = tokenizers.Tokenizer.from_file(tokenizer)
-        except Exception as err:  # OSError, a bad header (ValueError, KeyError), the tokenizer's
+        except Exception as err:  # OSError, a bad header (ValueError, KeyError)
             raise SemanticUnavailable(f"wordllama's model cannot be read: {err}") from None
         if self._table.ndim != 2 or self._table.shape[1] != self.DIM:
             raise SemanticUnavailable(
                 f"wordllama's table {weights} has shape {self._table.shape}, not (n, {self.DIM})"
             )
-        self._tokenizer.enable_padding()
-        self._tokenizer.no_truncation()
+        # The tokenizer (a third of a CLI search's time) loads in the background while the
+        # caller opens its index and vectors; the first embed waits for it.
+        self._loading = _Background(lambda: _tokenizer(tokenizers, tokenizer))
+        self._tokenizer: Any = None
         self._np = np
         self.dim = self.DIM
         version = _version(os.path.dirname(folder), "wordllama")
@@ -120,6 +121,11 @@ class WordLlamaEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         np = self._np
+        if self._tokenizer is None:
+            try:
+                self._tokenizer = self._loading.result()
+            except Exception as err:
+                raise SemanticUnavailable(f"wordllama's tokenizer cannot be read: {err}") from None
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         top = self._table.shape[0] - 1
         for start in range(0, len(texts), self.BATCH):
@@ -138,6 +144,39 @@ class WordLlamaEmbedder:
             )
             out[start : start + len(encoded)] = pooled / norms
         return out
+
+
+def _tokenizer(tokenizers: Any, path: str) -> Any:
+    tokenizer = tokenizers.Tokenizer.from_file(path)
+    tokenizer.enable_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+class _Background:
+    """``work()`` run in a daemon thread; :meth:`result` waits for it, then returns its value
+    or raises its exception."""
+
+    def __init__(self, work: Any) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = work()
+            except BaseException as err:
+                self._error = err
+
+        self._thread = threading.Thread(target=run, name="lantern-tokenizer", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _safetensors_table(path: str, tensor: str) -> np.ndarray:
