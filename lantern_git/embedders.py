@@ -63,7 +63,7 @@ class Embedder(Protocol):
 
 class WordLlamaEmbedder:
     """WordLlama (l2_supercat, 256 dims): a token-embedding table pooled per text; 16 MB of
-    weights shipped inside the wheel, no torch, ~30k texts/s on one core (docs/embedders.md).
+    weights shipped inside the wheel, no torch, >10k texts/s on one core (docs/embedders.md).
 
     The model is read from the installed package's own files without importing the package:
     ``import wordllama`` costs more than the rest of a search (it pulls in requests and
@@ -142,9 +142,8 @@ class WordLlamaEmbedder:
             count = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
             pooled = np.sum(tokens * mask[..., np.newaxis], axis=1, dtype=np.float32) / count
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            norms[norms == 0] = (
-                1.0  # a text with no tokens: a zero vector, where wordllama's is NaN
-            )
+            # A text with no tokens: a zero vector, where wordllama's is NaN.
+            norms[norms == 0] = 1.0
             out[start : start + len(encoded)] = pooled / norms
         return out
 
