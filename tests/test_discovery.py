@@ -406,7 +406,7 @@ def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_run
         ". .venv/bin/activate",
         "pip install -e '.[dev]'",
         "python -m pytest -q -m 'not semantic'",
-        "pip install -e '.[dev,semantic]'",
+        "pip install -e '.[dev,semantic,e5,model2vec]'",
         "python -m pytest -q -m semantic",
     ]
     # CI runs the same installs and test runs, in the same order.
@@ -414,7 +414,7 @@ def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_run
     same = [
         "python -m pip install --quiet -e '.[dev]'",
         "python -m pytest -q -m 'not semantic'",
-        "python -m pip install --quiet -e '.[dev,semantic]'",
+        "python -m pip install --quiet -e '.[dev,semantic,e5,model2vec]'",
         "python -m pytest -q -m semantic",
     ]
     positions = [ci.index(line) for line in same]

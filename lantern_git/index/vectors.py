@@ -49,7 +49,6 @@ import numpy as np
 
 from ..embedders import Embedder
 from . import ranking, whoosh_compat
-from .chunks import text_hash
 from .search import SearchIndex
 
 # 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal
@@ -324,7 +323,10 @@ class Vectors:
         return self._loaded
 
     def embed_query(self, text: str) -> np.ndarray:
-        return unit_rows(self.embedder.embed([text]), self.embedder.dim)[0]
+        """A search's text as a unit vector: by the embedder's ``embed_query`` when it has one
+        (a model trained with a query prefix, as E5 is), else as any text."""
+        embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
+        return unit_rows(embed([text]), self.embedder.dim)[0]
 
     # -- keeping in step
 
@@ -346,6 +348,10 @@ class Vectors:
             if old is None or (row := old_row.get(key)) is None or old.digest(row) != digest
         ]
         contents = self.index.texts(changed)
+        # Here, not at the top: a search of a set in step never needs it, and chunks.py (with
+        # Whoosh's query modules) is a tenth of a CLI search's time to import.
+        from .chunks import text_hash
+
         # Rows whose text is new: by the hash of the text, which a status edit leaves alone.
         by_hash = {} if old is None else old.by_hash()
         fresh_rows: dict[str, int] = {}

@@ -1,0 +1,114 @@
+"""How long one ``lantern memory search`` process takes, hybrid against keyword, side by side.
+
+    python benchmarks/cli_startup.py                    # median of 15 runs of each mode
+    python benchmarks/cli_startup.py --runs 31
+    python benchmarks/cli_startup.py --also OLD_CHECKOUT  # the same runs with another copy of
+                                                          # lantern_git (e.g. `git worktree add`)
+
+A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode,
+numpy and the embedder's load before one query is embedded. The target is a hybrid search
+within 1.5 x a keyword one. The store is the labelled recall set (benchmarks/recall/, 296
+records) in a temporary folder, with its index and vectors built once before timing. The runs
+of each mode (and each copy, with ``--also``) alternate, so a busy machine slows them alike;
+the figures are wall-clock medians and the peak RSS of the median-time run. The processes may
+write ``__pycache__`` (as an installed package has), whatever PYTHONDONTWRITEBYTECODE says.
+Needs the semantic extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORDS = os.path.join(REPO, "benchmarks", "recall", "records.jsonl")
+QUERY = "which city is Ana based in and what are her hours"
+MODES = ("keyword", "hybrid")
+
+
+def lantern(code: str, store: str, *args: str) -> tuple[float, int]:
+    """Seconds and peak RSS (KiB) of one ``python -m lantern_git`` process."""
+    env = dict(os.environ, PYTHONPATH=code)
+    env.pop("LANTERN_EMBEDDER", None)
+    # As an installed lantern runs: from compiled bytecode (written on the warm-up runs)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # time.perf_counter around the child, and its own peak RSS from wait4
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "lantern_git", "--store", store, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=store,  # not this folder: ``-m`` puts the working folder first on sys.path
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"lantern {' '.join(args)} failed: {child.stderr.read().decode()}")
+    return elapsed, usage.ru_maxrss
+
+
+def build(root: str) -> str:
+    store = os.path.join(root, "store")
+    records = os.path.join(root, "records.jsonl")
+    with open(RECORDS, encoding="utf-8") as src, open(records, "w", encoding="utf-8") as out:
+        for line in src:
+            row = json.loads(line)
+            out.write(json.dumps({k: row[k] for k in ("kind", "scope", "content")}) + "\n")
+    for args in (("init", store), ("--store", store, "import", records)):
+        subprocess.run(
+            [sys.executable, "-m", "lantern_git", *args],
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, PYTHONPATH=REPO),
+            cwd=root,
+        )
+    return store
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument(
+        "--also", default="", help="another checkout's root whose lantern_git to time as well"
+    )
+    args = parser.parse_args(argv)
+    copies = [("this", REPO)] + ([("also", os.path.abspath(args.also))] if args.also else [])
+    with tempfile.TemporaryDirectory() as root:
+        store = build(root)
+        for _label, code in copies:  # index and vectors built, and the disk cache warm
+            for mode in MODES:
+                lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+        runs: dict[tuple[str, str], list[tuple[float, int]]] = {}
+        for _ in range(args.runs):
+            for label, code in copies:
+                for mode in MODES:
+                    key = (label, mode)
+                    runs.setdefault(key, []).append(
+                        lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+                    )
+    print(f"lantern memory search, {args.runs} runs of each, alternating (median wall clock)")
+    print("| code | mode | median s | min s | peak RSS MiB | hybrid / keyword |")
+    print("|---|---|---|---|---|---|")
+    for label, _ in copies:
+        medians = {}
+        for mode in MODES:
+            times = sorted(runs[(label, mode)])
+            medians[mode] = statistics.median(t for t, _ in times)
+            rss = times[len(times) // 2][1] / 1024
+            ratio = f"{medians['hybrid'] / medians['keyword']:.2f}x" if mode == "hybrid" else ""
+            print(
+                f"| {label} | {mode} | {medians[mode]:.3f} | {times[0][0]:.3f} | {rss:.0f} "
+                f"| {ratio} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
