@@ -1,0 +1,94 @@
+"""``lantern serve``: the store in a browser, to read records beside their evidence and to
+accept or reject what agents wrote (README, "lantern serve")."""
+
+from __future__ import annotations
+
+import click
+
+from .support import author_option, store_option
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@click.command("serve")
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind.")
+@click.option(
+    "--port", type=int, default=8765, show_default=True, help="The port (0: any free one)."
+)
+@click.option("--read-only", is_flag=True, help="Show review, but change nothing.")
+@author_option
+@click.pass_context
+def serve_command(
+    ctx: click.Context,
+    store_path: str | None,
+    host: str,
+    port: int,
+    read_only: bool,
+    author: str | None,
+) -> None:
+    """Serve the store as a local web app: records, sources, review, changes, status.
+
+    Prints one line with the URL and its access token, and serves until interrupted. Every
+    request needs the token; the reviewer of an accept is the serving identity (--author,
+    else $LANTERN_AUTHOR, else the repository's git identity).
+    """
+    import socket
+
+    from ..errors import InvalidInput
+    from ..store import Store
+    from ..web.app import ServeConfig, create_app
+
+    root_store = (ctx.find_root().obj or {}).get("store_path")
+    if not 0 <= port <= 65535:
+        raise InvalidInput(f"--port: {port} is not a port (0-65535)", code="usage_error")
+    store = Store.discover(store_path or root_store, actor="cli", author=author, watch=True)
+    if not store.exists:
+        raise InvalidInput(
+            f"{store.root} is not a lantern store; create one with: lantern init",
+            code="no_store",
+        )
+    # Who reviews is known now, so a bad --author fails here rather than at the first accept.
+    signature = store.git.signature(author)
+    host = "127.0.0.1" if host == "localhost" else host
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        raise InvalidInput(
+            f"cannot listen on {host}:{port}: {err.strerror}", code="usage_error"
+        ) from None
+    sock.listen(128)
+    config = ServeConfig(
+        host=host,
+        port=sock.getsockname()[1],
+        read_only=read_only,
+        reviewer=f"{signature.name} <{signature.email}>",
+    )
+    app = create_app(store, config)
+    if host not in LOOPBACK:
+        click.echo(
+            f"lantern serve: warning: listening on {host}, not loopback: anyone who can reach "
+            "this address and has the token can read this store"
+            + ("" if read_only else " and accept or reject its pending changes"),
+            err=True,
+        )
+    click.echo(f"lantern serve: {config.url}")
+    _run(app, sock)
+    store.close()
+
+
+def _run(app: object, sock: object) -> None:
+    import sys
+
+    import uvicorn
+
+    sys.stdout.flush()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))  # type: ignore[arg-type]
+    server.run(sockets=[sock])  # type: ignore[list-item]
+
+
+def register(cli: click.Group, memory: click.Group) -> None:
+    cli.add_command(serve_command)
