@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import InvalidInput, LanternError
+from ..errors import InvalidInput, LanternError, NotFound
 from ..fields import KINDS, SEARCH_MODES
 from ..query import RecordQuery
 from ..source import SourceRef, is_source_ref
@@ -198,11 +198,16 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
 
         def answer(s: Store) -> dict[str, Any]:
             found = s.get(ref, at=at, include_pending=pending)
-            history = s.record_history(found.id)
+            try:
+                history = s.record_history(found.id).entries
+            except NotFound:
+                if not pending:
+                    raise
+                history = []  # added on a review branch: its commits are the review page's
             replaced_by = sorted(
                 {
                     other
-                    for entry in history.entries
+                    for entry in history
                     if entry.op == "supersede"
                     for other in entry.records
                     if other != found.id
@@ -211,7 +216,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             )
             return {
                 "record": found,
-                "history": history.entries,
+                "history": history,
                 "replaced_by": replaced_by,
                 "evidence": [_Evidence.of(r, c) for r, c in s.sources.check_refs(found)],
             }
@@ -251,14 +256,20 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             source_id = s.sources.resolve(ref)
             wanted = f"source:{source_id}@{version}" if version else source_id
             view = s.sources.body(wanted)
-            blob = SourceRef.parse(view.ref or "").blob or ""
+            blob = _parsed(view.ref or "")
+            current = version is None or _is_current(s, source_id, view.ref)
             citing = s.list(RecordQuery(status="all", include_expired=True, cites=source_id))
             return {
                 "view": view,
                 "source_id": source_id,
-                "blob": blob,
+                "blob": blob.blob if blob is not None else "",
                 "versions": s.sources.versions(source_id),
-                "citations": _citations(citing, source_id, blob),
+                "citations": [
+                    _Citation.of(record, ref, check, blob.blob if blob else "", current)
+                    for record in citing
+                    for ref, check in s.sources.check_refs(record)
+                    if check is not None and _cites(ref, source_id)
+                ],
             }
 
         try:
@@ -269,8 +280,8 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         lines = view.text.splitlines() if view.text else []
         cited: dict[int, list[str]] = {}
         for citation in context["citations"]:
-            if citation.here and citation.start is not None:
-                for number in range(citation.start, (citation.end or citation.start) + 1):
+            if citation.shown is not None:
+                for number in range(citation.shown[0], citation.shown[1] + 1):
                     cited.setdefault(number, []).append(citation.record.id)
         return page(request, "source.html", lines=lines, cited=cited, **context)
 
@@ -446,26 +457,42 @@ class _Evidence:
 
 @dataclass
 class _Citation:
+    """One reference of a record to the source shown: its lines, and where they are in the
+    version shown (None when they are not in it)."""
+
     record: Record
     ref: str
     blob: str | None
     start: int | None
     end: int | None
-    here: bool
+    shown: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, record: Record, ref: str, check: Any, blob: str, current: bool) -> _Citation:
+        parsed = _parsed(ref)
+        start, end = (parsed.start, parsed.last) if parsed else (None, None)
+        shown: tuple[int, int] | None = None
+        if current:
+            # Verify's finding: the pinned text still at its lines, or where it moved to.
+            if check.problem == "ok" and start is not None:
+                shown = check.lines
+            elif check.problem == "drifted":
+                shown = check.moved_to
+        elif parsed is not None and parsed.blob and blob.startswith(parsed.blob):
+            shown = (start, end) if start is not None and end is not None else None
+        return cls(record, ref, parsed.blob if parsed else None, start, end, shown)
 
 
-def _citations(records: list[Record], source_id: str, blob: str) -> list[_Citation]:
-    """Each reference of ``records`` to ``source_id``: its lines, and whether it names the
-    version shown (pinned to ``blob``, or not pinned)."""
-    found = []
-    for record in records:
-        for ref in record.source_refs:
-            parsed = _parsed(ref)
-            if parsed is None or parsed.source_id != source_id:
-                continue
-            here = parsed.blob is None or blob.startswith(parsed.blob)
-            found.append(_Citation(record, ref, parsed.blob, parsed.start, parsed.last, here))
-    return found
+def _is_current(store: Store, source_id: str, ref: str | None) -> bool:
+    try:
+        return store.sources.body(source_id).ref == ref
+    except NotFound:  # removed: only pinned versions are left
+        return False
+
+
+def _cites(ref: str, source_id: str) -> bool:
+    parsed = _parsed(ref)
+    return parsed is not None and parsed.source_id == source_id
 
 
 def _parsed(ref: str) -> SourceRef | None:
