@@ -256,16 +256,17 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             source_id = s.sources.resolve(ref)
             wanted = f"source:{source_id}@{version}" if version else source_id
             view = s.sources.body(wanted)
-            blob = _parsed(view.ref or "")
+            shown = _parsed(view.ref or "")
+            blob = shown.blob or "" if shown is not None else ""
             current = version is None or _is_current(s, source_id, view.ref)
             citing = s.list(RecordQuery(status="all", include_expired=True, cites=source_id))
             return {
                 "view": view,
                 "source_id": source_id,
-                "blob": blob.blob if blob is not None else "",
+                "blob": blob,
                 "versions": s.sources.versions(source_id),
                 "citations": [
-                    _Citation.of(record, ref, check, blob.blob if blob else "", current)
+                    _Citation.of(record, ref, check, blob, current)
                     for record in citing
                     for ref, check in s.sources.check_refs(record)
                     if check is not None and _cites(ref, source_id)
