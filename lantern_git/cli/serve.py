@@ -35,7 +35,7 @@ def serve_command(
     """
     import socket
 
-    from ..errors import InvalidInput
+    from ..errors import InvalidInput, NoStore
     from ..store import Store
     from ..web.app import ServeConfig, create_app
 
@@ -44,10 +44,7 @@ def serve_command(
         raise InvalidInput(f"--port: {port} is not a port (0-65535)", code="usage_error")
     store = Store.discover(store_path or root_store, actor="cli", author=author, watch=True)
     if not store.exists:
-        raise InvalidInput(
-            f"{store.root} is not a lantern store; create one with: lantern init",
-            code="no_store",
-        )
+        raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
     # Who reviews is known now, so a bad --author fails here rather than at the first accept.
     signature = store.git.signature(author)
     host = "127.0.0.1" if host == "localhost" else host
