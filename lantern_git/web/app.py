@@ -175,14 +175,13 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             hits, total = await library.call(answer)
         except LanternError as err:
             return failure(request, err, form=form)
-        shown = {k: v for k, v in form.items() if k != "limit"}
         return page(
             request,
             "records.html",
             hits=hits,
             total=total,
             form=form,
-            params=shown | {"limit": limit if limit != PAGE_SIZE else None},
+            params=form | {"limit": limit if limit != PAGE_SIZE else None},
             offset=offset,
             limit=limit,
             searching=searching,
@@ -286,19 +285,15 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                     cited.setdefault(number, []).append(citation.record.id)
         return page(request, "source.html", lines=lines, cited=cited, **context)
 
-    async def review(request: Request, notice: str | None = None, error: Any = None) -> Response:
+    async def review(request: Request, error: LanternError | None = None) -> Response:
+        """The review page; after a refused decision, with the library's error."""
         try:
             listing = await library.call(lambda s: s.review_list())
         except LanternError as err:
             return failure(request, err)
-        done = notice or _notice(request)
+        status = HTTP_STATUS.get(error.exit_code, 500) if error is not None else 200
         return page(
-            request,
-            "review.html",
-            400 if error is not None and error.exit_code == 2 else (404 if error else 200),
-            review=listing,
-            notice=done,
-            error=error,
+            request, "review.html", status, review=listing, notice=_notice(request), error=error
         )
 
     def decide(op: str) -> Callable[[Request], Any]:
