@@ -741,3 +741,32 @@ def test_pages_follow_cli_writes_hand_edits_and_git_pull_without_a_restart(path,
         git(path, "pull", "-q", str(clone), "main")
         assert "pulled in" in client.get("/").text
         assert "pulled in" in client.get("/changes").text
+
+
+def test_store_count_is_the_length_of_the_unpaged_list_for_every_kind_of_query(path):
+    source = ingest(path, b"one\ntwo\n")
+    with opened(path) as store:
+        store.add("alpha tabs", kind="fact", priority=80, source_refs=[f"source:{source}#L1"])
+        store.add("beta tabs", kind="goal", scope="user:ana")
+        revision = git(path, "rev-parse", "HEAD").strip()
+        old = store.add("gamma", kind="fact").id
+        store.archive(old)
+        store.add("delta", kind="fact", expires_at=int(time.time()) - 60)
+        from lantern_git.query import RecordQuery
+
+        queries = [
+            RecordQuery(),
+            RecordQuery(status="all", include_expired=True),
+            RecordQuery(kinds=("fact",), min_priority=60),
+            RecordQuery(scopes=("user:*",)),
+            RecordQuery(text="tabs"),
+            RecordQuery(cites=source),
+            RecordQuery(limit=1, offset=1),
+        ]
+        # By hand from the records above: alpha and beta are active and unexpired; gamma is
+        # archived, delta expired; paging does not change a count.
+        assert [store.count(q) for q in queries] == [2, 4, 1, 1, 2, 1, 2]
+        for query in queries:
+            whole = RecordQuery(**{**query.__dict__, "limit": None, "offset": 0})
+            assert store.count(query) == len(store.list(whole))
+        assert store.count(RecordQuery(), at=revision) == 2
