@@ -31,8 +31,10 @@ def browser(tmp_path_factory):
     # Selenium Manager is never asked for anything (both paths are given); offline, it could
     # not download a browser or a driver if it were.
     os.environ["SE_OFFLINE"] = "true"
+    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and chromedriver, "chromium and its driver: .ci/system-deps installs them"
     options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    options.binary_location = chromium
     for flag in (
         "--headless=new",
         "--no-sandbox",
@@ -45,7 +47,7 @@ def browser(tmp_path_factory):
         f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
     ):
         options.add_argument(flag)
-    service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    service = Service(executable_path=chromedriver)
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(60)
     yield driver

@@ -3,9 +3,16 @@ accept or reject what agents wrote (README, "lantern serve")."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .support import author_option, store_option
+
+if TYPE_CHECKING:
+    import socket
+
+    from starlette.applications import Starlette
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -77,14 +84,14 @@ def serve_command(
     store.close()
 
 
-def _run(app: object, sock: object) -> None:
+def _run(app: Starlette, sock: socket.socket) -> None:
     import sys
 
     import uvicorn
 
     sys.stdout.flush()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))  # type: ignore[arg-type]
-    server.run(sockets=[sock])  # type: ignore[list-item]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
