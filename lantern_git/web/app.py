@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from ..errors import InvalidInput, LanternError, NotFound
 from ..fields import KINDS, SEARCH_MODES
 from ..query import RecordQuery
+from ..review import PendingVersion
 from ..source import SourceRef, is_source_ref
 from .security import Guard, allowed_hosts, csrf_ok
 
@@ -167,10 +168,10 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                         mode=form["mode"] or None,
                         include_pending=form["pending"],
                     )
-                    return hits, None
+                    return [_Row.of(h.record, h.score) for h in hits], None
                 found = s.list(query, at=at, include_pending=form["pending"])
                 total = None if form["pending"] else s.count(query, at=at)
-                return [_Hit(r) for r in found], total
+                return [_Row.of(r) for r in found], total
 
             hits, total = await library.call(answer)
         except LanternError as err:
@@ -215,6 +216,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             )
             return {
                 "record": found,
+                "is_pending": isinstance(found, PendingVersion),
                 "history": history,
                 "replaced_by": replaced_by,
                 "evidence": [_Evidence.of(r, c) for r, c in s.sources.check_refs(found)],
@@ -413,12 +415,16 @@ def _content_diff(old: object, new: object) -> list[str]:
 
 
 @dataclass
-class _Hit:
-    """A listed record, shaped as a search's hit (no score) for one template."""
+class _Row:
+    """A listed or found record, as one row of the records page."""
 
     record: Record
-    score: float | None = None
-    mode: str | None = None
+    score: float | None
+    pending: bool
+
+    @classmethod
+    def of(cls, record: Record, score: float | None = None) -> _Row:
+        return cls(record, score, isinstance(record, PendingVersion))
 
 
 @dataclass
