@@ -104,6 +104,15 @@ def test_the_token_is_taken_once_from_the_url_then_kept_in_a_strict_httponly_coo
         assert "a record only the token holder reads" in page.text
 
 
+def test_the_token_redirect_never_leaves_the_server(path):
+    with served(path, login=False) as (client, config):
+        for target in ("//evil.example/x", "///evil.example", "/%2F%2Fevil.example"):
+            response = client.get(f"{target}?token={config.token}", follow_redirects=False)
+            assert response.status_code == 303
+            location = response.headers["location"]
+            assert location.startswith("/") and not location.startswith("//"), location
+
+
 def every_route(app) -> list[tuple[str, str]]:
     found = []
     for route in app.routes:

@@ -103,7 +103,8 @@ class Guard:
             if not same(query.get("token"), self.token):
                 return PlainTextResponse("Wrong token.\n", 403)
             rest = urlencode([(k, v) for k, v in query.multi_items() if k != "token"])
-            target = scope.get("path", "/") + (f"?{rest}" if rest else "")
+            # One leading slash: "//host/..." would send the browser to another server.
+            target = "/" + scope.get("path", "/").lstrip("/") + (f"?{rest}" if rest else "")
             redirect = RedirectResponse(target, status_code=303)
             redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return redirect
