@@ -90,3 +90,28 @@ def test_serve_refuses_bad_options_before_it_listens(tmp_path, args, message):
     path = make_store(tmp_path / "store")
     result = cli(path, "serve", "--port", "0", *args, timeout=30)
     assert result.returncode == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_serve_json_prints_one_document_naming_its_address(tmp_path):
+    import json
+
+    path = make_store(tmp_path / "store")
+    with serving(path, "--json", "--read-only") as (_, line):
+        document = json.loads(line)
+        assert sorted(document) == ["host", "port", "read_only", "url"]
+        assert document["host"] == "127.0.0.1" and document["read_only"] is True
+        assert document["url"].startswith(f"http://127.0.0.1:{document['port']}/?token=")
+        assert fetch(document["url"].split("?")[0])[0] == 401
+        jar = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        assert fetch(document["url"], jar)[0] == 200
+
+
+def test_serve_json_reports_a_bad_option_as_a_json_error(tmp_path):
+    import json
+
+    path = make_store(tmp_path / "store")
+    result = cli(path, "serve", "--json", "--author", "no email", timeout=30)
+    assert result.returncode == 2 and result.stdout == ""
+    assert json.loads(result.stderr)["error"]["code"] == "invalid_author"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .support import author_option, store_option
+from .support import author_option, json_option, store_option
 
 if TYPE_CHECKING:
     import socket
@@ -25,6 +25,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 )
 @click.option("--read-only", is_flag=True, help="Show review, but change nothing.")
 @author_option
+@json_option
 @click.pass_context
 def serve_command(
     ctx: click.Context,
@@ -33,10 +34,12 @@ def serve_command(
     port: int,
     read_only: bool,
     author: str | None,
+    as_json: bool,
 ) -> None:
     """Serve the store as a local web app: records, sources, review, changes, status.
 
-    Prints one line with the URL and its access token, and serves until interrupted. Every
+    Prints one line with the URL and its access token (--json: one JSON object with the url,
+    host, port and read_only), and serves until interrupted. Every
     request needs the token; the reviewer of an accept is the serving identity (--author,
     else $LANTERN_AUTHOR, else the repository's git identity).
     """
@@ -79,7 +82,18 @@ def serve_command(
             + ("" if read_only else " and accept or reject its pending changes"),
             err=True,
         )
-    click.echo(f"lantern serve: {config.url}")
+    if as_json:
+        import json
+
+        document = {
+            "url": config.url,
+            "host": config.host,
+            "port": config.port,
+            "read_only": read_only,
+        }
+        click.echo(json.dumps(document))
+    else:
+        click.echo(f"lantern serve: {config.url}")
     _run(app, sock)
     store.close()
 
