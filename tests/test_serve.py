@@ -182,6 +182,20 @@ def test_a_host_header_other_than_the_bound_address_is_refused(path, host):
         assert refused.status_code == 400 and "set-cookie" not in refused.headers
 
 
+def test_bound_to_every_address_any_ip_address_with_the_port_is_the_bound_address(path):
+    with opened(path) as store:
+        config = ServeConfig(host="0.0.0.0", port=PORT)
+        from starlette.testclient import TestClient
+
+        client = TestClient(create_app(store, config), base_url=f"http://0.0.0.0:{PORT}")
+        assert client.get(f"/?token={config.token}").status_code == 200
+        for host in (f"192.168.1.20:{PORT}", f"[fe80::1]:{PORT}", f"localhost:{PORT}"):
+            assert client.get("/", headers={"host": host}).status_code == 200, host
+        # A name is what DNS rebinding sends: refused; so is another port.
+        for host in (f"evil.example:{PORT}", f"192.168.1.20:{PORT + 1}", "192.168.1.20"):
+            assert client.get("/", headers={"host": host}).status_code == 400, host
+
+
 def test_localhost_is_the_bound_loopback_address_too(path):
     add(path, "mine")
     with served(path) as (client, _):

@@ -31,7 +31,7 @@ from ..fields import KINDS, SEARCH_MODES
 from ..query import RecordQuery
 from ..review import PendingVersion
 from ..source import SourceRef, is_source_ref
-from .security import Guard, allowed_hosts, csrf_ok
+from .security import WILDCARDS, Guard, allowed_hosts, csrf_ok
 
 if TYPE_CHECKING:
     from ..record import Record
@@ -382,6 +382,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         hosts=allowed_hosts(config.host, config.port),
         port=config.port,
         read_only=config.read_only,
+        any_address=config.host in WILDCARDS,
     )
     return app
 

@@ -52,26 +52,57 @@ def cookie_name(port: int) -> str:
     return f"lantern_token_{port}"
 
 
+WILDCARDS = ("0.0.0.0", "::")
+
+
 def allowed_hosts(host: str, port: int) -> set[str]:
     """The ``Host`` headers that name the bound address."""
     shown = f"[{host}]" if ":" in host else host
     hosts = {f"{shown}:{port}".lower()}
-    if host in ("127.0.0.1", "::1"):
+    if host in ("127.0.0.1", "::1", *WILDCARDS):
         hosts.add(f"localhost:{port}")
     return hosts
+
+
+def names_an_address(header: str, port: int) -> bool:
+    """Whether a ``Host`` header is an IP address (not a name) with the bound port: what a
+    browser sends to a server bound to every address (``0.0.0.0``) when it is reached by one of
+    them. DNS rebinding needs a name, so an address cannot be it."""
+    import ipaddress
+
+    address, sep, given = header.rpartition(":")
+    if not sep or given != str(port):
+        return False
+    if address.startswith("[") and address.endswith("]"):
+        address = address[1:-1]
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
 
 
 class Guard:
     """ASGI middleware: Host check, token check, security headers, read-only POST refusal."""
 
     def __init__(
-        self, app: ASGIApp, *, token: str, hosts: Iterable[str], port: int, read_only: bool
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        hosts: Iterable[str],
+        port: int,
+        read_only: bool,
+        any_address: bool = False,
     ):
         self.app = app
         self.token = token
         self.hosts = {h.lower() for h in hosts}
+        self.port = port
         self.cookie = cookie_name(port)
         self.read_only = read_only
+        # Bound to every address (0.0.0.0): reached by any of them, each an IP literal.
+        self.any_address = any_address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -94,7 +125,8 @@ class Guard:
         """The response that refuses this request, or None to let it through."""
         headers = Headers(scope=scope)
         host = headers.get("host", "").lower()
-        if host not in self.hosts:
+        known = host in self.hosts or (self.any_address and names_an_address(host, self.port))
+        if not known:
             return PlainTextResponse(
                 "Bad Host header: this server answers only at the address it printed.\n", 400
             )
