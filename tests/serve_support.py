@@ -10,8 +10,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from lantern_git.store import Store
-from lantern_git.web.app import ServeConfig, create_app
+from lantern_git.web.app import ServeConfig, create_app, open_store
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -21,7 +20,7 @@ BASE = f"http://127.0.0.1:{PORT}"
 def served(path: Path, *, read_only: bool = False, author: str | None = None, login: bool = True):
     """A client of the app over the store at ``path``, opened as ``lantern serve`` opens it;
     with ``login``, it has visited the URL with the token (and so holds the cookie)."""
-    store = Store(str(path), actor="cli", author=author, watch=True)
+    store = open_store(str(path), author)
     signature = store.git.signature(author)
     config = ServeConfig(
         port=PORT, read_only=read_only, reviewer=f"{signature.name} <{signature.email}>"

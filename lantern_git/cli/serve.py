@@ -46,13 +46,12 @@ def serve_command(
     import socket
 
     from ..errors import InvalidInput, NoStore
-    from ..store import Store
-    from ..web.app import ServeConfig, create_app
+    from ..web.app import ServeConfig, create_app, open_store
 
     root_store = (ctx.find_root().obj or {}).get("store_path")
     if not 0 <= port <= 65535:
         raise InvalidInput(f"--port: {port} is not a port (0-65535)", code="usage_error")
-    store = Store.discover(store_path or root_store, actor="cli", author=author, watch=True)
+    store = open_store(store_path or root_store, author)
     if not store.exists:
         raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
     # Who reviews is known now, so a bad --author fails here rather than at the first accept.

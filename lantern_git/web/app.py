@@ -63,6 +63,15 @@ class ServeConfig:
         return f"http://{shown}:{self.port}/?token={self.token}"
 
 
+def open_store(path: str | None, author: str | None) -> Store:
+    """The store as ``lantern serve`` keeps it: watched, and with the CLI's actor, so that the
+    library's self-approval rule treats a person at the browser as at the terminal (a change
+    written from the CLI in review mode under the same review name is not theirs to accept)."""
+    from ..store import Store
+
+    return Store.discover(path, actor="cli", author=author, watch=True)
+
+
 class Library:
     """The one store, called one call at a time."""
 
