@@ -793,3 +793,22 @@ def test_store_count_is_the_length_of_the_unpaged_list_for_every_kind_of_query(p
             whole = RecordQuery(**{**query.__dict__, "limit": None, "offset": 0})
             assert store.count(query) == len(store.list(whole))
         assert store.count(RecordQuery(), at=revision) == 2
+
+
+def test_an_accept_over_uncommitted_hand_edits_shows_the_librarys_error_and_changes_nothing(
+    path,
+):
+    record = add(path, "edited by two people")
+    with opened(path, actor="mcp", review=True) as store:
+        store.update(record, priority=70)
+    file = next((path / "memory").rglob(f"{record}.md"))
+    file.write_text(file.read_text().replace("edited by two", "edited by hand by two"))
+    before = state(path)
+    with served(path) as (client, _):
+        form = decision_form(client.get("/review").text, record)
+        refused = client.post("/review/accept", data=form)
+        assert refused.status_code == 500
+        text = Markup(refused.text).text
+        assert "uncommitted_changes" in text and "has uncommitted changes" in text
+        assert "nothing was changed" in text
+    assert state(path) == before
