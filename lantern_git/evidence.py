@@ -419,19 +419,7 @@ class Sources:
         """A source's manifest, or the exact lines a reference names, read from git's objects
         for a pinned or ``at`` reference (so they are found after later versions and after a
         removal)."""
-        self.store.recover()
-        parsed = SourceRef.parse(ref, "ref") if is_source_ref(ref) else None
-        source_id = parsed.source_id if parsed else self.resolve(ref)
-        current = None if at is not None else self._current(source_id)
-        current_blob = blob_id(current.body) if current is not None else ""
-        if at is not None:
-            manifest, body, blob = self._at(source_id, at)
-        elif parsed is not None and parsed.blob and not current_blob.startswith(parsed.blob):
-            manifest, body, blob = self._pinned(source_id, parsed.blob)
-        elif current is not None:
-            manifest, body, blob = current.manifest, current.body, current_blob
-        else:
-            raise NotFound(f"no source with id {source_id}")
+        parsed, source_id, manifest, body, blob = self._read(ref, at)
         if parsed is None or parsed.start is None:
             return SourceView(manifest)
         start, end = parsed.start, parsed.last or parsed.start
@@ -445,6 +433,34 @@ class Sources:
         text = body[spans[start - 1] : spans[end]].decode("utf-8")
         pinned = SourceRef(source_id, blob[:PIN_DIGITS], start, end)
         return SourceView(manifest, str(pinned), (start, end), text)
+
+    def body(self, ref: str, *, at: str | None = None) -> SourceView:
+        """The whole body of the version ``ref`` names (an id: the current one; a pinned
+        reference: that version, even after a removal), as a view of all its lines."""
+        _, source_id, manifest, body, blob = self._read(ref, at)
+        lines = len(line_spans(body)) - 1
+        pinned = SourceRef(source_id, blob[:PIN_DIGITS])
+        return SourceView(manifest, str(pinned), (1, lines), body.decode("utf-8"))
+
+    def _read(
+        self, ref: str, at: str | None
+    ) -> tuple[SourceRef | None, str, SourceManifest, bytes, str]:
+        """The version ``ref`` (at ``at``) names: the parsed reference, the source id, its
+        manifest, body and blob id."""
+        self.store.recover()
+        parsed = SourceRef.parse(ref, "ref") if is_source_ref(ref) else None
+        source_id = parsed.source_id if parsed else self.resolve(ref)
+        current = None if at is not None else self._current(source_id)
+        current_blob = blob_id(current.body) if current is not None else ""
+        if at is not None:
+            manifest, body, blob = self._at(source_id, at)
+        elif parsed is not None and parsed.blob and not current_blob.startswith(parsed.blob):
+            manifest, body, blob = self._pinned(source_id, parsed.blob)
+        elif current is not None:
+            manifest, body, blob = current.manifest, current.body, current_blob
+        else:
+            raise NotFound(f"no source with id {source_id}")
+        return parsed, source_id, manifest, body, blob
 
     def _at(self, source_id: str, at: str) -> tuple[SourceManifest, bytes, str]:
         from .timetravel import resolve_point
@@ -683,14 +699,21 @@ class Sources:
 
     def evidence(self, record: Record) -> builtins.list[dict[str, Any]]:
         """Each reference of ``record`` with the lines it names (``memory show --evidence``)."""
+        return [
+            check.evidence()
+            if check is not None
+            else {"ref": ref, "problem": None, "lines": None, "text": None}
+            for ref, check in self.check_refs(record)
+        ]
+
+    def check_refs(self, record: Record) -> builtins.list[tuple[str, RefCheck | None]]:
+        """Each reference of ``record`` in order, with verify's finding for a ``source:`` one
+        (the lines, their text, where drifted text moved to) and None for an opaque one."""
         checker = _Checker(self)
-        out = []
-        for ref in record.source_refs:
-            if is_source_ref(ref):
-                out.append(checker.check(record.id, ref, with_text=True).evidence())
-            else:
-                out.append({"ref": ref, "problem": None, "lines": None, "text": None})
-        return out
+        return [
+            (ref, checker.check(record.id, ref, with_text=True) if is_source_ref(ref) else None)
+            for ref in record.source_refs
+        ]
 
     def _all_records(self) -> Iterator[Record]:
         from .query import RecordQuery

@@ -694,6 +694,20 @@ class Store:
             return list_at(self.git, at, query, warn=self.warn)
         return [hit.record for hit in self._fresh(query, scored=False)]
 
+    def count(self, query: RecordQuery | None = None, *, at: str | int | None = None) -> int:
+        """How many records :meth:`list` would return for ``query`` without its page: from the
+        index's id column when only filters are given (100k records: no record is read)."""
+        from .query import RecordQuery
+
+        query = dataclasses.replace(query or RecordQuery(), limit=None, offset=0)
+        _check_query(query)
+        if not self.exists:
+            return 0
+        if at is not None or query.text or query.cites is not None:
+            return len(self.list(query, at=at))
+        self.refresh()
+        return len(self.index.matching_ids(query))
+
     def _list_pending(self, query: RecordQuery, at: str | int | None) -> builtins.list[Record]:
         from .query import sort_key
         from .review import pending_versions

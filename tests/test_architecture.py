@@ -139,11 +139,13 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_arrows_point_down_from_the_front_ends():
     graph = import_graph()
-    # render.py is the CLI's text and JSON output: a front end too.
+    # render.py is the CLI's text and JSON output: a front end too; so is the web app.
     front_ends = {
         m
         for m in graph
-        if m.startswith(("lantern_git.cli", "lantern_git.mcp", "lantern_git.render"))
+        if m.startswith(
+            ("lantern_git.cli", "lantern_git.mcp", "lantern_git.render", "lantern_git.web")
+        )
     }
     below = set(graph) - front_ends - {"lantern_git", "lantern_git.__main__"}
     for module in sorted(below):
@@ -154,6 +156,14 @@ def test_arrows_point_down_from_the_front_ends():
         assert not any(
             m.startswith(("lantern_git.cli", "lantern_git.render")) for m in graph[module]
         )
+    # Nor does the web app: it calls the library, as they do.
+    web = {m for m in front_ends if m.startswith("lantern_git.web")}
+    assert web
+    for module in sorted(web):
+        assert not any(
+            m.startswith(("lantern_git.cli", "lantern_git.render", "lantern_git.mcp"))
+            for m in graph[module]
+        ), module
 
 
 def test_the_model_imports_neither_git_nor_the_index_nor_the_store():

@@ -425,6 +425,10 @@ from . import review  # noqa: E402
 
 review.register(cli, memory)
 
+from . import serve  # noqa: E402
+
+serve.register(cli, memory)
+
 
 def main() -> None:
     cli.main(prog_name="lantern")

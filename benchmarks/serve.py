@@ -1,0 +1,222 @@
+"""``lantern serve``: server time for the records page and a record page, warm, and the first
+page after start, at 10,000 and 100,000 records; the CLI's answers to the same questions
+(``memory list``, ``memory show --evidence``, each a process) beside them.
+
+    python benchmarks/serve.py                 # 10,000 and 100,000 records
+    python benchmarks/serve.py --sizes 10000   # one size
+    python benchmarks/serve.py --reps 50
+
+Server time is the app's: a request through the ASGI app in process (Starlette's test client,
+no socket), the median and p95 of ``--reps`` requests after one warm-up. The first page after
+start is a real ``lantern serve --port 0`` process: from its start to the first 200 answer for
+``/`` (Python, the imports, opening the store and its index, the watch, the page).
+
+Target (the issue): records page and record page at most 100 ms at 100,000 records, warm.
+Stores are built through ``import_records`` (one commit) in a temporary folder, then removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.cookiejar
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from lantern_git.evidence import SourceInput  # noqa: E402
+from lantern_git.query import RecordQuery  # noqa: E402
+from lantern_git.store import Store  # noqa: E402
+
+PY = sys.executable
+ENV = dict(os.environ, LANTERN_AUTHOR="Bench <bench@example.com>", LANTERN_EMBEDDER="none")
+ENV.update(
+    GIT_AUTHOR_NAME="Bench",
+    GIT_AUTHOR_EMAIL="bench@example.com",
+    GIT_COMMITTER_NAME="Bench",
+    GIT_COMMITTER_EMAIL="bench@example.com",
+)
+ENV.pop("LANTERN_STORE", None)
+os.environ.update(LANTERN_EMBEDDER="none", LANTERN_AUTHOR="Bench <bench@example.com>")
+WORDS = [
+    "deploy",
+    "review",
+    "freeze",
+    "editor",
+    "tea",
+    "coffee",
+    "meeting",
+    "agenda",
+    "budget",
+    "latency",
+    "cache",
+    "index",
+    "merge",
+    "branch",
+    "commit",
+    "transcript",
+    "memory",
+    "source",
+    "evidence",
+    "user",
+    "release",
+    "incident",
+    "rollback",
+    "feature",
+]
+KINDS = ["fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis"]
+
+
+def build(root: str, n: int) -> str:
+    """A store of ``n`` records, one in a hundred citing lines of a transcript; the id of one
+    citing record in the middle of the list."""
+    subprocess.run(["git", "init", "-q", "-b", "main", root], check=True, env=ENV)
+    store = Store.init(root)
+    body = "".join(f"line {i}: {' '.join(random.sample(WORDS, 6))}\n" for i in range(1, 201))
+    source = store.sources.add([SourceInput(body.encode(), "chat.txt", uri="session:bench")])
+    view = store.sources.show(f"source:{source[0].manifest.id}#L10-L12")
+    rng = random.Random(n)
+    lines = []
+    for i in range(n):
+        record = {
+            "kind": rng.choice(KINDS),
+            "scope": f"project:p{rng.randrange(20)}",
+            "priority": rng.randrange(101),
+            "urgency": rng.randrange(101),
+            "content": f"record {i}: " + " ".join(rng.choices(WORDS, k=12)),
+        }
+        if i % 100 == 0:
+            record["source_refs"] = [view.ref]
+        lines.append(json.dumps(record))
+    store.import_records(lines)
+    store.close()
+    store = Store(root)
+    citing = [r for r in store.list(limit=0) if r.source_refs]
+    store.close()
+    return citing[len(citing) // 2].id
+
+
+def timed(call, reps: int) -> tuple[float, float]:
+    call()  # warm
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
+
+
+def app_times(root: str, record_id: str, reps: int) -> dict[str, tuple[float, float]]:
+    from starlette.testclient import TestClient
+
+    from lantern_git.web.app import ServeConfig, create_app
+
+    store = Store(root, actor="cli", watch=True)
+    config = ServeConfig(port=8765, reviewer="Bench <bench@example.com>")
+    client = TestClient(create_app(store, config), base_url="http://127.0.0.1:8765")
+    client.get(f"/?token={config.token}")
+    pages = {
+        "records page /": "/",
+        "records page, filtered": "/?kind=fact&scope=project:p3&min_priority=50",
+        "records page, search": "/?q=deploy+coffee&mode=keyword",
+        "record page, with evidence": f"/records/{record_id}",
+    }
+    # The library calls each page makes, timed alone: what the web layer adds is the rest.
+    query = RecordQuery(limit=50)
+    filtered = RecordQuery(kinds=("fact",), scopes=("project:p3",), min_priority=50, limit=50)
+    calls = {
+        "records page /": lambda: (store.list(query), store.count(query)),
+        "records page, filtered": lambda: (store.list(filtered), store.count(filtered)),
+        "records page, search": lambda: store.search(
+            "deploy coffee", RecordQuery(limit=50), mode="keyword"
+        ),
+        "record page, with evidence": lambda: (
+            store.get(record_id),
+            store.record_history(record_id),
+            store.sources.check_refs(store.get(record_id)),
+        ),
+    }
+    found = {}
+    for name, call in calls.items():
+        found[f"{name}: library calls alone"] = timed(call, reps)
+    for name, target in pages.items():
+
+        def get(target: str = target) -> None:
+            response = client.get(target)
+            assert response.status_code == 200, response.text[:300]
+
+        found[name] = timed(get, reps)
+    client.close()
+    store.close()
+    return found
+
+
+def process_ms(argv: list[str], reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        subprocess.run(argv, env=ENV, check=True, capture_output=True)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def first_page_ms(root: str) -> float:
+    """From ``lantern serve``'s start to its first 200 answer for ``/``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [PY, "-m", "lantern_git", "serve", "--store", root, "--port", "0"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        url = line.removeprefix("lantern serve: ")
+        jar = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        with jar.open(url, timeout=600) as response:
+            assert response.status == 200
+        return (time.perf_counter() - start) * 1000
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    for n in (int(s) for s in args.sizes.split(",")):
+        folder = tempfile.mkdtemp(prefix="lantern-bench-serve-")
+        root = os.path.join(folder, "store")
+        try:
+            start = time.perf_counter()
+            record_id = build(root, n)
+            print(f"{n:,} records (built in {time.perf_counter() - start:.0f} s)", flush=True)
+            for name, (median, p95) in app_times(root, record_id, args.reps).items():
+                print(f"  serve {name:48s} median {median:7.1f} ms   p95 {p95:7.1f} ms")
+            cli = [PY, "-m", "lantern_git", "--store", root]
+            list_ms = process_ms([*cli, "memory", "list", "--limit", "50"], 3)
+            show_ms = process_ms([*cli, "memory", "show", record_id, "--evidence"], 3)
+            print(f"  cli   {'memory list --limit 50 (a process)':48s} median {list_ms:7.1f} ms")
+            print(f"  cli   {'memory show ID --evidence (a process)':48s} median {show_ms:7.1f} ms")
+            first = first_page_ms(root)
+            print(f"  serve {'first page after start (a process)':48s}        {first:7.1f} ms")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
