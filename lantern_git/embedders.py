@@ -54,7 +54,7 @@ class Embedder(Protocol):
 class WordLlamaEmbedder:
     """WordLlama (l2_supercat, 256 dims): a token-embedding table pooled per text; 16 MB of
     weights shipped inside the wheel, no torch, ~0.15 s to load and ~30k texts/s on one core
-    (README, "Semantic recall"). Loaded from the installed package's own folder only, with
+    (docs/semantic.md). Loaded from the installed package's own folder only, with
     downloads disabled: wordllama 0.4.0's default looks for ``tokenizer/`` where the wheel
     ships ``tokenizers/``, then downloads; here a missing file is an error instead."""
 

@@ -330,7 +330,7 @@ class Store:
 
     @property
     def review_ref(self) -> str | None:
-        """The review branch this store's writes go to (README, "Review before memory"), or
+        """The review branch this store's writes go to (docs/review.md), or
         None when review is off: ``Store(review=...)``, else ``LANTERN_REVIEW``, else
         ``review: true`` in ``lantern.yaml``. Its name: ``Store(review_name=...)``, else
         ``LANTERN_REVIEW_NAME``, else the actor."""
@@ -705,7 +705,7 @@ class Store:
         **filters: Any,
     ) -> builtins.list[Hit]:
         """Records matching ``text``, most relevant first, as hits with a ``score`` and the
-        ``mode`` that ranked them (README, "Semantic recall"):
+        ``mode`` that ranked them (docs/semantic.md):
 
         - ``keyword``: BM25 over the words (stemmed); ``score`` is the BM25 score.
         - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
@@ -1084,7 +1084,7 @@ class Store:
     def delete(self, ref: str, *, reason: str | None = None) -> Deletion:
         """Remove a record's file in one commit (``Lantern-Op: delete``): the one way lantern
         removes a record, for data that must not stay (stored by mistake). Git history keeps
-        the text until it is purged with git's own tools (README, "Deleting a record").
+        the text until it is purged with git's own tools (docs/usage.md, "Deleting a record").
 
         The commit's summary names only the id, never the content: a purge of the file from
         history must not leave a copy in a commit message.
@@ -1293,8 +1293,8 @@ class Store:
     # ------------------------------------------------------------------ review
 
     def review_list(self) -> ReviewList:
-        """Every review branch's pending changes, record by record (README, "Review before
-        memory"): what each writer changed since its branch left the store's branch."""
+        """Every review branch's pending changes, record by record
+        (docs/review.md): what each writer changed since its branch left the store's branch."""
         from .review import ReviewList, review_list
 
         self.recover()
