@@ -164,3 +164,63 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_index():
 
 def test_the_readme_is_a_short_entry_point():
     assert len((ROOT / "README.md").read_text().splitlines()) <= README_MAX_LINES
+
+
+# ---------------------------------------------------------------------------- ARCHITECTURE.md
+
+
+def architecture_layers() -> list[tuple[str, list[str]]]:
+    """ARCHITECTURE.md's layers, bottom first: each ``##`` section's heading and the modules its
+    table's first column names (``git/repo.py`` is ``lantern_git.git.repo``)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    layers = []
+    for section in text.split("\n## ")[1:]:
+        heading, _, body = section.partition("\n")
+        modules = []
+        for row in body.splitlines():
+            if row.startswith("| `"):
+                for path in re.findall(r"`([\w/]+)\.py`", row.split(" | ")[0]):
+                    name = path.removesuffix("/__init__").removesuffix("__init__").strip("/")
+                    modules.append(".".join(["lantern_git", *filter(None, name.split("/"))]))
+        if modules:
+            layers.append((heading, modules))
+    return layers
+
+
+def arrows_up(layers: list[tuple[str, list[str]]], graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a module to one of a layer drawn above it."""
+    level = {module: n for n, (_, modules) in enumerate(layers) for module in modules}
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if module in level and target in level and level[target] > level[module]
+    ]
+
+
+def test_architecture_names_every_module_once_in_the_layer_that_holds_it():
+    from test_architecture import import_graph
+
+    graph = import_graph()
+    # A subpackage's __init__ that imports nothing (git/, index/, mcp/: a docstring) has no
+    # place of its own.
+    empty = {m for m, deps in graph.items() if not deps and m.count(".") == 1 and is_package(m)}
+    named = [module for _, modules in architecture_layers() for module in modules]
+    assert sorted(set(named)) == sorted(named), "a module is named in two layers"
+    assert sorted(set(graph) - empty - set(named)) == []
+    assert sorted(set(named) - set(graph)) == []
+
+
+def is_package(module: str) -> bool:
+    return (ROOT / module.replace(".", "/") / "__init__.py").exists()
+
+
+def test_the_layers_architecture_draws_are_the_code_s_imports():
+    from test_architecture import import_graph
+
+    graph = import_graph()
+    layers = architecture_layers()
+    assert [heading.split(":")[0] for heading, _ in layers][:2] == ["The model", "The git layer"]
+    assert arrows_up(layers, graph) == []
+    # Drawn upside down, the layers are wrong, and the check says so.
+    assert arrows_up(layers[::-1], graph) != []
