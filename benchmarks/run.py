@@ -44,7 +44,8 @@ from lantern_git.store import Store  # noqa: E402
 PY = sys.executable
 LANTERN = [PY, "-m", "lantern_git"]
 IMPORT_FLOOR = [PY, "-c", "import pygit2, yaml, click, whoosh.index"]
-# The peer's recorded figures (../shared/bench/README.md), basic-memory 0.24.1 at N=1000.
+# The peer's figures, basic-memory 0.24.1 at N=1000, as recorded beside the shared corpus;
+# docs/speed.md compares them with lantern's.
 PEER = {
     "write_inproc_ms": 347.0,
     "search_ms": 50.0,

@@ -1,4 +1,4 @@
-"""Semantic recall: is wordllama worth it, and what does it cost? (README, "Semantic recall")
+"""Semantic recall: is wordllama worth it, and what does it cost? (docs/semantic.md)
 
     python benchmarks/semantic.py              # quality, load, throughput, search at 10,000
     python benchmarks/semantic.py --records 2000

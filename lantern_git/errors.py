@@ -111,7 +111,7 @@ class CannotRevert(InvalidInput):
 
 class SelfApproval(InvalidInput):
     """``review accept`` by the writer of the changes (its actor and review name): a writer
-    never accepts its own changes (CONTRACT §12). Nothing was written. Exit 2."""
+    never accepts its own changes (docs/review.md). Nothing was written. Exit 2."""
 
     code = "self_approval"
 

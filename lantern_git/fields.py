@@ -221,7 +221,7 @@ FIELDS: dict[str, Field] = {
 }
 
 
-# Evidence (CONTRACT §10): a source manifest's fields and a chunk search hit's, in the
+# Evidence (docs/evidence.md): a source manifest's fields and a chunk search hit's, in the
 # contract's order. Here, beside the record's, so the CLI can name them without loading the
 # evidence modules.
 MANIFEST_FIELDS = (
@@ -239,11 +239,11 @@ MANIFEST_FIELDS = (
 )
 HIT_FIELDS = ("ref", "source_id", "lines", "score", "text", "kind", "uri", "title")
 
-# How a search ranks (README, "Semantic recall"): BM25 over the words, cosine of embeddings,
+# How a search ranks (docs/semantic.md): BM25 over the words, cosine of embeddings,
 # or a weighted sum of the two (index.vectors.fuse).
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 
-# memory dupes' default cosine, measured on wordllama (README, "Semantic recall"): ten pairs
+# memory dupes' default cosine, measured on wordllama (docs/semantic.md): ten pairs
 # written to say the same thing scored 0.50-0.94 (nine of them 0.56 or more), eight pairs about
 # the same person or project saying different things 0.09-0.45, unrelated pairs -0.06-0.32.
 # 0.48 lies in the gap between the last two groups' top and the first's bottom.

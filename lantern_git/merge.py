@@ -1,6 +1,6 @@
 """Record-aware three-way merge: (base, ours, theirs) record texts -> one valid record text.
 
-The rule, field by field (README, "How records merge"):
+The rule, field by field (docs/sync.md, "How records merge"):
 
 - A field only one side changed takes that side's value; identical changes merge silently.
 - A field both sides changed to different values (a *two-sided change*) is decided by a rule

@@ -63,7 +63,7 @@ def emit_write(
     value: Any, as_json: bool, text: Callable[[Any], Iterable[str]], *, pending: bool
 ) -> None:
     """A write's result, as :func:`emit`; ``pending`` (the write went to a review branch,
-    CONTRACT §12): each JSON object gets ``"pending": true`` and the first line says
+    docs/review.md): each JSON object gets ``"pending": true`` and the first line says
     ``<verb> (pending review) ...``, as a record write's does."""
     if not pending:
         emit(value, as_json, text)
@@ -215,7 +215,7 @@ def emit_record(
     """A record a command wrote or showed: its object, else a :func:`write_line` for ``verb``
     (which may need the id shortener, as supersede's does), or every field without one.
 
-    ``pending``: the write went to a review branch (CONTRACT §12): the object gets
+    ``pending``: the write went to a review branch (docs/review.md): the object gets
     ``"pending": true`` and the line says it awaits review."""
     short = ShortIds(root)
     if callable(verb):
@@ -357,7 +357,7 @@ def emit_listing(
         rows = [{name: row.get(name) for name in output.fields} for row in rows]
     if any(pending) and output.format not in ("json", "jsonl"):
         # --include-pending found some: every row of a table, CSV or TSV says whether it is
-        # pending (JSON keeps "pending": true on the pending objects alone, CONTRACT §12).
+        # pending (JSON keeps "pending": true on the pending objects alone, docs/review.md).
         rows = [{**row, "pending": mark} for row, mark in zip(rows, pending, strict=True)]
     elif any(pending) and output.fields is not None:
         rows = [

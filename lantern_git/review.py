@@ -1,4 +1,4 @@
-"""Review before memory (CONTRACT §12): writes wait on a branch until a person accepts them.
+"""Review before memory (docs/review.md): writes wait on a branch until a person accepts them.
 
 With review on, the write transaction commits to ``refs/heads/lantern/review/<name>`` instead
 of the store's branch (:meth:`~lantern_git.git.repo.GitRepo.commit_to_branch`): one branch per
@@ -313,7 +313,7 @@ class ReviewDecision:
     review_tip: str | None
     # Accept: the records the store's branch changed too since the review branch left it,
     # merged field by field; the fields both changed, with the store's value, the pending
-    # one and the result (README, "How records merge").
+    # one and the result (docs/sync.md, "How records merge").
     merged: list[RecordReport] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
@@ -536,7 +536,7 @@ def _tree(git: GitRepo, oid: pygit2.Oid) -> pygit2.Tree:
 
 class PendingVersion(Record):
     """A record as a review branch has it, not accepted yet: its object says ``"pending":
-    true`` (CONTRACT §12); everything else reads it as the record it is."""
+    true`` (docs/review.md); everything else reads it as the record it is."""
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "pending": True}

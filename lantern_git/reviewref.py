@@ -1,4 +1,4 @@
-"""The names of review branches (README, "Review before memory"): which refs they are and
+"""The names of review branches (docs/review.md): which refs they are and
 which writer names make valid ones. Apart from :mod:`lantern_git.review` so that sync, which
 carries review branches between hosts, and review, which accepts with sync's merge, share them
 without importing each other."""

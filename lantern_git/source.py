@@ -1,4 +1,4 @@
-"""Sources, the evidence records cite: ids, manifests, references, chunks (CONTRACT §10).
+"""Sources, the evidence records cite: ids, manifests, references, chunks (docs/evidence.md).
 
 A source is one UTF-8 text document kept verbatim at ``sources/<aa>/<id>.<ext>`` beside its
 manifest ``sources/<aa>/<id>.yaml``. This module is the model only (pure functions and values,
@@ -25,7 +25,7 @@ from .record import ID_RE
 SOURCES_DIR = "sources"
 MANIFEST_SUFFIX = ".yaml"
 SOURCE_KINDS = ("transcript", "note", "file", "tool_output", "log", "document", "other")
-# Limits (documented in the README): one body, and everything one ingest writes. A body of
+# Limits (docs/evidence.md, "Limits"): one body, and everything one ingest writes. A body of
 # 32 MiB is ~500k transcript lines; past that, split the source.
 MAX_SOURCE_BYTES = 32 * 1024 * 1024
 MAX_INGEST_BYTES = 256 * 1024 * 1024
@@ -40,7 +40,7 @@ _REF_RE = re.compile(
     rf"source:([0-9a-f]{{16}})(?:@([0-9a-f]{{{MIN_PIN_DIGITS},40}}))?"
     r"(?:#L(\d{1,12})(?:-L(\d{1,12}))?)?"
 )
-# The statuses of ``lantern verify`` (CONTRACT §10), in the order a report lists them.
+# The statuses of ``lantern verify`` (docs/evidence.md), in the order a report lists them.
 VERIFY_STATUSES = (
     "ok",
     "unknown_source",
@@ -481,7 +481,7 @@ def is_source_ref(text: str) -> bool:
 
 # ---------------------------------------------------------------------------- chunks
 
-# Chunking rule (README, "Evidence"): a chunk is at most CHUNK_LINES lines and CHUNK_CHARS
+# Chunking rule (docs/evidence.md): a chunk is at most CHUNK_LINES lines and CHUNK_CHARS
 # characters. It ends early, once it has CHUNK_MIN_LINES lines, before a natural break: a
 # markdown heading, a speaker turn ("User:", "assistant:", "[12:04] Ann:") or the line after
 # a blank line. A chunk cut by a limit rather than at a break starts the next one

@@ -1,8 +1,8 @@
 """Source-aware three-way merge: (base, ours, theirs) versions of one source -> one source.
 
-A source is two files, its verbatim body and its manifest (CONTRACT §10); this merges the pair,
+A source is two files, its verbatim body and its manifest (docs/evidence.md); this merges the pair,
 never with conflict markers, and symmetrically: swapping ours and theirs gives the same bytes.
-The rules (README, "How sources merge"):
+The rules (docs/sync.md, "How sources merge"):
 
 **Bodies** (:func:`merge_bodies`) are decided from the bodies alone, so the git merge driver,
 which sees one file at a time, decides a body exactly as ``lantern sync`` does. ``None`` is an

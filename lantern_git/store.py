@@ -345,7 +345,7 @@ class Store:
 
     @property
     def review_ref(self) -> str | None:
-        """The review branch this store's writes go to (README, "Review before memory"), or
+        """The review branch this store's writes go to (docs/review.md), or
         None when review is off: ``Store(review=...)``, else ``LANTERN_REVIEW``, else
         ``review: true`` in ``lantern.yaml``. Its name: ``Store(review_name=...)``, else
         ``LANTERN_REVIEW_NAME``, else the actor."""
@@ -1191,7 +1191,7 @@ class Store:
     def delete(self, ref: str, *, reason: str | None = None) -> Deletion:
         """Remove a record's file in one commit (``Lantern-Op: delete``): the one way lantern
         removes a record, for data that must not stay (stored by mistake). Git history keeps
-        the text until it is purged with git's own tools (README, "Deleting a record").
+        the text until it is purged with git's own tools (docs/usage.md, "Deleting a record").
 
         The commit's summary names only the id, never the content: a purge of the file from
         history must not leave a copy in a commit message.
@@ -1409,9 +1409,9 @@ class Store:
     # ------------------------------------------------------------------ review
 
     def review_list(self, *, limit: int | None = None, offset: int = 0) -> ReviewList:
-        """Every review branch's pending changes, record by record (README, "Review before
-        memory"): what each writer changed since its branch left the store's branch. ``limit``
-        and ``offset`` page the branches, by name (``limit`` 0 or None: all)."""
+        """Every review branch's pending changes, record by record (docs/review.md): what each
+        writer changed since its branch left the store's branch. ``limit`` and ``offset`` page
+        the branches, by name (``limit`` 0 or None: all)."""
         from .paging import Page
         from .review import ReviewList, review_list
 

@@ -209,7 +209,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The one write path; it reads files only through the kinds the halves hand it.
     ("workspace", ("transaction", "lock")),
     # Derived, rebuildable state.
-    ("indexes", ("index", "embedders", "embedders_e5")),
+    ("indexes", ("index", "embedders", "embedders_e5", "embedders_model2vec")),
     # The memory half, the evidence half, and the tree merge both operations below use.
     (
         "halves",

@@ -1,7 +1,7 @@
 """``lantern memory delete``: the one way lantern removes a record, for data stored by mistake.
 
 The CLI in-process through CliRunner, the sync between real clones of a bare remote, and the
-purge the README describes, run with git's own filter-branch.
+purge docs/usage.md describes, run with git's own filter-branch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Evidence (CONTRACT §10): sources as files, versions and appends, pinned references, verify.
+"""Evidence (docs/evidence.md): sources as files, versions and appends, pinned references, verify.
 
 Through the library on real stores in temp folders, and through the CLI in a subprocess where
 the exit code or the text is the behaviour.

@@ -65,7 +65,7 @@ def test_bash_completion_offers_commands_and_memory_subcommands():
 
 
 def test_the_bash_completion_script_completes_in_bash(tmp_path):
-    """The script the README tells users to source, run by bash itself."""
+    """The script docs/usage.md tells users to source, run by bash itself."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "lantern"

@@ -906,7 +906,7 @@ def test_schemas_come_from_the_field_table_and_the_librarys_defaults():
                 assert spec["minimum"] == FIELDS[field].minimum, (name, field)
     record_properties = TOOLS_BY_NAME["lantern_memory_add"].output_schema["properties"]
     assert list(record_properties) == list(RECORD_KEYS)
-    # show adds only the mark a record read with include_pending carries (CONTRACT §12).
+    # show adds only the mark a record read with include_pending carries (docs/review.md).
     shown = TOOLS_BY_NAME["lantern_memory_show"].output_schema
     assert list(shown["properties"]) == [*RECORD_KEYS, "pending"]
     assert shown["required"] == list(RECORD_KEYS)

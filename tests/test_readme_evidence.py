@@ -1,7 +1,7 @@
-"""The README's evidence session, run as written: every ``$`` command of the section's console
-blocks in a real shell on a fresh store, its output compared with the README's.
+"""The evidence session of docs/evidence.md, run as written: every ``$`` command of the section's
+console blocks in a real shell on a fresh store, its output compared with the page's.
 
-The one step the README describes in prose (tidying the transcript in an editor) is done here
+The one step the page describes in prose (tidying the transcript in an editor) is done here
 the same way, by rewriting the body file.
 """
 
@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-SECTION = "## Evidence: sources, chunks and pinned references"
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "evidence.md"
+SECTION = "# Evidence: sources, chunks and pinned references"
 
 
-def console_blocks(section: str = SECTION) -> list[list[tuple[str, list[str]]]]:
-    """Each console block of the README's ``section`` as (command, expected output lines)."""
-    text = README.read_text()
+def console_blocks(section: str = SECTION, page: Path = PAGE) -> list[list[tuple[str, list[str]]]]:
+    """Each console block of ``page``'s ``section`` (up to its first ``##`` heading) as
+    (command, expected output lines)."""
+    text = page.read_text()
     start = text.index(section)
     end = text.index("\n## ", start + len(section))
     blocks = re.findall(r"```console\n(.*?)```", text[start:end], re.DOTALL)
@@ -78,7 +80,7 @@ def run_steps(steps, cwd: Path, env: dict) -> None:
         assert got == [normalise(line) for line in expected], (command, result.stderr)
 
 
-def test_the_readme_evidence_session_runs_as_written(tmp_path):
+def test_the_evidence_session_runs_as_written(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "lantern"

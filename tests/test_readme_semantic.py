@@ -1,5 +1,6 @@
-"""The README's semantic recall session, run as written: every ``$`` command of the section's
-console block in a real shell, with the semantic extra, its output compared with the README's."""
+"""The semantic recall session of docs/semantic.md, run as written: every ``$`` command of the
+section's console block in a real shell, with the semantic extra, its output compared with the
+page's."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import os
 import sys
 
 import pytest
-from test_readme_evidence import console_blocks, run_steps
+from test_readme_evidence import ROOT, console_blocks, run_steps
 
-SECTION = "## Semantic recall"
+PAGE = ROOT / "docs" / "semantic.md"
+SECTION = "# Semantic recall"
 
 
 @pytest.mark.semantic
-def test_the_readme_semantic_session_runs_as_written(tmp_path):
+def test_the_semantic_session_runs_as_written(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "lantern"
@@ -23,7 +25,7 @@ def test_the_readme_semantic_session_runs_as_written(tmp_path):
     env["HOME"] = str(tmp_path)
     for name in ("LANTERN_STORE", "LANTERN_EMBEDDER"):
         env.pop(name, None)
-    [steps] = console_blocks(SECTION)
+    [steps] = console_blocks(SECTION, PAGE)
     (first, nothing), rest = steps[0], steps[1:]
     # The first line makes the store and enters its folder; a shell keeps that folder for the
     # lines after it, so they run there.

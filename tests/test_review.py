@@ -1,4 +1,4 @@
-"""Review before memory (CONTRACT §12): with review on, writes go to a review branch and the
+"""Review before memory (docs/review.md): with review on, writes go to a review branch and the
 store's branch, working tree and ``.git/index`` stay exactly as they were."""
 
 from __future__ import annotations

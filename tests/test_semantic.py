@@ -1,4 +1,4 @@
-"""Semantic recall (README, "Semantic recall"): real stores, the real CLI, a real MCP client.
+"""Semantic recall (docs/semantic.md): real stores, the real CLI, a real MCP client.
 
 Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it (conftest.py);
 the others run with ``LANTERN_EMBEDDER=none`` or with numpy and wordllama blocked, as a host
@@ -78,7 +78,7 @@ def meta(store_path) -> dict:
     return json.loads((Path(store_path) / ".lantern/vectors/records/meta.json").read_text())
 
 
-# ---------------------------------------------------------------------------- the README scenario
+# ---------------------------------------------------------------------------- the docs scenario
 
 
 @pytest.mark.semantic

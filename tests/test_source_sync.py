@@ -1,4 +1,4 @@
-"""Sources merge without conflict markers (CONTRACT §10, Sync): the pure rules of
+"""Sources merge without conflict markers (docs/sync.md, "How sources merge"): the pure rules of
 sourcemerge.py, then ``lantern sync`` and a plain ``git pull`` between real clones."""
 
 from __future__ import annotations

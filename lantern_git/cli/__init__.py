@@ -384,7 +384,7 @@ def memory_delete(
 ) -> None:
     """Remove a record's file in one commit, for data stored by mistake.
 
-    Git history keeps the text: see the README ("Deleting a record") to purge it. To retire a
+    Git history keeps the text: see docs/usage.md ("Deleting a record") to purge it. To retire a
     record that is merely outdated, archive it instead.
     """
     store = support.open_store(store_path, author)

@@ -1,5 +1,5 @@
-"""``lantern review``: what writers left on review branches, record by record (README, "Review
-before memory")."""
+"""``lantern review``: what writers left on review branches, record by record
+(docs/review.md)."""
 
 from __future__ import annotations
 

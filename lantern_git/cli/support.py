@@ -346,7 +346,6 @@ explain_option = click.option(
 )
 
 
-
 def page_options(func: Callable | None = None, *, default: int | None = None) -> Any:
     """``--limit`` and ``--offset``: a page of any listing, given to the command as one
     ``page`` (a :class:`~lantern_git.paging.Page`, checked by the one paging rule: 0 is no

@@ -1,6 +1,6 @@
 """The chunk index: a Whoosh index over the line ranges of every source, derived state only.
 
-Sources are searched by chunk (CONTRACT §10): each hit names a line range of a source's current
+Sources are searched by chunk (docs/evidence.md): each hit names a line range of a source's current
 version by a reference that ``--source-ref`` takes unchanged. Everything here lives in
 ``<state_dir>/chunks/``, is never committed, and is rebuilt from ``sources/`` when missing or
 damaged. It is kept apart from the record index because its unit (a chunk, many per file) and
@@ -136,7 +136,7 @@ class ChunkHit:
     kind: str
     uri: str | None
     title: str | None
-    # keyword, semantic or hybrid: what ranked it (README, "Semantic recall")
+    # keyword, semantic or hybrid: what ranked it (docs/semantic.md)
     mode: str | None = None
     # What made the score, when the search was asked to explain (docs/search.md, "Explain")
     explain: dict[str, Any] | None = None

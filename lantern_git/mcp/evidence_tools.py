@@ -1,4 +1,4 @@
-"""The evidence tools of the MCP server (CONTRACT §10): thin calls into ``store.sources``.
+"""The evidence tools of the MCP server (docs/evidence.md): thin calls into ``store.sources``.
 
 A source reaches the server as text in the call, never as a path: no tool can make the server
 read a file of its host. Lists and searches page as the record tools do.

@@ -102,7 +102,7 @@ _INCLUDE_PENDING = {
     "type": "boolean",
     "default": False,
     "description": (
-        "Also see the changes awaiting review (CONTRACT §12), as if accepted: a record a "
+        "Also see the changes awaiting review, as if accepted: a record a "
         "review branch added or changed is returned as that branch has it, marked "
         '"pending": true; one it removed is left out.'
     ),
@@ -826,7 +826,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         call=_status,
     ),
     # Review is read-only over MCP on purpose: an agent never accepts its own writes
-    # (CONTRACT §12, no self-approval); accept and reject are for a person, on the CLI.
+    # (docs/review.md, no self-approval); accept and reject are for a person, on the CLI.
     ToolSpec(
         name="lantern_review_list",
         title="Memory writes awaiting review",
@@ -987,7 +987,7 @@ class Outcome:
     is_error: bool = False
     commit: str | None = None
     warnings: list[str] = field(default_factory=list)
-    # The commit went to a review branch: its record awaits a person (CONTRACT §12).
+    # The commit went to a review branch: its record awaits a person (docs/review.md).
     pending: bool = False
 
     def meta(self) -> dict | None:

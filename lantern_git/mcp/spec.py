@@ -26,7 +26,7 @@ REASON_SCHEMA = {
 }
 
 
-# The ``mode`` both search tools take (README, "Semantic recall"), and a hit's ``mode``.
+# The ``mode`` both search tools take (docs/semantic.md), and a hit's ``mode``.
 MODE_SCHEMA = {
     "type": "string",
     "enum": list(SEARCH_MODES),

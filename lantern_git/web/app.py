@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidInput, LanternError, NotFound
 from ..fields import KINDS, SEARCH_MODES
+from ..paging import Page
 from ..query import RecordQuery
 from ..review import PendingVersion
 from ..source import SourceRef, is_source_ref
@@ -163,8 +164,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                 min_urgency=_int(form["min_urgency"], "min_urgency"),
                 include_expired=form["include_expired"],
                 query=form["q"] if form["mode"] == "list" else None,
-                limit=limit,
-                offset=offset,
+                page=Page(limit, offset),
             )
             searching = bool(form["q"].strip()) and form["mode"] != "list"
             at = form["at"] or None
