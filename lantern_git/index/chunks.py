@@ -30,7 +30,6 @@ import os
 import shutil
 import stat
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -53,7 +52,7 @@ from ..source import (
     parse_source_path,
 )
 from ..sourcefile import SourceFile, read_source_file
-from . import bm25, whoosh_compat
+from . import bm25, clock, whoosh_compat
 from .analysis import text_query, word_forms
 
 # 2: words as written and their Porter2 stems (see analysis.py).
@@ -296,7 +295,7 @@ class ChunkIndex:
         state = self._load_state()
         if state is None or not self._usable():
             return self.rebuild()
-        before = time.time_ns()
+        before = clock.now_ns(self.dir)
         files = _scan(self.root)
         if not _changed(state, files):
             return ChunkRefresh(unchanged=True, broken=_problems(state))
@@ -320,7 +319,7 @@ class ChunkIndex:
             state = self._load_state()
             if state is None or not self._usable():
                 return  # no index yet, or a damaged one: the next read builds it whole
-            before = time.time_ns()
+            before = clock.now_ns(self.dir)
             files = _scan(self.root, ids)
             if _bytes_to_index(state["sources"], files) > NOTE_BUDGET_BYTES:
                 if os.environ.get(DEBUG_ENV) == "1":
@@ -413,7 +412,7 @@ class ChunkIndex:
         report = ChunkRefresh(rebuilt=True)
         with self._locked():
             self._forget()
-            before = time.time_ns()
+            before = clock.now_ns(self.dir)
             files = _scan(self.root)
             fresh, ix = whoosh_compat.create_beside(self.dir, _schema(), INDEX_NAME, "chunk index")
             total = sum(state[3] for listed in files.values() for state in listed)

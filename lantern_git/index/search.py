@@ -44,7 +44,7 @@ from ..fields import STATUSES
 from ..query import Hit, RecordQuery, order_key
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
-from . import bm25, whoosh_compat
+from . import bm25, clock, whoosh_compat
 from .analysis import text_query, word_forms
 
 if TYPE_CHECKING:
@@ -529,7 +529,7 @@ class SearchIndex:
 
     def _refresh(self, meanwhile: Callable[[], object] | None) -> RefreshReport:
         report = RefreshReport()
-        started = time.time_ns()
+        started = clock.now_ns(self.dir)
         changes = self._watcher.take() if self._watcher is not None else None
         if changes is None or changes.unknown:
             # The stamp and the manifest on disk are the other processes' word too.
@@ -750,12 +750,13 @@ class SearchIndex:
             return shards[folder]
 
         bar = self._progress(len(ordered), "checking changed record files")
+        skew = clock.offset_ns(self.dir)
         with contextlib.nullcontext(self._searcher()) as searcher, _finishing(bar):
             for number, path in enumerate(ordered, 1):
                 if number % TICK_EVERY == 0:
                     bar.update(TICK_EVERY)
                 # Taken before the lstat, which is taken before the read.
-                before = time.time_ns()
+                before = time.time_ns() + skew
                 try:
                     st: os.stat_result | None = os.lstat(os.path.join(self.root, path))
                 except OSError:
@@ -825,7 +826,7 @@ class SearchIndex:
         report = RefreshReport(rebuilt=True)
         with self._locker():
             self.close()
-            started = time.time_ns()
+            started = clock.now_ns(self.dir)
             memory = os.path.join(self.root, MEMORY_DIR)
             if os.path.islink(memory):
                 raise StoreError(
