@@ -779,7 +779,7 @@ def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, mo
 def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
     store, store_path
 ):
-    from lantern_git.index.vectors import fuse, fuse_top, rank
+    from lantern_git.index.vectors import fuse, fuse_page, rank
     from lantern_git.query import RecordQuery
 
     words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
@@ -809,9 +809,14 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         # is the fusion of the two whole rankings.
         searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
         assert searched == whole, text
+        scores = dict(keyword)
+        id_of, docs, raw = store.index.raw_scored_docs(RecordQuery(text=text))
+        rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
         for end in (1, 3, 10, 25, 100):
-            top = fuse_top(current, wanted, candidates, keyword, end, floor)
-            assert top == whole[:end], (text, end)
+            top = fuse_page(current, wanted, rows, id_of, docs, raw, end, floor)
+            assert top.ranked == whole[:end], (text, end)
+            assert top.bm25 == {key: scores[key] for key, _ in whole[:end] if key in scores}
+            assert top.best == (keyword[0][1] if keyword else None)
             for offset in (0, 2):
                 page = store.search(text, mode="hybrid", limit=end, offset=offset)
                 assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]
