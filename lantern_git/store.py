@@ -841,9 +841,10 @@ class Store:
             # Citations are not indexed: checked on the candidates' records.
             cited = self.index.records(ids_by_docnum[d] for d in docs)
             docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
-        candidates = current.rows_of_docs(ids_by_docnum, docs)
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
+        paged = mode == "hybrid" and end is not None  # fuse_page: the rows in any order
+        candidates = current.rows_of_docs(ids_by_docnum, docs, ordered=not paged)
         wanted = vectors.embed_query(query.text)
         # The keyword ranking as documents and BM25 scores not yet rounded: a page ranks them
         # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
@@ -858,7 +859,8 @@ class Store:
         floor = ranking.floor(self.embedder_name, anchored=bool(keyword_docs))
         bm25: dict[str, float] = {}
         best: float | None = None
-        if mode == "hybrid" and end is not None:
+        if paged:
+            assert end is not None
             fused = fuse_page(
                 current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor
             )
