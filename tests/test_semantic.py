@@ -379,7 +379,6 @@ def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
     assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)])] == ["z", "y"]
 
 
-
 @pytest.mark.semantic
 def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id():
     import numpy as np

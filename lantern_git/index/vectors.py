@@ -750,9 +750,10 @@ def fuse_page(
         has = at >= 0
         at, found = at[has], raw[has]
         bm25_of[at] = found
-        fused[at] = np.where(np.isnan(cosine_of[at]), 0.0, fused[at]) + weight * np.round(
-            found, 6
-        ) / divisor
+        fused[at] = (
+            np.where(np.isnan(cosine_of[at]), 0.0, fused[at])
+            + weight * np.round(found, 6) / divisor
+        )
         alone = [(ids_by_docnum[int(d)], float(s)) for d, s in zip(docs[~has], raw[~has])]
     shortlist = np.flatnonzero(fused > -np.inf)
     if end <= 0:
