@@ -651,6 +651,11 @@ def rank(
     chosen = np.round(scores[rows].astype(np.float64), 6)
     keep = chosen >= floor if floor > 0 else chosen > 0
     rows, chosen = rows[keep], chosen[keep]
+    if end is not None and 0 < end < len(rows):
+        # A page: only the rows at or above its last cosine (a partition) are sorted.
+        nth = -np.partition(-chosen, end - 1)[end - 1]
+        top = chosen >= nth
+        rows, chosen = rows[top], chosen[top]
     if len(vectors.extra):
         order = np.lexsort((vectors.order_keys()[rows], -chosen))[:end]
     else:
