@@ -74,8 +74,8 @@ PLANTS = [
     Plant(
         "record hybrid search drops the keyword side",
         "lantern_git/store.py",
-        "keyword = self.index.scored_ids(whole)",
-        "keyword = []",
+        "id_of, keyword_docs, keyword_scores = self.index.raw_scored_docs(whole)",
+        "id_of, keyword_docs, keyword_scores = self.index.raw_scored_docs(whole)[0], [], []",
         (
             "tests/test_hybrid_fusion.py::"
             "test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone",
@@ -140,8 +140,8 @@ PLANTS = [
     Plant(
         "hybrid pages through search: the first page from the semantic ranking alone",
         "lantern_git/store.py",
-        "ranked = fuse_top(current, wanted, candidates, keyword, end)",
-        "ranked = fuse_top(current, wanted, candidates, [], end)",
+        "current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor",
+        "current, wanted, candidates, id_of, [], [], end, floor",
         (
             "tests/test_semantic.py::"
             "test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order",

@@ -827,7 +827,7 @@ class Store:
         self, query: RecordQuery, mode: str, explain: bool = False
     ) -> builtins.list[Hit]:
         from .index import ranking
-        from .index.vectors import fuse, fuse_top, rank
+        from .index.vectors import fuse, fuse_page, rank
         from .query import Hit
 
         if query.cites is not None and len(query.cites) < 16:
@@ -841,36 +841,53 @@ class Store:
             # Citations are not indexed: checked on the candidates' records.
             cited = self.index.records(ids_by_docnum[d] for d in docs)
             docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
-        candidates = current.rows_of_docs(ids_by_docnum, docs)
         assert query.text is not None
         end = None if query.limit is None else query.offset + query.limit
+        paged = mode == "hybrid" and end is not None  # fuse_page: the rows in any order
+        candidates = current.rows_of_docs(ids_by_docnum, docs, ordered=not paged)
         wanted = vectors.embed_query(query.text)
-        keyword = self.index.scored_ids(whole)
+        # The keyword ranking as documents and BM25 scores not yet rounded: a page ranks them
+        # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
+        # sorted or looked up by id.
+        id_of, keyword_docs, keyword_scores = self.index.raw_scored_docs(whole)
         if query.cites is not None:
-            chosen = {ids_by_docnum[d] for d in docs}
-            keyword = [item for item in keyword if item[0] in chosen]
+            chosen = set(docs)
+            kept = [i for i, d in enumerate(keyword_docs) if d in chosen]
+            keyword_docs = [keyword_docs[i] for i in kept]
+            keyword_scores = [keyword_scores[i] for i in kept]
         # A query sharing no word with the records searched has the higher floor
-        floor = ranking.floor(self.embedder_name, anchored=bool(keyword))
-        if mode == "hybrid":
-            if end is not None:
-                ranked = fuse_top(current, wanted, candidates, keyword, end, floor)
-            else:  # every record: whole rankings fused
+        floor = ranking.floor(self.embedder_name, anchored=bool(keyword_docs))
+        bm25: dict[str, float] = {}
+        best: float | None = None
+        if paged:
+            assert end is not None
+            fused = fuse_page(
+                current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor
+            )
+            ranked, bm25, best = fused.ranked, fused.bm25, fused.best
+        else:
+            keyword: builtins.list[tuple[str, float]] = []
+            if mode == "hybrid" or explain:
+                keyword = sorted(
+                    ((id_of[d], round(s, 6)) for d, s in zip(keyword_docs, keyword_scores)),
+                    key=lambda item: (-item[1], item[0]),
+                )
+                bm25, best = dict(keyword), (keyword[0][1] if keyword else None)
+            if mode == "hybrid":  # every record: whole rankings fused
                 ranked = fuse(keyword, rank(current, wanted, candidates, floor=floor))
-        else:  # semantic needs only the page
-            ranked = rank(current, wanted, candidates, end, floor)
+            else:  # semantic needs only the page
+                ranked = rank(current, wanted, candidates, end, floor)
         page = ranked[query.offset : end]
         records = self.index.records(record_id for record_id, _ in page)
         hits = [Hit(records[i], score) for i, score in page if i in records]
         if explain:
-            scores = dict(keyword)
-            best = keyword[0][1] if keyword else None
             for hit in hits:
                 cosine = round(float(current.vector(hit.record.id) @ wanted), 6)
                 hit.explain = ranking.explained(
                     mode,
                     query.text,
                     hit.record.content,
-                    scores.get(hit.record.id),
+                    bm25.get(hit.record.id),
                     best,
                     cosine,
                     floor,

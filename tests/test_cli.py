@@ -510,3 +510,37 @@ def test_list_filters_are_the_same_query_as_mcps(run):
     # One string is one scope, not one per character.
     assert RecordQuery.from_options(scope="user:ana").scopes == ("user:ana",)
     assert RecordQuery.from_options(query="", status=None) == RecordQuery()
+
+
+def test_a_lantern_process_starts_blas_on_one_thread_unless_the_user_chose(tmp_path):
+    import subprocess
+    import sys
+
+    # The process as the `lantern` script runs it; what OpenBLAS would read as numpy loads.
+    probe = (
+        "import os, sys\n"
+        "sys.argv = ['lantern', '--version']\n"
+        "from lantern_git.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    chosen = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    base = {k: v for k, v in os.environ.items() if k not in chosen}
+
+    def threads(**env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        )
+        return done.stdout.split()[-1]
+
+    assert threads() == "1"
+    assert threads(OMP_NUM_THREADS="3") == "None"  # the user's choice stands
+    assert threads(OPENBLAS_NUM_THREADS="2") == "2"

@@ -379,6 +379,52 @@ def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
     assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)])] == ["z", "y"]
 
 
+@pytest.mark.semantic
+def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id():
+    import numpy as np
+
+    from lantern_git.index.vectors import KEYWORD_WEIGHT, VectorSet, fuse_page
+
+    # Row i's cosine with the query (the first axis) is COSINES[i], exactly in float32; None:
+    # a row at 0 (no cosine, under any floor). BM25 scores, best 2.0.
+    cosines = {"a": 0.25, "b": 0.5, "c": 0.375, "d": None, "e": None, "f": 0.0625, "g": 0.5}
+    cosines |= {"h": None, "i": 0.0625, "k": 0.25, "m": 0.3125}
+    bm25 = {"a": 2.0, "c": 1.0, "d": 0.5, "e": 0.5, "f": 0.5, "h": 1.125, "k": 1.125}
+    ids = sorted(cosines)
+    matrix = np.zeros((len(ids), 4), dtype=np.float32)
+    for row, key in enumerate(ids):
+        cos = cosines[key] or 0.0
+        matrix[row, 0], matrix[row, 1] = cos, (1 - cos * cos) ** 0.5
+    vectors = VectorSet("test", "0", ids, ["d"] * len(ids), ["t"] * len(ids), matrix)
+    query = np.asarray([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+    def expected(floor: float) -> list[tuple[str, float]]:
+        # docs/search.md: weight x bm25 / best + (1 - weight) x cosine, the cosine counted when
+        # it reaches the floor (and is above 0); equal sums in the semantic order (cosine, then
+        # id), the records it leaves out after, by id.
+        placed = {k: c for k, c in cosines.items() if c is not None and c > 0 and c >= floor}
+        scored = []
+        for key in set(placed) | set(bm25):
+            total = KEYWORD_WEIGHT * bm25.get(key, 0.0) / 2.0
+            total += (1 - KEYWORD_WEIGHT) * placed.get(key, 0.0)
+            tie = (0, -placed[key]) if key in placed else (1, 0.0)
+            scored.append((-round(total, 6), tie, key))
+        return [(key, -score) for score, _, key in sorted(scored)]
+
+    rows = np.arange(len(ids), dtype=np.int64)
+    docs = [ids.index(key) for key in bm25]
+    for floor in (0.0, 0.1):
+        whole = expected(floor)
+        score = dict(whole)
+        # The test's premise: equal sums of two cosines (k's with BM25 and m's without), of
+        # equal cosines (b, g), of a cosine and a keyword hit the floor leaves out (i, h).
+        assert score["k"] == score["m"] and score["b"] == score["g"]
+        assert floor > 0.0625 or score["i"] == score["h"]
+        for end in range(1, len(whole) + 2):
+            page = fuse_page(vectors, query, rows, ids, docs, list(bm25.values()), end, floor)
+            assert page.ranked == whole[:end], (floor, end)
+
+
 # ---------------------------------------------------------------------------- choosing
 
 
@@ -779,7 +825,7 @@ def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, mo
 def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
     store, store_path
 ):
-    from lantern_git.index.vectors import fuse, fuse_top, rank
+    from lantern_git.index.vectors import fuse, fuse_page, rank
     from lantern_git.query import RecordQuery
 
     words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
@@ -809,9 +855,14 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         # is the fusion of the two whole rankings.
         searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
         assert searched == whole, text
+        scores = dict(keyword)
+        id_of, docs, raw = store.index.raw_scored_docs(RecordQuery(text=text))
+        rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
         for end in (1, 3, 10, 25, 100):
-            top = fuse_top(current, wanted, candidates, keyword, end, floor)
-            assert top == whole[:end], (text, end)
+            top = fuse_page(current, wanted, rows, id_of, docs, raw, end, floor)
+            assert top.ranked == whole[:end], (text, end)
+            assert top.bm25 == {key: scores[key] for key, _ in whole[:end] if key in scores}
+            assert top.best == (keyword[0][1] if keyword else None)
             for offset in (0, 2):
                 page = store.search(text, mode="hybrid", limit=end, offset=offset)
                 assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]

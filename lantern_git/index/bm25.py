@@ -161,8 +161,33 @@ def scored(
     keep = allowed
     if excluded:
         keep = None if allowed is None else allowed - excluded
-    found = _bulk(searcher, parts, stats, keep, excluded if allowed is None else None, end)
-    return _cut(found, end)
+    docs, scores = _bulk(searcher, parts, stats, keep, excluded if allowed is None else None, end)
+    if end is not None and len(scores) > end:
+        cutoff = round(heapq.nlargest(end, scores)[-1], 6)
+        floor = cutoff - 1e-6
+        return [
+            (rounded, doc)
+            for doc, score in zip(docs, scores)
+            if score >= floor and (rounded := round(score, 6)) >= cutoff
+        ]
+    return [(round(score, 6), doc) for doc, score in zip(docs, scores)]
+
+
+def raw_scored(
+    searcher: Any, query: Any, allowed: set[int] | None, excluded: set[int] | None = None
+) -> tuple[list[int], list[float]]:
+    """Every document matching ``query`` (as :func:`scored` with no ``end``) and its score
+    before rounding, as two lists in no order: for a caller that ranks them in bulk (hybrid
+    search) and rounds only the few it shows. ``round(score, 6)`` is :func:`scored`'s."""
+    stats = statistics(searcher, allowed)
+    parts = plain_parts(query)
+    if parts is None:
+        found = _by_whoosh(searcher, query, stats, excluded, None)
+        return [doc for _, doc in found], [score for score, _ in found]
+    keep = allowed
+    if excluded:
+        keep = None if allowed is None else allowed - excluded
+    return _bulk(searcher, parts, stats, keep, excluded if allowed is None else None, None)
 
 
 def _cut(found: list[tuple[float, int]], end: int | None) -> list[tuple[float, int]]:
@@ -195,8 +220,9 @@ def _bulk(
     allowed: set[int] | None,
     excluded: set[int] | None,
     end: int | None,
-) -> list[tuple[float, int]]:
-    """The plain query's scores from postings read in bulk (see the module's docstring)."""
+) -> tuple[list[int], list[float]]:
+    """The plain query's documents and scores (not rounded) from postings read in bulk (see
+    the module's docstring); ``end`` only cuts short the check of a lone phrase's positions."""
     k1_plus = K1 + 1
     # Each segment's postings of each word, read once: for the filtered df and the scores.
     segments = []
@@ -278,15 +304,7 @@ def _bulk(
     if totals:
         flat_docs.extend(totals)
         flat_scores.extend(totals.values())
-    if end is not None and len(flat_scores) > end:
-        cutoff = round(heapq.nlargest(end, flat_scores)[-1], 6)
-        floor = cutoff - 1e-6
-        return [
-            (rounded, doc)
-            for doc, score in zip(flat_docs, flat_scores)
-            if score >= floor and (rounded := round(score, 6)) >= cutoff
-        ]
-    return [(round(score, 6), doc) for doc, score in zip(flat_docs, flat_scores)]
+    return flat_docs, flat_scores
 
 
 def _in_a_row(

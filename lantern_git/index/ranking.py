@@ -22,7 +22,9 @@ Both numbers were chosen by leave-one-out cross-validation over the conversation
 conversational set and the recall set as one more fold (``benchmarks/retrieval.py --cv``): in
 each fold, the weight with the best recall@5 on the other folds, then the highest floor that
 keeps their recall@10 within half a point of no floor. All eleven folds chose 0.1 as the
-weight, ten of eleven 0.15 as the floor.
+weight, ten of eleven 0.15 as the floor. A weight per query, growing with the share of the
+query's idf its best keyword hit holds, was tried by the same folds and not adopted: it left
+hybrid below keyword on lexical questions all the same (docs/search.md).
 """
 
 from __future__ import annotations

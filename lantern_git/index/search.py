@@ -1048,6 +1048,26 @@ class SearchIndex:
 
         return self._answer(read)
 
+    def raw_scored_docs(
+        self, query: RecordQuery
+    ) -> tuple[builtins.list[str], builtins.list[int], builtins.list[float]]:
+        """(every document's id by document number, as :meth:`matching_docs` gives it; the
+        documents matching ``query``, text and filters; their BM25 scores before rounding):
+        :meth:`scored_ids` without rounding, sorting or mapping every match to its id, for
+        hybrid search, which ranks them in bulk and rounds only its page's."""
+
+        def read() -> tuple[builtins.list[str], builtins.list[int], builtins.list[float]]:
+            searcher = self._searcher()
+            id_of = self._ids_by_docnum(searcher)
+            if not query.text:
+                return id_of, [], []
+            expired = self._masked(searcher, _mask_query(query))
+            allowed = _allowed(searcher, _filter_query(query))
+            docs, scores = bm25.raw_scored(searcher, text_query(query.text), allowed, expired)
+            return id_of, docs, scores
+
+        return self._answer(read)
+
     def _masked(self, searcher: Any, mask: Any) -> set[int] | None:
         """``_mask_docs``, kept for the last searcher and mask asked about: a hybrid search
         asks twice (candidates, then keyword scores) within the same second."""

@@ -43,7 +43,8 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -111,19 +112,33 @@ class VectorSet:
         self._doc_rows: tuple[builtins.list[str], np.ndarray] | None = None
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
-        """Cosine of every row with ``vector`` (a unit vector): one pass over the map."""
+        """Cosine of every row with ``vector`` (a unit vector): one pass over the map, on one
+        BLAS thread (see :func:`_one_blas_thread`)."""
         if not len(self.ids):
             return np.zeros(0, dtype=np.float32)
-        scores = np.asarray(self.matrix @ vector, dtype=np.float32)
-        if len(self.extra):
-            scores = np.concatenate([scores, np.asarray(self.extra @ vector, dtype=np.float32)])
+        with _one_blas_thread():
+            scores = np.asarray(self.matrix @ vector, dtype=np.float32)
+            if len(self.extra):
+                more = np.asarray(self.extra @ vector, dtype=np.float32)
+                scores = np.concatenate([scores, more])
         return scores
 
-    def rows_of_docs(self, ids_by_docnum: builtins.list[str], docs: Iterable[int]) -> np.ndarray:
+    def rows_of_docs(
+        self, ids_by_docnum: builtins.list[str], docs: Iterable[int], ordered: bool = True
+    ) -> np.ndarray:
         """The rows of the index documents ``docs`` (numbers into ``ids_by_docnum``, the
         index's ids by document number, kept while the index is unchanged), sorted, each once:
         each document's row is looked up once per index and vector set, not per search (10k
-        candidates: ~10 ms of dictionary lookups)."""
+        candidates: ~10 ms of dictionary lookups). ``ordered=False``: in the documents' order
+        (each live document has its own row), for a caller that needs no order (the sort
+        costs 4 ms at 100k)."""
+        rows = self.doc_rows(ids_by_docnum)[np.fromiter(docs, dtype=np.int64)]
+        rows = rows[rows >= 0]
+        return _unique_sorted(rows) if ordered else rows
+
+    def doc_rows(self, ids_by_docnum: builtins.list[str]) -> np.ndarray:
+        """Each index document's row (-1 for none), by document number: built once per index
+        and vector set."""
         kept = self._doc_rows
         if kept is None or kept[0] is not ids_by_docnum:
             row = self.row
@@ -131,8 +146,7 @@ class VectorSet:
                 (row.get(i, -1) for i in ids_by_docnum), dtype=np.int64, count=len(ids_by_docnum)
             )
             kept = self._doc_rows = (ids_by_docnum, table)
-        rows = kept[1][np.fromiter(docs, dtype=np.int64)]
-        return _unique_sorted(rows[rows >= 0])
+        return kept[1]
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """These rows' vectors, from the base file or the journal's."""
@@ -637,12 +651,34 @@ def rank(
     chosen = np.round(scores[rows].astype(np.float64), 6)
     keep = chosen >= floor if floor > 0 else chosen > 0
     rows, chosen = rows[keep], chosen[keep]
+    if end is not None and 0 < end < len(rows):
+        # A page: only the rows at or above its last cosine (a partition) are sorted.
+        nth = -np.partition(-chosen, end - 1)[end - 1]
+        top = chosen >= nth
+        rows, chosen = rows[top], chosen[top]
     if len(vectors.extra):
         order = np.lexsort((vectors.order_keys()[rows], -chosen))[:end]
     else:
         order = np.argsort(-chosen, kind="stable")[:end]
     ids = vectors.ids
     return [(ids[int(r)], float(c)) for r, c in zip(rows[order], chosen[order])]
+
+
+@functools.lru_cache(maxsize=1)
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
+
+
+def _one_blas_thread() -> AbstractContextManager:
+    """The BLAS library (OpenBLAS in numpy's wheels) held to one thread for a query's product:
+    a matrix-vector product of 10k x 256 takes ~0.1 ms on one thread, but on a machine whose
+    cores are busy a second thread waits for one to be free, and the product took 5-8 ms
+    (median; p90 16 ms) instead of 0.2-1 ms (``benchmarks/search_speed.py``). Each score is
+    one row's dot product on one thread either way, so the numbers are the same. The limit is
+    the process's while it lasts (microseconds), as any BLAS thread setting is."""
+    return _blas().limit(limits=1)
 
 
 def _rows_of(vectors: VectorSet, candidates: Iterable[str] | np.ndarray) -> np.ndarray:
@@ -662,45 +698,105 @@ def _unique_sorted(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-def fuse_top(
+@dataclass
+class Fused:
+    """A page of a hybrid ranking (:func:`fuse_page`): its (id, score) best first, and what
+    ``--explain`` shows of it: the page's keyword hits' BM25 scores (rounded as the keyword
+    ranking's), and the best BM25 among the candidates (None: no keyword hit)."""
+
+    ranked: builtins.list[tuple[str, float]]
+    bm25: dict[str, float]
+    best: float | None
+
+
+def fuse_page(
     vectors: VectorSet,
     query: np.ndarray,
-    candidates: Iterable[str] | np.ndarray,
-    keyword: builtins.list[tuple[str, float]],
+    candidates: np.ndarray,
+    ids_by_docnum: builtins.list[str],
+    keyword_docs: builtins.list[int],
+    keyword_scores: builtins.list[float],
     end: int,
     floor: float = 0.0,
-) -> builtins.list[tuple[str, float]]:
-    """``fuse(keyword, rank(vectors, query, candidates, floor=floor))[:end]``, without ranking
-    every candidate in Python: the first ``end`` of the fusion are among the keyword hits and the
-    first ``end`` of the semantic ranking (a record found only by meaning scores its cosine's
-    share alone, so each of the first ``end`` by meaning scores at least as much, and the
-    better place breaks a tie). The semantic order is taken in numpy; only those records'
-    places and cosines enter Python."""
-    scores = vectors.scores(query)
-    row = vectors.row
-    rows = _rows_of(vectors, candidates)
-    chosen = np.round(scores[rows].astype(np.float64), 6)
+    weight: float = KEYWORD_WEIGHT,
+) -> Fused:
+    """The first ``end`` of ``fuse(keyword, rank(vectors, query, candidates, floor=floor))``,
+    same ids, scores and order, where ``candidates`` are rows (``rows_of_docs``, in any order)
+    and the keyword ranking is given as index documents (numbers into ``ids_by_docnum``) with
+    their BM25 scores before rounding (``SearchIndex.raw_scored_docs``).
+
+    Every candidate's fused score is computed at once in numpy, the ``end``-th best found by a
+    partition, and only the candidates within rounding of it (a few more than ``end``) are
+    scored again in Python exactly as :func:`fuse` scores them and put in its order. Scores
+    are rounded to 6 places, and numpy's rounding and sums differ from Python's by less than
+    the margin kept (2e-6, and the BM25's rounding scaled by ``weight / best``), so no
+    candidate further below the ``end``-th can reach the page. A search thus never rounds,
+    sorts or looks up the ids of the thousands of matches that a common word has."""
+    share = 1.0 - weight
+    count = len(vectors.ids)
+    rows = candidates
+    chosen = np.round(vectors.scores(query)[rows].astype(np.float64), 6)
     keep = chosen >= floor if floor > 0 else chosen > 0
     rows, chosen = rows[keep], chosen[keep]
-    if len(vectors.extra):
-        order = np.lexsort((vectors.order_keys()[rows], -chosen))
-    else:
-        order = np.argsort(-chosen, kind="stable")
-    ranked, cosines = rows[order], chosen[order]
-    total = len(ranked)
+    # Per row: its rounded cosine if it is a semantic candidate (NaN if not), its BM25 if it
+    # matched a word (NaN if not), and its fused score (-inf: not a candidate at all)
+    cosine_of = np.full(count, np.nan)
+    cosine_of[rows] = chosen
+    fused = np.full(count, -np.inf)
+    fused[rows] = share * np.maximum(chosen, 0.0)
+    raw = np.asarray(keyword_scores, dtype=np.float64)
+    best = round(float(raw.max()), 6) if len(raw) else None
+    divisor = best if best is not None and best > 0 else 1.0
+    bm25_of = np.full(count, np.nan)
+    alone: builtins.list[tuple[str, float]] = []  # keyword hits with no vector (none, usually)
+    if len(raw):
+        docs = np.asarray(keyword_docs, dtype=np.int64)
+        at = vectors.doc_rows(ids_by_docnum)[docs]
+        has = at >= 0
+        at, found = at[has], raw[has]
+        bm25_of[at] = found
+        fused[at] = (
+            np.where(np.isnan(cosine_of[at]), 0.0, fused[at])
+            + weight * np.round(found, 6) / divisor
+        )
+        alone = [(ids_by_docnum[int(d)], float(s)) for d, s in zip(docs[~has], raw[~has])]
+    shortlist = np.flatnonzero(fused > -np.inf)
+    if end <= 0:
+        shortlist = shortlist[:0]
+    elif len(shortlist) > end:
+        values = fused[shortlist]
+        nth = -np.partition(-values, end - 1)[end - 1]
+        # Rounding (numpy's and Python's, of the BM25 and of the sum) moves a score by less.
+        margin = 2e-6 + 2e-6 * weight / divisor
+        shortlist = shortlist[values >= nth - margin]
+    keys = vectors.order_keys() if len(vectors.extra) else None
     ids = vectors.ids
-    # Each row's place (from 0) in the semantic ranking, -1 for none
-    place_of = np.full(len(ids), -1, dtype=np.int64)
-    place_of[ranked] = np.arange(total, dtype=np.int64)
-    semantic: dict[str, tuple[int, float]] = {}
-    for record_id, _ in keyword:
-        number = row.get(record_id)
-        if number is not None and place_of[number] >= 0:
-            place = int(place_of[number])
-            semantic[record_id] = (place, float(cosines[place]))
-    for place in range(min(total, end)):
-        semantic.setdefault(ids[int(ranked[place])], (place, float(cosines[place])))
-    return _combined(keyword, semantic, total, KEYWORD_WEIGHT)[:end]
+    scored = []
+    shown: dict[str, float] = {}
+    for row in shortlist.tolist():
+        key = ids[row]
+        cosine = float(cosine_of[row])
+        placed = cosine == cosine  # not NaN: a semantic candidate
+        bm25 = float(bm25_of[row])
+        if bm25 == bm25:
+            rounded = round(bm25, 6)
+            shown[key] = rounded
+            total = weight * rounded / divisor
+            if placed:
+                total = total + share * max(cosine, 0.0)
+        else:
+            total = 0.0 + share * max(cosine, 0.0)
+        # fuse's ties: the semantic ranking's order (cosine, then the row's place in id
+        # order), those it leaves out after, then the id
+        tie = (0, -cosine, row if keys is None else float(keys[row])) if placed else (1, 0.0, 0)
+        scored.append((-round(total, 6), tie, key))
+    for key, bm25 in alone:
+        rounded = round(bm25, 6)
+        shown[key] = rounded
+        scored.append((-round(weight * rounded / divisor, 6), (1, 0.0, 0), key))
+    scored.sort()
+    page = [(key, -score) for score, _, key in scored[: max(end, 0)]]
+    return Fused(page, {key: shown[key] for key, _ in page if key in shown}, best)
 
 
 def fuse(
