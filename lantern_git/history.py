@@ -11,15 +11,16 @@ hundred to parse), and each of those records' histories reads it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple
 
 import pygit2
+from cachetools import LRUCache
 from pygit2.enums import SortMode
 
 from .errors import NotFound
@@ -115,50 +116,29 @@ class _Read(NamedTuple):
     trailers: dict[str, tuple[str, ...]]
 
 
-class _Kept:
-    """Values by key, the least recently used dropped once their sizes pass ``budget``;
-    safe to share between threads."""
-
-    def __init__(self, budget: int):
-        self._budget = budget
-        self._size = 0
-        self._items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                return None
-            self._items.move_to_end(key)
-            return found[0]
-
-    def put(self, key: Any, value: Any, size: int) -> None:
-        if size > self._budget:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._size -= old[1]
-            self._items[key] = (value, size)
-            self._size += size
-            while self._size > self._budget:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._size -= dropped
-
-
 # Commits as read, by commit id, up to 16 million characters of their messages (an import of
 # 100,000 records: 3.3 million, kept as ~7 MB of trailer values).
-_READ = _Kept(budget=16_000_000)
+_READ: LRUCache[pygit2.Oid, tuple[_Read, int]] = LRUCache(16_000_000, getsizeof=lambda v: v[1])
 # The commits reachable from a branch's tip, in walk order, by (git folder, tip), up to
 # 200,000 commits in all (~50 MB): a store's branch moves with each write, the last walks stay.
-_WALKS = _Kept(budget=200_000)
+_WALKS: LRUCache[tuple[str, pygit2.Oid], list[_Step]] = LRUCache(200_000, getsizeof=len)
+_KEPT = threading.Lock()  # LRUCache reorders itself on every read
+
+
+def _kept(cache: LRUCache, key: Any) -> Any:
+    with _KEPT:
+        return cache.get(key)
+
+
+def _keep(cache: LRUCache, key: Any, value: Any) -> None:
+    with _KEPT, contextlib.suppress(ValueError):  # one item above the whole budget: not kept
+        cache[key] = value
 
 
 def _read(repo: pygit2.Repository, oid: pygit2.Oid, commit: pygit2.Commit | None = None) -> _Read:
-    found = _READ.get(oid)
+    found = _kept(_READ, oid)
     if found is not None:
-        return found
+        return found[0]
     if commit is None:
         commit = repo[oid].peel(pygit2.Commit)
     message = commit.message
@@ -170,7 +150,7 @@ def _read(repo: pygit2.Repository, oid: pygit2.Oid, commit: pygit2.Commit | None
         summary=message[: message.find("\n")] if "\n" in message else message,
         trailers=trailers,
     )
-    _READ.put(oid, read, 200 + len(message))
+    _keep(_READ, oid, (read, 200 + len(message)))
     return read
 
 
@@ -243,7 +223,7 @@ def _steps(repo: pygit2.Repository, head: pygit2.Oid | None) -> list[_Step]:
     rewritten = repo.is_shallow or os.path.exists(os.path.join(repo.path, "info", "grafts"))
     key = (os.path.realpath(repo.path), head)
     if not rewritten:
-        found = _WALKS.get(key)
+        found = _kept(_WALKS, key)
         if found is not None:
             return found
     commits = [(c.id, c.tree_id, c.parent_ids) for c in _walk(repo, head)]
@@ -259,7 +239,7 @@ def _steps(repo: pygit2.Repository, head: pygit2.Oid | None) -> list[_Step]:
         for oid, tree, parents in commits
     ]
     if not rewritten:
-        _WALKS.put(key, steps, len(steps))
+        _keep(_WALKS, key, steps)
     return steps
 
 
