@@ -1064,8 +1064,9 @@ class SearchIndex:
         return found
 
     def _selected(self, searcher: Any, query: RecordQuery) -> builtins.list[int]:
-        """``_selected`` for ``query``'s filters and the documents it leaves out, kept for the
-        last searcher and filters asked about: a page lists, then counts, the same records."""
+        """The documents ``query``'s filters select, less the expired and the statuses it
+        leaves out (the module's ``_selected``), kept for the last searcher and filters asked
+        about: a records page lists, then counts, the same documents."""
         mask = _mask_query(query)
         key = (searcher, repr((_filter_query(query), mask, query.min_priority, query.min_urgency)))
         kept = self._chosen
