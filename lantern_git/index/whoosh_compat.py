@@ -573,11 +573,13 @@ def term_postings(reader: Any, fieldname: str, text: str) -> tuple[Sequence[int]
         ids, weights = _postings_by_block(matcher)
     else:
         ids, weights = _postings_one_by_one(matcher)
-    if key is not None and max(ids, default=0) < 2**32:
-        kept = (array("I", ids), array("d", weights))
+    # Arrays whether kept or not, so that no caller works with one and fails with the other.
+    read = (array("I" if max(ids, default=0) < 2**32 else "Q", ids), array("d", weights))
+    if key is not None:
         with _postings_lock, contextlib.suppress(ValueError):  # above the whole budget
-            _postings[key] = kept
-    return ids, weights
+            _postings[key] = read
+        return read[0][:], read[1][:]
+    return read
 
 
 def _postings_key(reader: Any, fieldname: str, text: str) -> tuple | None:
