@@ -125,6 +125,45 @@ PLANTS = [
         ("tests/test_ordering.py::test_list_pages_over_segments_with_deleted_documents",),
     ),
     Plant(
+        "a minimum priority read from the order column lets one level below it through",
+        "lantern_git/query.py",
+        "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p\n",
+        "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p + 1\n",
+        (
+            "tests/test_ordering.py::"
+            "test_minimums_read_from_the_order_column_select_what_numeric_ranges_select",
+        ),
+    ),
+    Plant(
+        "kept postings found by term and place alone, whatever the segment",
+        "lantern_git/index/whoosh_compat.py",
+        "return (segment.segment_id(), fieldname, text, place, info.doc_frequency())",
+        "return (fieldname, text, place, info.doc_frequency())",
+        (
+            "tests/test_search_index.py::"
+            "test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
+        ),
+    ),
+    Plant(
+        "a history's walk kept by git folder alone, not by the branch's tip",
+        "lantern_git/history.py",
+        "key = (os.path.realpath(repo.path), head)",
+        "key = (os.path.realpath(repo.path), None)",
+        (
+            "tests/test_history.py::test_history_read_again_follows_the_branch_and_gives_fresh_lists",
+        ),
+    ),
+    Plant(
+        "a shallow clone's history walk kept, though deepening it changes the walk",
+        "lantern_git/history.py",
+        'rewritten = repo.is_shallow or os.path.exists(os.path.join(repo.path, "info", "grafts"))',
+        "rewritten = False",
+        (
+            "tests/test_history.py::"
+            "test_history_in_a_shallow_clone_grows_when_the_clone_is_deepened",
+        ),
+    ),
+    Plant(
         "recovery of a committed write forgets to put the files back",
         "lantern_git/git/repo.py",
         '                if "after" in change:\n'

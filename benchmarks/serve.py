@@ -5,6 +5,12 @@ page after start, at 10,000 and 100,000 records; the CLI's answers to the same q
     python benchmarks/serve.py                 # 10,000 and 100,000 records
     python benchmarks/serve.py --sizes 10000   # one size
     python benchmarks/serve.py --reps 50
+    python benchmarks/serve.py --compare ../before   # beside another checkout's code
+
+``--compare PATH`` times the same pages, on the same store, with the library of another
+checkout (``git worktree add ../before COMMIT``) in turn with this one's, twice (each figure
+from the run with the lower median), and prints the two side by side with their ratio: on a
+shared machine, figures from separate runs differ by 2x.
 
 Server time is the app's: a request through the ASGI app in process (Starlette's test client,
 no socket), the median and p95 of ``--reps`` requests after one warm-up. The first page after
@@ -31,7 +37,9 @@ import time
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+# A child timing another checkout's library (see --compare) imports that checkout's.
+CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else REPO
+sys.path.insert(0, CODE)
 
 from lantern_git.evidence import SourceInput  # noqa: E402
 from lantern_git.query import RecordQuery  # noqa: E402
@@ -46,6 +54,7 @@ ENV.update(
     GIT_COMMITTER_EMAIL="bench@example.com",
 )
 ENV.pop("LANTERN_STORE", None)
+ENV["PYTHONPATH"] = CODE
 os.environ.update(LANTERN_EMBEDDER="none", LANTERN_AUTHOR="Bench <bench@example.com>")
 WORDS = [
     "deploy",
@@ -193,11 +202,54 @@ def first_page_ms(root: str) -> float:
         proc.wait()
 
 
+def measure(root: str, record_id: str, reps: int) -> dict[str, list[float]]:
+    """Every figure for one store, with the library this process imports: (median, p95) in
+    ms, p95 0 where only a median is taken."""
+    pages = app_times(root, record_id, reps)
+    found = {f"serve {name}": list(times) for name, times in pages.items()}
+    cli = [PY, "-m", "lantern_git", "--store", root]
+    found["cli   memory list --limit 50 (a process)"] = [
+        process_ms([*cli, "memory", "list", "--limit", "50"], 3),
+        0.0,
+    ]
+    found["cli   memory show ID --evidence (a process)"] = [
+        process_ms([*cli, "memory", "show", record_id, "--evidence"], 3),
+        0.0,
+    ]
+    found["serve first page after start (a process)"] = [first_page_ms(root), 0.0]
+    return found
+
+
+def measured_by(code: str, root: str, record_id: str, reps: int) -> dict[str, list[float]]:
+    """``measure`` in a child process importing the library of the checkout at ``code``."""
+    argv = [PY, os.path.abspath(__file__), "--child", root, record_id, "--reps", str(reps)]
+    done = subprocess.run([*argv, "--code", code], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def _lower(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Each figure from the run whose median was lower."""
+    return {name: min(a[name], b[name]) for name in a}
+
+
+def _ms(value: float) -> str:
+    return f"{value:7.1f} ms" if value else " " * 10
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--compare", metavar="PATH", help="another checkout, timed beside")
+    parser.add_argument("--code", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, metavar=("STORE", "RECORD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child[0], args.child[1], args.reps)))
+        return
+    other = os.path.abspath(args.compare) if args.compare else None
+    if other is not None and not os.path.isdir(os.path.join(other, "lantern_git")):
+        parser.error(f"--compare: no lantern_git in {other}")
     for n in (int(s) for s in args.sizes.split(",")):
         folder = tempfile.mkdtemp(prefix="lantern-bench-serve-")
         root = os.path.join(folder, "store")
@@ -205,15 +257,21 @@ def main() -> None:
             start = time.perf_counter()
             record_id = build(root, n)
             print(f"{n:,} records (built in {time.perf_counter() - start:.0f} s)", flush=True)
-            for name, (median, p95) in app_times(root, record_id, args.reps).items():
-                print(f"  serve {name:48s} median {median:7.1f} ms   p95 {p95:7.1f} ms")
-            cli = [PY, "-m", "lantern_git", "--store", root]
-            list_ms = process_ms([*cli, "memory", "list", "--limit", "50"], 3)
-            show_ms = process_ms([*cli, "memory", "show", record_id, "--evidence"], 3)
-            print(f"  cli   {'memory list --limit 50 (a process)':48s} median {list_ms:7.1f} ms")
-            print(f"  cli   {'memory show ID --evidence (a process)':48s} median {show_ms:7.1f} ms")
-            first = first_page_ms(root)
-            print(f"  serve {'first page after start (a process)':48s}        {first:7.1f} ms")
+            if other is None:
+                for name, (median, p95) in measure(root, record_id, args.reps).items():
+                    p95_text = f"   p95 {_ms(p95)}" if p95 else ""
+                    print(f"  {name:54s} median {_ms(median)}{p95_text}")
+                continue
+            # In turn, twice, each figure the lower of its two: the load on a shared machine
+            # drifts over minutes, and the first run also warms the store's files.
+            runs = [measured_by(code, root, record_id, args.reps) for code in [REPO, other] * 2]
+            ours, theirs = (_lower(runs[i], runs[i + 2]) for i in (0, 1))
+            print(f"  {'median (p95)':54s} {'this checkout':>24s} {'--compare':>24s}  ratio")
+            for name, (median, p95) in ours.items():
+                was, was_p95 = theirs[name]
+                mine = f"{_ms(median)} ({_ms(p95).strip() or '-'})"
+                before = f"{_ms(was)} ({_ms(was_p95).strip() or '-'})"
+                print(f"  {name:54s} {mine:>24s} {before:>24s}  {median / was:5.2f}")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

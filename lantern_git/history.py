@@ -2,16 +2,25 @@
 
 Nothing here is stored by lantern besides the commits themselves: the op, actor, reason and
 records come from the trailers, the field changes from comparing the record file's blobs.
+
+What is read of a commit never changes (its id is the hash of its content), so a long-running
+process (``lantern serve``, ``lantern mcp``) keeps it: an import's commit names every record it
+wrote (100,000 records: a 3.3 MB message, tens of milliseconds to inflate from git and a
+hundred to parse), and each of those records' histories reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 import pygit2
+from cachetools import LRUCache
 from pygit2.enums import SortMode
 
 from .errors import NotFound
@@ -98,24 +107,78 @@ class OperationLog:
         return {"log": [entry.to_dict() for entry in self.entries]}
 
 
-def _entry(commit: pygit2.Commit, cls: type[LogEntry] = LogEntry, **extra: Any) -> Any:
-    trailers = parse_trailers(commit.message)
+class _Read(NamedTuple):
+    """What a log entry shows of one commit."""
+
+    time: int
+    author: str
+    summary: str
+    trailers: dict[str, tuple[str, ...]]
+
+
+# Commits as read, by commit id, up to 16 million characters of their messages (an import of
+# 100,000 records: 3.3 million, kept as ~7 MB of trailer values).
+_READ: LRUCache[pygit2.Oid, tuple[_Read, int]] = LRUCache(16_000_000, getsizeof=lambda v: v[1])
+# The commits reachable from a branch's tip, in walk order, by (git folder, tip), up to
+# 200,000 commits in all (~50 MB): a store's branch moves with each write, the last walks stay.
+_WALKS: LRUCache[tuple[str, pygit2.Oid], list[_Step]] = LRUCache(200_000, getsizeof=len)
+_KEPT = threading.Lock()  # LRUCache reorders itself on every read
+
+
+def _kept(cache: LRUCache, key: Any) -> Any:
+    with _KEPT:
+        return cache.get(key)
+
+
+def _keep(cache: LRUCache, key: Any, value: Any) -> None:
+    with _KEPT, contextlib.suppress(ValueError):  # one item above the whole budget: not kept
+        cache[key] = value
+
+
+def _read(repo: pygit2.Repository, oid: pygit2.Oid, commit: pygit2.Commit | None = None) -> _Read:
+    found = _kept(_READ, oid)
+    if found is not None:
+        return found[0]
+    if commit is None:
+        commit = repo[oid].peel(pygit2.Commit)
+    message = commit.message
+    trailers = {key: tuple(values) for key, values in parse_trailers(message).items()}
     author = commit.author
-    return cls(
-        commit=str(commit.id),
+    read = _Read(
         time=int(commit.commit_time),
         author=f"{author.name} <{author.email}>",
+        summary=message[: message.find("\n")] if "\n" in message else message,
+        trailers=trailers,
+    )
+    _keep(_READ, oid, (read, 200 + len(message)))
+    return read
+
+
+def _entry(
+    repo: pygit2.Repository,
+    oid: pygit2.Oid,
+    cls: type[LogEntry] = LogEntry,
+    commit: pygit2.Commit | None = None,
+    **extra: Any,
+) -> Any:
+    read = _read(repo, oid, commit)
+    trailers = read.trailers
+    return cls(
+        commit=str(oid),
+        time=read.time,
+        author=read.author,
         op=_first(trailers, "Lantern-Op"),
         actor=_first(trailers, "Lantern-Actor"),
         reason=_first(trailers, "Lantern-Reason"),
-        summary=commit.message.split("\n", 1)[0],
-        records=trailers.get("Lantern-Record", []),
-        sources=trailers.get("Lantern-Source", []),
+        summary=read.summary,
+        # The entry's own lists: a caller may change them, the kept trailers must not.
+        records=list(trailers.get("Lantern-Record", ())),
+        sources=list(trailers.get("Lantern-Source", ())),
         **extra,
     )
 
 
-def _first(trailers: dict[str, list[str]], key: str) -> str | None:
+def _first(trailers: dict[str, tuple[str, ...]], key: str) -> str | None:
     values = trailers.get(key)
     return values[0] if values else None
 
@@ -128,8 +191,9 @@ def _walk(repo: pygit2.Repository, head: pygit2.Oid | None) -> Iterator[pygit2.C
 
 def store_log(git: GitRepo, page: Page) -> list[LogEntry]:
     """One page of the store branch's commits, newest first; only the page's are read."""
-    commits = islice(_walk(git.repo, git.head_oid()), page.offset, page.end)
-    return [_entry(commit) for commit in commits]
+    repo = git.repo
+    commits = islice(_walk(repo, git.head_oid()), page.offset, page.end)
+    return [_entry(repo, commit.id, commit=commit) for commit in commits]
 
 
 def branch_log(git: GitRepo, tip: pygit2.Oid, since: pygit2.Oid | None) -> list[LogEntry]:
@@ -138,12 +202,51 @@ def branch_log(git: GitRepo, tip: pygit2.Oid, since: pygit2.Oid | None) -> list[
     walker = git.repo.walk(tip, _TOPO_TIME)
     if since is not None:
         walker.hide(since)
-    return [_entry(commit) for commit in walker]
+    return [_entry(git.repo, commit.id, commit=commit) for commit in walker]
 
 
-def _blob_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
+class _Step(NamedTuple):
+    """One commit of a walk: its id, its tree's and its parents' trees'."""
+
+    commit: pygit2.Oid
+    tree: pygit2.Oid
+    parent_trees: tuple[pygit2.Oid, ...]
+
+
+def _steps(repo: pygit2.Repository, head: pygit2.Oid | None) -> list[_Step]:
+    """The commits reachable from ``head``, in ``_walk``'s order, with their trees. Kept by
+    tip: git's walk reads every commit whole (an import's, megabytes, inflated each time).
+    Not kept where git rewrites parents (a shallow clone, grafts): they can change under a
+    tip that does not."""
+    if head is None:
+        return []
+    rewritten = repo.is_shallow or os.path.exists(os.path.join(repo.path, "info", "grafts"))
+    key = (os.path.realpath(repo.path), head)
+    if not rewritten:
+        found = _kept(_WALKS, key)
+        if found is not None:
+            return found
+    commits = [(c.id, c.tree_id, c.parent_ids) for c in _walk(repo, head)]
+    tree_of = {oid: tree for oid, tree, _ in commits}
+    steps = [
+        _Step(
+            oid,
+            tree,
+            tuple(
+                tree_of[p] if p in tree_of else repo[p].peel(pygit2.Commit).tree_id for p in parents
+            ),
+        )
+        for oid, tree, parents in commits
+    ]
+    if not rewritten:
+        _keep(_WALKS, key, steps)
+    return steps
+
+
+def _blob_id(repo: pygit2.Repository, tree: pygit2.Oid, path: str) -> pygit2.Oid | None:
+    folder = repo[tree].peel(pygit2.Tree)
     try:
-        return tree[path].id
+        return folder[path].id
     except KeyError:
         return None
 
@@ -180,9 +283,9 @@ def record_history(git: GitRepo, record_id: str) -> list[HistoryEntry]:
     repo = git.repo
     path = record_path(record_id)
     entries: list[HistoryEntry] = []
-    for commit in _walk(repo, git.head_oid()):
-        here = _blob_id(commit.tree, path)
-        parents = [_blob_id(p.tree, path) for p in commit.parents]
+    for step in _steps(repo, git.head_oid()):
+        here = _blob_id(repo, step.tree, path)
+        parents = [_blob_id(repo, tree, path) for tree in step.parent_trees]
         if parents and any(here == before for before in parents):
             continue
         if not parents and here is None:
@@ -193,7 +296,7 @@ def record_history(git: GitRepo, record_id: str) -> list[HistoryEntry]:
         changes = diff_records(old, new) if problem is None else []
         if here is None:
             problem = "the record file was deleted in this commit"
-        entries.append(_entry(commit, HistoryEntry, changes=changes, problem=problem))
+        entries.append(_entry(repo, step.commit, HistoryEntry, changes=changes, problem=problem))
     if not entries:
         raise NotFound(f"no history for record {record_id}")
     return entries

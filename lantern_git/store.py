@@ -706,7 +706,7 @@ class Store:
         if at is not None or query.text or query.cites is not None:
             return len(self.list(query, at=at))
         self.refresh()
-        return len(self.index.matching_ids(query))
+        return self.index.count(query)
 
     def _list_pending(self, query: RecordQuery, at: str | int | None) -> builtins.list[Record]:
         from .query import sort_key

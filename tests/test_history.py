@@ -169,3 +169,47 @@ def test_cli_log(store_path):
     assert text.returncode == 0 and "init" in text.stdout and "reason: why not" in text.stdout
     bad = lantern("log", "--limit", "-1", cwd=store_path)
     assert bad.returncode == 2
+
+
+def test_history_read_again_follows_the_branch_and_gives_fresh_lists(store, store_path):
+    """What is read of a commit and the walk from a branch's tip are kept in the process: a
+    second history after a write shows the write, and an entry's lists are the caller's own
+    (emptying them changes no later answer)."""
+    lines = [json.dumps({"kind": "fact", "content": f"imported {n}"}) for n in range(3)]
+    store.import_records(lines)
+    named = git(
+        store_path, "log", "-1", "--format=%(trailers:key=Lantern-Record,valueonly,separator=%x2C)"
+    )
+    imported = named.strip().split(",")
+    assert len(imported) == 3
+    first = store.history(imported[1])
+    assert [e.op for e in first] == ["import"]
+    assert first[0].records == imported
+    first[0].records.clear()
+    store.update(imported[1], priority=70)
+    again = store.history(imported[1])
+    assert [e.op for e in again] == ["update", "import"]
+    assert changes_of(again[0]) == {"priority": (50, 70)}
+    assert again[1].records == imported
+
+
+def test_history_in_a_shallow_clone_grows_when_the_clone_is_deepened(tmp_path, store, store_path):
+    """git rewrites a shallow clone's oldest commit to have no parents; once the clone is
+    deepened, its tip unchanged, the next store opened on it in the same process reads the
+    commits behind it (the walk kept from the first store is not reused)."""
+    record = store.add("Ana drinks tea", kind="preference")
+    store.update(record.id, priority=80)
+    store.update(record.id, urgency=10)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{store_path}", str(clone))
+    copy = Store.open(str(clone))
+    shallow = copy.history(record.id)
+    copy.close()
+    assert [e.op for e in shallow] == ["update"]
+    assert changes_of(shallow[0])["urgency"] == (None, 10)  # as created: no parent here
+    git(clone, "fetch", "-q", "--unshallow")
+    deepened = Store.open(str(clone))
+    try:
+        assert [e.op for e in deepened.history(record.id)] == ["update", "update", "add"]
+    finally:
+        deepened.close()

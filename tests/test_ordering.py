@@ -312,6 +312,8 @@ def test_list_order_is_whoosh_sort_over_segments_with_deleted_documents(tmp_path
         assert len(list(searcher.reader().leaf_readers())) == 4
         assert searcher.reader().has_deletions()
         total = searcher.doc_count_all()
+        orders = _orders(searcher)
+        id_columns = search_index._id_columns(searcher)
         queries = [
             Q.Every(),
             Q.Term("kind", "fact"),
@@ -326,9 +328,79 @@ def test_list_order_is_whoosh_sort_over_segments_with_deleted_documents(tmp_path
                 for end in [None, 1, 2, 3, 7, 20, 50, total, total + 5]:
                     whoosh = searcher.search(query, sortedby=facet, limit=end, mask=mask)
                     expected = [hit.docnum for hit in whoosh]
-                    got = search_index._first_in_order(searcher, query, mask, end)
+                    docs = [d for d in searcher.docs_for_query(query) if not mask or d not in mask]
+                    got = search_index._first_in_order(docs, orders, end, id_columns)
                     assert got == expected, (query, mask, end)
                     checked += bool(expected)
+        assert checked > 100
+
+
+def _orders(searcher):
+    from array import array
+
+    from lantern_git.index import search as search_index
+
+    orders = array("Q")
+    for reader in search_index._leaves(searcher):
+        orders.extend(search_index._order_column(reader))
+    return orders
+
+
+def test_minimums_read_from_the_order_column_select_what_numeric_ranges_select(tmp_path):
+    """The minimum priority and urgency are tested on the ``order`` column, not searched as
+    Whoosh numeric ranges; over segments with deleted documents and every priority and urgency
+    from 0 to 100, they select exactly the documents Whoosh's ``NumericRange`` on the
+    ``priority`` and ``urgency`` fields selects, alone, together and beside a term filter."""
+    from whoosh import index as whoosh_index
+    from whoosh import query as Q
+
+    from lantern_git.index import search as search_index
+    from lantern_git.query import RecordQuery
+
+    rng = random.Random(20261204)
+    ix = whoosh_index.create_in(str(tmp_path), search_index._schema())
+    paths = []
+    for batch in range(3):
+        writer = ix.writer()
+        for n in range(101):
+            kind = rng.choice(KINDS)
+            content = f"batch {batch} record {n}"
+            record = Record(
+                id=compute_id(kind, "global", content),
+                kind=kind,
+                scope="global",
+                content=content,
+                status=rng.choice(STATUSES),
+                priority=n if batch != 1 else rng.randrange(101),
+                urgency=100 - n if batch != 1 else rng.randrange(101),
+                created_at=1,
+                updated_at=rng.choice([1, 2, 10**9]),
+            )
+            paths.append(f"m/{batch}/{n}.md")
+            writer.add_document(**search_index._document(paths[-1], record, "digest"))
+        if batch:
+            for path in rng.sample(paths[: batch * 101], 20):
+                writer.delete_by_term("path", path)
+        writer.commit(merge=False)
+
+    def orders_of(searcher):
+        return _orders(searcher)
+
+    minimums = [None, 0, 1, 2, 49, 50, 51, 99, 100, 101]
+    with ix.searcher() as searcher:
+        assert searcher.reader().has_deletions()
+        checked = 0
+        for min_p, min_u, kinds in itertools.product(minimums, minimums, [(), ("fact",)]):
+            parts = [Q.Or([Q.Term("kind", k) for k in kinds])] if kinds else []
+            if min_p is not None:
+                parts.append(Q.NumericRange("priority", min_p, None))
+            if min_u is not None:
+                parts.append(Q.NumericRange("urgency", min_u, None))
+            expected = list(searcher.docs_for_query(Q.And(parts) if parts else Q.Every()))
+            query = RecordQuery(kinds=kinds, min_priority=min_p, min_urgency=min_u, status="all")
+            got = search_index._selected(searcher, query, None, orders_of)
+            assert got == expected, (min_p, min_u, kinds)
+            checked += bool(expected) and len(expected) < searcher.doc_count()
         assert checked > 100
 
 

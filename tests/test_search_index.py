@@ -390,3 +390,35 @@ def test_a_rebuild_split_over_processes_answers_as_one_built_in_one(store, store
     # Later writes and checks go on from the split index.
     added = split.add("One more about tea.", kind="fact", priority=100)
     assert ids(Store.open(str(store_path)).list(limit=1)) == [added.id]
+
+
+# ---------------------------------------------------------------------------- kept postings
+
+
+def test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds(store, store_path):
+    """A term's postings read from a segment are kept for the process; a batch written later
+    (a new segment, whose postings of the word start at the same place in its own file and
+    count as many documents, other documents among them), a record edited to drop the word and
+    a rebuild (new segments) are each searched as they are, not as a kept segment was."""
+
+    def batch(tag: str) -> None:
+        contents = [f"tea {tag}{n}" for n in range(4)] + [f"zebra {tag}"]
+        store.import_records(json.dumps({"kind": "fact", "content": c}) for c in contents)
+
+    def found() -> set[str]:
+        return {hit.record.id for hit in store.search("tea", mode="keyword", limit=0)}
+
+    def with_tea() -> set[str]:
+        return {r.id for r in store.list(limit=0) if r.content.startswith("tea ")}
+
+    batch("a")
+    assert found() == with_tea() and len(with_tea()) == 4
+    # The zebra's document is the third of the first batch's segment, the first of this one's.
+    batch("c")
+    assert found() == with_tea() and len(with_tea()) == 8
+    changed = sorted(with_tea())[0]
+    path = store_path / record_path(changed)
+    path.write_text(path.read_text().replace("\ntea ", "\ncoffee "))
+    assert found() == with_tea() and len(with_tea()) == 7
+    store.rebuild_index()
+    assert found() == with_tea() and len(with_tea()) == 7

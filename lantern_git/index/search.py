@@ -41,7 +41,7 @@ from whoosh.fields import COLUMN, ID, NUMERIC, STORED, Schema
 
 from ..errors import StoreError
 from ..fields import STATUSES
-from ..query import Hit, RecordQuery, order_key
+from ..query import Hit, RecordQuery, order_key, order_minimums
 from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import bm25, clock, whoosh_compat
@@ -358,6 +358,10 @@ class SearchIndex:
         self._ids: tuple[Any, builtins.list[str]] | None = None
         # (searcher, live document number by id): see ``_live_docs``
         self._mask: tuple[tuple[Any, str], set[int] | None] | None = None
+        # (searcher, order by document number): see ``_orders``
+        self._order: tuple[Any, array] | None = None
+        # ((searcher, the filters), the documents they select): see ``_selected``
+        self._chosen: tuple[tuple[Any, str], builtins.list[int]] | None = None
         self._doc_of: tuple[Any, dict[str, int]] | None = None
         # (index folder, segment id, column) -> that segment's column: see ``_per_segment``
         self._columns: dict[tuple[Any, str, str], Any] = {}
@@ -916,7 +920,6 @@ class SearchIndex:
 
     def _run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         self._open()
-        filters = _filter_query(query)
         words = text_query(query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
         try:
@@ -925,9 +928,13 @@ class SearchIndex:
             if scored:
                 if words is None:
                     return []
-                return _best_scored(searcher, words, filters, expired, query.offset, end)
-            combined = filters if words is None else Q.And([filters, words])
-            docs = _first_in_order(searcher, combined, expired, end)
+                allowed = self._allowed(searcher, query)
+                return _best_scored(searcher, words, allowed, expired, query.offset, end)
+            if words is None:
+                chosen = self._selected(searcher, query)
+            else:
+                chosen = _selected(searcher, query, expired, self._orders, words)
+            docs = _first_in_order(chosen, self._orders(searcher), end, _id_columns(searcher))
             return [
                 Hit(_record(searcher.stored_fields(docnum)["doc"]))
                 for docnum in docs[query.offset : end]
@@ -1007,11 +1014,7 @@ class SearchIndex:
 
         def read() -> tuple[builtins.list[str], builtins.list[int]]:
             searcher = self._searcher()
-            expired = self._masked(searcher, _mask_query(query))
-            docs: Iterable[int] = _matching(searcher, _filter_query(query))
-            if expired:
-                docs = filterfalse(expired.__contains__, docs)
-            return self._ids_by_docnum(searcher), builtins.list(docs)
+            return self._ids_by_docnum(searcher), builtins.list(self._selected(searcher, query))
 
         return self._answer(read)
 
@@ -1021,14 +1024,15 @@ class SearchIndex:
 
         def read() -> builtins.list[str]:
             searcher = self._searcher()
-            expired = self._masked(searcher, _mask_query(query))
-            docs: Iterable[int] = _matching(searcher, _filter_query(query))
-            if expired:
-                docs = filterfalse(expired.__contains__, docs)
             id_of = self._ids_by_docnum(searcher)
-            return [id_of[docnum] for docnum in docs]
+            return [id_of[docnum] for docnum in self._selected(searcher, query)]
 
         return self._answer(read)
+
+    def count(self, query: RecordQuery) -> int:
+        """How many records ``query``'s filters select (its text, order and page aside):
+        ``len(matching_ids(query))`` without mapping the documents to ids."""
+        return self._answer(lambda: len(self._selected(self._searcher(), query)))
 
     def scored_ids(self, query: RecordQuery) -> builtins.list[tuple[str, float]]:
         """Every record matching ``query`` (text and filters) as (id, BM25 score), best first,
@@ -1039,7 +1043,7 @@ class SearchIndex:
                 return []
             searcher = self._searcher()
             expired = self._masked(searcher, _mask_query(query))
-            allowed = _allowed(searcher, _filter_query(query))
+            allowed = self._allowed(searcher, query)
             found = bm25.scored(searcher, text_query(query.text), allowed, expired)
             id_of = self._ids_by_docnum(searcher)
             scored = [(id_of[docnum], score) for score, docnum in found]
@@ -1078,6 +1082,38 @@ class SearchIndex:
         found = _mask_docs(searcher, mask)
         self._mask = (key, found)
         return found
+
+    def _selected(self, searcher: Any, query: RecordQuery) -> builtins.list[int]:
+        """The documents ``query``'s filters select, less the expired and the statuses it
+        leaves out (the module's ``_selected``), kept for the last searcher and filters asked
+        about: a records page lists, then counts, the same documents."""
+        mask = _mask_query(query)
+        key = (searcher, repr((_filter_query(query), mask, query.min_priority, query.min_urgency)))
+        kept = self._chosen
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        found = _selected(searcher, query, self._masked(searcher, mask), self._orders)
+        self._chosen = (key, found)
+        return found
+
+    def _allowed(self, searcher: Any, query: RecordQuery) -> set[int] | None:
+        """The documents ``query``'s filters select, as a set, the expired and the statuses
+        left out included (a search's statistics are over them); None for no filter."""
+        if _unfiltered(query):
+            return None
+        return set(_selected(searcher, query, None, self._orders))
+
+    def _orders(self, searcher: Any) -> array:
+        """Every document's ``order`` by document number, read from the column segment by
+        segment (see ``_per_segment``), kept while the searcher is."""
+        if self._order is not None and self._order[0] is searcher:
+            return self._order[1]
+        self._keep_columns_of(searcher)
+        orders = array("Q")
+        for reader in _leaves(searcher):
+            orders.extend(self._per_segment(reader, "order", _order_column))
+        self._order = (searcher, orders)
+        return orders
 
     def _live_docs(self, searcher: Any) -> dict[str, int]:
         """Each live record's document number by id, kept while the searcher is (a lookup
@@ -1244,10 +1280,63 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
     with ix.searcher() as searcher:
         expired = _mask_docs(searcher, _mask_query(query))
         words = text_query(query.text)
-        return _best_scored(searcher, words, _filter_query(query), expired, query.offset, end)
+
+        def orders(searcher: Any) -> array:
+            return array("Q", chain.from_iterable(map(_order_column, _leaves(searcher))))
+
+        allowed = None if _unfiltered(query) else set(_selected(searcher, query, None, orders))
+        return _best_scored(searcher, words, allowed, expired, query.offset, end)
+
+
+def _order_column(reader: Any) -> array:
+    return whoosh_compat.numeric_column(reader, "order")
+
+
+def _leaves(searcher: Any) -> list[Any]:
+    """The searcher's segment readers that hold documents, their numbers contiguous."""
+    found = []
+    count = 0
+    for reader, offset in searcher.reader().leaf_readers():
+        if not reader.doc_count_all():
+            continue  # an empty index's reader has no columns at all
+        if offset != count:
+            raise ValueError("segment document numbers are not contiguous")
+        count += reader.doc_count_all()
+        found.append(reader)
+    return found
+
+
+def _unfiltered(query: RecordQuery) -> bool:
+    """Whether ``query`` selects every document (before the statuses and expired it leaves
+    out, which a search's statistics count)."""
+    return isinstance(_filter_query(query), Q.Every) and (
+        order_minimums(query.min_priority, query.min_urgency) is None
+    )
+
+
+def _selected(
+    searcher: Any,
+    query: RecordQuery,
+    mask: set[int] | None,
+    orders: Callable[[Any], array],
+    words: Any = None,
+) -> list[int]:
+    """The documents ``query``'s filters select (and ``words``, when given, match), less those
+    in ``mask``, ascending. Status, kind and scope are terms; the minimum priority and urgency
+    are read from the ``order`` column (``orders(searcher)``), which holds both."""
+    filters = _filter_query(query)
+    docs = _matching(searcher, filters if words is None else Q.And([filters, words]))
+    if mask:
+        docs = filterfalse(mask.__contains__, docs)
+    meets = order_minimums(query.min_priority, query.min_urgency)
+    if meets is None:
+        return list(docs)
+    order_of = orders(searcher).__getitem__
+    return [docnum for docnum in docs if meets(order_of(docnum))]
 
 
 def _filter_query(query: RecordQuery) -> Any:
+    """The filters held as terms: status, kind and scope (``_selected`` adds the minimums)."""
     parts = []
     if query.status != "all" and query.status != "active":
         parts.append(Q.Term("status", query.status))
@@ -1259,10 +1348,6 @@ def _filter_query(query: RecordQuery) -> Any:
             for s in query.scopes
         ]
         parts.append(Q.Or(options) if len(options) > 1 else options[0])
-    if query.min_priority is not None:
-        parts.append(Q.NumericRange("priority", query.min_priority, None))
-    if query.min_urgency is not None:
-        parts.append(Q.NumericRange("urgency", query.min_urgency, None))
     if not parts:
         return Q.Every()
     return Q.And(parts) if len(parts) > 1 else parts[0]
@@ -1297,28 +1382,27 @@ def _mask_docs(searcher: Any, mask: Any) -> set[int] | None:
     return docs
 
 
-def _first_in_order(searcher: Any, query: Any, mask: set[int] | None, end: int | None) -> list[int]:
-    """The documents matching ``query`` and not in ``mask``, the first ``end`` of them (all if
-    None) in list order: by ``order``, then ``id``, then document number, as Whoosh sorts with
+def _id_columns(searcher: Any) -> list[tuple[int, Any]]:
+    """(first document number, the segment's id column) of each segment holding documents."""
+    return [
+        (offset, reader.column_reader("id", translate=False))
+        for reader, offset in searcher.reader().leaf_readers()
+        if reader.doc_count_all()
+    ]
+
+
+def _first_in_order(
+    docs: list[int], orders: array, end: int | None, id_columns: list[tuple[int, Any]]
+) -> list[int]:
+    """The first ``end`` of ``docs`` (ascending document numbers; all if None) in list order:
+    by ``order`` (``orders``, by document number), then ``id`` (``id_columns``, as
+    ``_id_columns`` gives them), then document number, as Whoosh sorts with
     ``sortedby=MultiFacet([FieldFacet("order"), FieldFacet("id")])``. Whoosh computes that key
     in Python for every match, 100k of them on a store's default list (1.0 of its 1.4 s); here
     the ``order`` column is read whole as an array, the ``end``-th smallest value bounds the
     candidates, and ``id`` is read only to break ties among equal ``order`` values."""
     if end == 0:
         return []
-    orders = array("Q")
-    id_columns = []  # (first document number, the segment's id column)
-    for reader, offset in searcher.reader().leaf_readers():
-        if not reader.doc_count_all():
-            continue  # an empty index's reader has no columns at all
-        if offset != len(orders):
-            raise ValueError("segment document numbers are not contiguous")
-        orders.extend(whoosh_compat.numeric_column(reader, "order"))
-        id_columns.append((offset, reader.column_reader("id", translate=False)))
-    matches = _matching(searcher, query)
-    if mask:
-        matches = filterfalse(mask.__contains__, matches)
-    docs = list(matches)  # ascending document numbers, so stable sorts keep Whoosh's last tie-break
     order_of = orders.__getitem__
     if end is not None and end < len(docs):
         # Every document ranked within the first ``end`` has an order value at most the
@@ -1326,6 +1410,8 @@ def _first_in_order(searcher: Any, query: Any, mask: set[int] | None, end: int |
         keys = list(map(order_of, docs))
         bound = heapq.nsmallest(end, keys)[-1]
         docs = list(compress(docs, map(bound.__ge__, keys)))
+    else:
+        docs = list(docs)  # ascending document numbers: stable sorts keep the last tie-break
     docs.sort(key=order_of)
     starts = [offset for offset, _ in id_columns]
 
@@ -1345,24 +1431,18 @@ def _first_in_order(searcher: Any, query: Any, mask: set[int] | None, end: int |
 def _best_scored(
     searcher: Any,
     text_query: Any,
-    filters: Any,
+    allowed: set[int] | None,
     mask: set[int] | None,
     offset: int,
     end: int | None,
 ) -> list[Hit]:
-    """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``), then id: only the page's
-    candidates (and ties at its last score) have their stored record loaded."""
-    scored = bm25.scored(searcher, text_query, _allowed(searcher, filters), mask, end)
+    """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``) among ``allowed`` (None:
+    all), then id: only the page's candidates (and ties at its last score) have their stored
+    record loaded."""
+    scored = bm25.scored(searcher, text_query, allowed, mask, end)
     hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
     hits.sort(key=lambda h: (-(h.score or 0.0), h.record.id))
     return hits[offset:end]
-
-
-def _allowed(searcher: Any, filters: Any) -> set[int] | None:
-    """The documents ``filters`` select, as a set; None for no filter (``Every``)."""
-    if isinstance(filters, Q.Every):
-        return None
-    return set(searcher.docs_for_query(filters))
 
 
 def _matching(searcher: Any, query: Any) -> Iterable[int]:

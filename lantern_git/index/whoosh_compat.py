@@ -41,12 +41,14 @@ import mmap
 import os
 import shutil
 import sys
+import threading
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from io import BytesIO
 from itertools import repeat
 from typing import Any
 
+from cachetools import LRUCache
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import StructFile
 
@@ -541,16 +543,57 @@ SEGMENT_READER_PERDOC = ("_perdoc",)
 PROBE_DOCS = 150
 
 
-def term_postings(reader: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
+# A segment's postings never change (a delete only marks documents; a merge makes a new
+# segment), and reading them is most of a keyword search: each block of postings is a pickle
+# holding every posting's positions too (100k records, a query of three common words: ~60 ms of
+# ~100). The last ones read are kept, up to this many postings in all (12 bytes each: 24 MB).
+POSTINGS_KEPT = 2_000_000
+_postings: LRUCache[tuple, tuple[array, array]] = LRUCache(
+    POSTINGS_KEPT, getsizeof=lambda found: len(found[0])
+)
+_postings_lock = threading.Lock()
+
+
+def term_postings(reader: Any, fieldname: str, text: str) -> tuple[Sequence[int], Sequence[float]]:
     """A segment's postings of one term: document numbers (relative to the segment, deleted
     ones included) and weights (the term's frequency in each), read block by block
-    (``W3LeafMatcher``'s ``_ids`` and ``_weights``) where the check allows."""
+    (``W3LeafMatcher``'s ``_ids`` and ``_weights``) where the check allows; kept by segment
+    and term (the segment's id, the term's place in its postings file and its document count)
+    for the process."""
     from whoosh.codec.whoosh3 import W3LeafMatcher
 
+    key = _postings_key(reader, fieldname, text)
+    if key is not None:
+        with _postings_lock:
+            found = _postings.get(key)
+        if found is not None:
+            return found[0][:], found[1][:]  # copies: the kept arrays stay as read
     matcher = reader.postings(fieldname, text)
     if isinstance(matcher, W3LeafMatcher) and usable("postings"):
-        return _postings_by_block(matcher)
-    return _postings_one_by_one(matcher)
+        ids, weights = _postings_by_block(matcher)
+    else:
+        ids, weights = _postings_one_by_one(matcher)
+    # Arrays whether kept or not, so that no caller works with one and fails with the other.
+    read = (array("I" if max(ids, default=0) < 2**32 else "Q", ids), array("d", weights))
+    if key is not None:
+        with _postings_lock, contextlib.suppress(ValueError):  # above the whole budget
+            _postings[key] = read
+        return read[0][:], read[1][:]
+    return read
+
+
+def _postings_key(reader: Any, fieldname: str, text: str) -> tuple | None:
+    """What identifies a term's postings in a segment; None for a reader of several segments
+    or a term info without a place in the postings file (another codec)."""
+    segment = reader.segment() if hasattr(reader, "segment") else None
+    if segment is None:
+        return None
+    info = reader.term_info(fieldname, text)
+    extent = info.extent() if hasattr(info, "extent") else None  # W3TermInfo's
+    place = extent[0] if isinstance(extent, tuple) else None
+    if not isinstance(place, int):
+        return None  # postings inlined in the term's entry: a few, read at once anyway
+    return (segment.segment_id(), fieldname, text, place, info.doc_frequency())
 
 
 def _postings_by_block(matcher: Any) -> tuple[list[int], list[float]]:
