@@ -1066,7 +1066,7 @@ class SearchIndex:
             if not query.text:
                 return id_of, [], []
             expired = self._masked(searcher, _mask_query(query))
-            allowed = _allowed(searcher, _filter_query(query))
+            allowed = self._allowed(searcher, query)
             docs, scores = bm25.raw_scored(searcher, text_query(query.text), allowed, expired)
             return id_of, docs, scores
 
