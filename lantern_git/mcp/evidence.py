@@ -9,43 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..fields import MANIFEST_FIELDS
-from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
+from ..source import MANIFEST_SCHEMA, VERIFY_STATUSES, encode_body
 from ..written import Written
-from .spec import (
-    EXPLAIN_SCHEMA,
-    HIT_EXPLAIN_SCHEMA,
-    HIT_MODE_SCHEMA,
-    MODE_SCHEMA,
-    REASON_SCHEMA,
-    ToolSpec,
-    at_schema,
-    object_schema,
-    page_of,
-    page_properties,
-    page_schema,
+from .schemas import (
+    NoArguments,
+    SourceAddArguments,
+    SourceAppendArguments,
+    SourceListArguments,
+    SourceSearchArguments,
+    SourceShowArguments,
 )
+from .spec import HIT_EXPLAIN_SCHEMA, HIT_MODE_SCHEMA, ToolSpec, page_of, page_schema
 
 if TYPE_CHECKING:
     from ..store import Store
-
-_SOURCE_ID = {
-    "type": "string",
-    "pattern": "^[0-9a-fA-F]{4,16}$",
-    "description": "A source id (16 hex digits) or a unique prefix of at least 4.",
-}
-_REF = {
-    "type": "string",
-    "minLength": 1,
-    "description": (
-        "A source id, or a reference source:<id>[@<blob>][#L<a>[-L<b>]] as a search hit's "
-        "`ref` or a record's source_refs give it."
-    ),
-}
-_TEXT = {
-    "type": "string",
-    "minLength": 1,
-    "description": "The document's text, verbatim (UTF-8; no NUL characters).",
-}
 
 SOURCE_SCHEMA = {
     "type": "object",
@@ -104,14 +81,6 @@ _VERIFY_SCHEMA = {
     },
     "required": ["ok", "checked", "problems"],
 }
-
-
-def _kinds() -> dict:
-    return {
-        "type": "array",
-        "items": {"type": "string", "enum": list(SOURCE_KINDS)},
-        "description": "Only sources of one of these kinds. Default: every kind.",
-    }
 
 
 def _add(store: Store, args: dict) -> Written[dict]:
@@ -185,17 +154,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "twice is one source. The same text again commits nothing (safe to retry). Text "
             "only: the server never reads a file for you." + _NOTE.format(op="ingest")
         ),
-        input_schema=object_schema(
-            {
-                "text": _TEXT,
-                "uri": {**MANIFEST_SCHEMA["uri"], "type": "string"},
-                "kind": {**MANIFEST_SCHEMA["kind"], "description": "Default: other."},
-                "title": {**MANIFEST_SCHEMA["title"], "type": "string"},
-                "meta": MANIFEST_SCHEMA["meta"],
-                "reason": REASON_SCHEMA,
-            },
-            ("text",),
-        ),
+        arguments=SourceAddArguments,
         output_schema=SOURCE_SCHEMA,
         read_only=False,
         destructive=False,
@@ -211,9 +170,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "but whitespace is refused. Not idempotent: each call appends."
             + _NOTE.format(op="append")
         ),
-        input_schema=object_schema(
-            {"id": _SOURCE_ID, "text": _TEXT, "reason": REASON_SCHEMA}, ("id", "text")
-        ),
+        arguments=SourceAppendArguments,
         output_schema=SOURCE_SCHEMA,
         read_only=False,
         destructive=False,
@@ -228,16 +185,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "times), the most recently updated first; page with `offset` and `next_offset`. "
             "Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "kind": _kinds(),
-                "uri_prefix": {
-                    "type": "string",
-                    "description": "Only sources whose uri starts with this.",
-                },
-                **page_properties("sources"),
-            }
-        ),
+        arguments=SourceListArguments,
         output_schema=page_schema("sources", SOURCE_SCHEMA),
         read_only=True,
         destructive=False,
@@ -253,13 +201,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "reference resolves after later versions and after the source was removed. `at` "
             "reads the source as it was at a git revision or a time. Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "ref": _REF,
-                "at": at_schema("The source as it was at"),
-            },
-            ("ref",),
-        ),
+        arguments=SourceShowArguments,
         output_schema=_VIEW_SCHEMA,
         read_only=True,
         destructive=False,
@@ -276,25 +218,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "the two) and a `ref` to cite in a record's source_refs unchanged. "
             "Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Keywords to look for (stemmed; any word may match).",
-                },
-                "mode": MODE_SCHEMA,
-                "explain": EXPLAIN_SCHEMA,
-                "kind": _kinds(),
-                "source": {
-                    "type": "array",
-                    "items": _SOURCE_ID,
-                    "description": "Only chunks of these sources.",
-                },
-                **page_properties("hits"),
-            },
-            ("query",),
-        ),
+        arguments=SourceSearchArguments,
         output_schema=page_schema("hits", _HIT_SCHEMA),
         read_only=True,
         destructive=False,
@@ -311,7 +235,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "drifted with `moved_to` when the text is found elsewhere, removed). Lantern "
             "reports; deciding what to do about a drifted memory is yours. Read-only."
         ),
-        input_schema=object_schema({}),
+        arguments=NoArguments,
         output_schema=_VERIFY_SCHEMA,
         read_only=True,
         destructive=False,

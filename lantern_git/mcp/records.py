@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput
 from ..fields import (
     DEFAULT_LIMIT,
-    DEFAULT_STATUS,
     DUPE_THRESHOLD,
     FIELDS,
     RECORD_KEYS,
@@ -23,17 +22,28 @@ from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from ..written import Written
+from .schemas import (
+    AddArguments,
+    ChangeArguments,
+    DiffArguments,
+    DupesArguments,
+    HistoryArguments,
+    ListArguments,
+    NoArguments,
+    RevertArguments,
+    ReviewListArguments,
+    SearchArguments,
+    ShowArguments,
+    SimilarArguments,
+    SupersedeArguments,
+    UpdateArguments,
+)
 from .spec import (
-    EXPLAIN_SCHEMA,
     HIT_EXPLAIN_SCHEMA,
     HIT_MODE_SCHEMA,
-    MODE_SCHEMA,
-    REASON_SCHEMA,
     ToolSpec,
-    at_schema,
     object_schema,
     page_of,
-    page_properties,
     page_schema,
 )
 
@@ -41,15 +51,9 @@ if TYPE_CHECKING:
     from ..record import Record
     from ..store import Store
 
-# ---------------------------------------------------------------------------- schemas
-# Built from the field table in fields.py, where each record field's type, range, pattern,
-# default and description is written once; only the tools' own arguments are spelled out here.
-
-_ID_PREFIX = {
-    "type": "string",
-    "pattern": "^[0-9a-fA-F]{4,16}$",
-    "description": "A record id (16 hex digits) or a unique prefix of at least 4.",
-}
+# ---------------------------------------------------------------------------- answers
+# What the tools return; a record's properties come from the field table in fields.py. What
+# they take is in schemas.py.
 
 _RECORD_PROPERTIES: dict[str, dict] = {name: spec.value_schema() for name, spec in FIELDS.items()}
 
@@ -60,15 +64,6 @@ RECORD_SCHEMA = {
     "additionalProperties": False,
 }
 
-_INCLUDE_PENDING = {
-    "type": "boolean",
-    "default": False,
-    "description": (
-        "Also see the changes awaiting review, as if accepted: a record a "
-        "review branch added or changed is returned as that branch has it, marked "
-        '"pending": true; one it removed is left out.'
-    ),
-}
 # The mark a record read with include_pending carries when a review branch changed it.
 _PENDING_PROPERTY = {
     "pending": {
@@ -120,139 +115,6 @@ _DUPES_PAGE = page_schema(
         {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}}, ("a", "b", "score")
     ),
 )
-
-
-def _field(name: str, *, default: bool = True, **changes: Any) -> dict:
-    """A record field's input schema from the table, with ``changes`` (a description, a type)."""
-    return {**FIELDS[name].input_schema(default=default), **changes}
-
-
-def _filter_properties(search: bool) -> dict[str, dict]:
-    fields = [*RECORD_KEYS, "score", "mode", "explain"] if search else list(RECORD_KEYS)
-    scope, status = FIELDS["scope"], FIELDS["status"]
-    properties: dict[str, dict] = {}
-    if search:
-        properties["query"] = {
-            "type": "string",
-            "minLength": 1,
-            "description": (
-                "What to look for: keywords (stemmed; any word may match), or in semantic and "
-                "hybrid mode a question or phrase in plain words."
-            ),
-        }
-        properties["mode"] = MODE_SCHEMA
-        properties["explain"] = EXPLAIN_SCHEMA
-    properties.update(
-        {
-            "scope": {
-                "type": "array",
-                # Not the scope pattern: a trailing * matches a prefix.
-                "items": {
-                    "type": "string",
-                    "minLength": scope.min_length,
-                    "maxLength": scope.max_length,
-                },
-                "description": (
-                    "Only records in one of these scopes; a trailing * matches a prefix "
-                    "('user:*'). Default: every scope."
-                ),
-            },
-            "kind": {
-                "type": "array",
-                "items": FIELDS["kind"].value_schema(),
-                "description": "Only records of one of these kinds. Default: every kind.",
-            },
-            "status": {
-                **status.value_schema(),
-                "enum": [*(status.enum or ()), "all"],
-                "default": DEFAULT_STATUS,
-                "description": "Only records with this status, or 'all'.",
-            },
-            "min_priority": {
-                **FIELDS["priority"].value_schema(),
-                "description": "Only records with priority >= this.",
-            },
-            "min_urgency": {
-                **FIELDS["urgency"].value_schema(),
-                "description": "Only records with urgency >= this.",
-            },
-        }
-    )
-    if not search:
-        properties["cites"] = {
-            "type": "string",
-            "pattern": "^[0-9a-fA-F]{4,16}$",
-            "description": "Only records with a source: reference to this source id (or prefix).",
-        }
-        properties["query"] = {
-            "type": "string",
-            "description": "Only records whose content matches these keywords; order unchanged.",
-        }
-    properties.update(
-        {
-            "include_expired": {
-                "type": "boolean",
-                "default": False,
-                "description": "Also return records whose expires_at has passed.",
-            },
-            "include_pending": _INCLUDE_PENDING,
-            **page_properties("records"),
-            "fields": {
-                "type": "array",
-                "items": {"type": "string", "enum": fields},
-                "minItems": 1,
-                "uniqueItems": True,
-                "description": (
-                    "Return only these fields of each record (in the schema's order). "
-                    "Default: every field."
-                ),
-            },
-        }
-    )
-    return properties
-
-
-_object = object_schema
-
-
-def _add_properties(defaults: bool) -> dict[str, dict]:
-    """What add takes (with the library's defaults), or supersede (the old record's values)."""
-
-    def inherited(name: str) -> dict:
-        described = f"{FIELDS[name].description} Default: the old record's {name}."
-        return _field(name, default=False, description=described.strip())
-
-    properties = {
-        name: _field(name) if defaults else inherited(name)
-        for name in ("kind", "scope", "priority", "urgency", "confidence")
-    }
-    properties.update(
-        {
-            "expires_at": _field("expires_at"),
-            "source_refs": _field("source_refs"),
-            "reason": REASON_SCHEMA,
-        }
-    )
-    return properties
-
-
-def _update_properties() -> dict[str, dict]:
-    expires_at = FIELDS["expires_at"]
-    return {
-        "id": _ID_PREFIX,
-        "priority": _field("priority", default=False),
-        "urgency": _field("urgency", default=False),
-        "confidence": _field("confidence", default=False),
-        "expires_at": _field(
-            "expires_at",
-            type=[expires_at.type, *expires_at.accepts, "null"],
-            description=f"{expires_at.description} null clears the expiry.",
-        ),
-        "add_source_refs": _field(
-            "source_refs", description="Source refs to append (duplicates are skipped)."
-        ),
-        "reason": REASON_SCHEMA,
-    }
 
 
 # ---------------------------------------------------------------------------- tools
@@ -491,9 +353,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "something is worth remembering, merge near-duplicates or resolve contradictions "
             "with other records: to replace a record, use lantern_memory_supersede." + _WRITE_NOTE
         ),
-        input_schema=_object(
-            {"content": _field("content"), **_add_properties(defaults=True)}, ("content", "kind")
-        ),
+        arguments=AddArguments,
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=False,
@@ -509,14 +369,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "With `at`, the record as it was at that commit or time (read from git), even if "
             "it was deleted since."
         ),
-        input_schema=_object(
-            {
-                "id": _ID_PREFIX,
-                "at": at_schema("Read the record as it was at"),
-                "include_pending": _INCLUDE_PENDING,
-            },
-            ("id",),
-        ),
+        arguments=ShowArguments,
         output_schema=SHOWN_SCHEMA,
         read_only=True,
         destructive=False,
@@ -534,7 +387,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             f"records (default {DEFAULT_LIMIT}) per call; pass `next_offset` back as `offset` "
             "for the next page, and `fields` to receive only the fields you need."
         ),
-        input_schema=_object(_filter_properties(search=False)),
+        arguments=ListArguments,
         output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY}),
         read_only=True,
         destructive=False,
@@ -552,7 +405,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "select the candidates before ranking. Takes the same filters, paging and "
             "`fields` as lantern_memory_list. Read-only."
         ),
-        input_schema=_object(_filter_properties(search=True), ("query",)),
+        arguments=SearchArguments,
         output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_EXPLAINED}),
         read_only=True,
         destructive=False,
@@ -568,19 +421,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "itself left out), each with its `score`. Needs the semantic extra on the server "
             "(semantic_unavailable otherwise). Read-only: it changes nothing."
         ),
-        input_schema=_object(
-            {
-                "id": _ID_PREFIX,
-                "min_score": {
-                    "type": "number",
-                    "minimum": -1,
-                    "maximum": 1,
-                    "description": "Only records with a cosine of at least this.",
-                },
-                **page_properties("records"),
-            },
-            ("id",),
-        ),
+        arguments=SimilarArguments,
         output_schema=_page_schema({**_RECORD_PROPERTIES, **_SCORED}),
         read_only=True,
         destructive=False,
@@ -597,23 +438,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "lantern_memory_supersede or lantern_memory_archive. Needs the semantic extra on "
             "the server. Read-only."
         ),
-        input_schema=_object(
-            {
-                "scope": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Only records in these scopes ('user:*' a prefix).",
-                },
-                "threshold": {
-                    "type": "number",
-                    "minimum": -1,
-                    "maximum": 1,
-                    "default": DUPE_THRESHOLD,
-                    "description": "Report pairs with a cosine of at least this.",
-                },
-                **page_properties("records"),
-            }
-        ),
+        arguments=DupesArguments,
         output_schema=_DUPES_PAGE,
         read_only=True,
         destructive=False,
@@ -628,7 +453,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "returning it. Nothing is deleted; lantern_memory_restore undoes it. Archiving an "
             "archived record changes nothing. A superseded record cannot be archived." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
+        arguments=ChangeArguments,
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -642,7 +467,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "Make an archived or superseded record active again. Restoring an active record "
             "changes nothing. It does not touch the record that superseded it." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
+        arguments=ChangeArguments,
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -659,10 +484,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "the old record's. Not idempotent: once the old record is superseded, calling "
             "again fails with invalid_state and changes nothing." + _WRITE_NOTE
         ),
-        input_schema=_object(
-            {"id": _ID_PREFIX, "content": _field("content"), **_add_properties(defaults=False)},
-            ("id", "content"),
-        ),
+        arguments=SupersedeArguments,
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -678,10 +500,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "lantern_memory_supersede). `expires_at: null` clears the expiry. Setting values "
             "a record already has changes nothing." + _WRITE_NOTE
         ),
-        input_schema=_object(
-            _update_properties(),
-            ("id",),
-        ),
+        arguments=UpdateArguments,
         output_schema=RECORD_SCHEMA,
         read_only=False,
         destructive=True,
@@ -699,7 +518,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "with git's own tools. Returns {id, commit, record}, the record as it was. Not "
             "idempotent: calling again fails with not_found." + _WRITE_NOTE
         ),
-        input_schema=_object({"id": _ID_PREFIX, "reason": REASON_SCHEMA}, ("id",)),
+        arguments=ChangeArguments,
         output_schema=DELETION_SCHEMA,
         read_only=False,
         destructive=True,
@@ -715,7 +534,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "field's old and new value; page with `limit` and `offset` as the list tools do. "
             "Read from git; read-only."
         ),
-        input_schema=_object({"id": _ID_PREFIX, **page_properties("commits")}, ("id",)),
+        arguments=HistoryArguments,
         output_schema=HISTORY_SCHEMA,
         read_only=True,
         destructive=False,
@@ -731,12 +550,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "files, so uncommitted hand edits show). The same object as `lantern diff --json`. "
             "Read from git; read-only."
         ),
-        input_schema=_object(
-            {
-                "from": at_schema("The earlier point (default HEAD)"),
-                "to": at_schema("The later point (default: the working files)"),
-            }
-        ),
+        arguments=DiffArguments,
         output_schema=DIFF_SCHEMA,
         read_only=True,
         destructive=False,
@@ -754,17 +568,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "(not_lantern_commit), or when a field it changed was changed again since "
             "(revert_conflict). Reverting an already undone commit changes nothing." + _WRITE_NOTE
         ),
-        input_schema=_object(
-            {
-                "commit": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The commit to undo: a hash (7+ hex digits), HEAD~2, a tag.",
-                },
-                "reason": REASON_SCHEMA,
-            },
-            ("commit",),
-        ),
+        arguments=RevertArguments,
         output_schema=REVERT_SCHEMA,
         read_only=False,
         destructive=True,
@@ -780,7 +584,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "head and how far it is ahead of or "
             "behind its upstream. The same object as `lantern status --json`. Read-only."
         ),
-        input_schema=_object({}),
+        arguments=NoArguments,
         output_schema={"type": "object"},
         read_only=True,
         destructive=False,
@@ -800,7 +604,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "`offset`, `next_offset` as the list tools). Read-only: accepting and rejecting "
             "are for a person."
         ),
-        input_schema=_object(page_properties("review branches")),
+        arguments=ReviewListArguments,
         output_schema=page_schema("branches", {"type": "object"}),
         read_only=True,
         destructive=False,

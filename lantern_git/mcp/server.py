@@ -29,8 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, LanternError
-from ..fields import choose_fields
+from ..errors import LanternError
 from .evidence import EVIDENCE_TOOLS
 from .records import RECORD_TOOLS
 from .spec import ToolSpec
@@ -61,107 +60,6 @@ INSTRUCTIONS = (
 # Every tool, in the order tools/list gives them: the record tools, then the evidence tools.
 ALL_TOOLS: tuple[ToolSpec, ...] = RECORD_TOOLS + EVIDENCE_TOOLS
 TOOLS_BY_NAME = {tool.name: tool for tool in ALL_TOOLS}
-
-# ---------------------------------------------------------------------------- arguments
-
-
-def check_arguments(tool: ToolSpec, arguments: dict | None) -> dict:
-    """The arguments with their JSON types checked; ranges and enums are the library's to check.
-
-    Leaving value checks to the library keeps the codes and messages the same as the CLI's.
-    """
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise InvalidInput("arguments: must be an object", code="usage_error")
-    properties = tool.input_schema["properties"]
-    for name in arguments:
-        if name not in properties:
-            raise InvalidInput(
-                f"{name}: unknown argument for {tool.name}; it takes: {', '.join(properties)}",
-                code="usage_error",
-            )
-    for name in tool.input_schema["required"]:
-        if name not in arguments:
-            raise InvalidInput(f"{name}: is required", code="usage_error")
-    checked = {}
-    for name, value in arguments.items():
-        checked[name] = _check_type(name, value, properties[name])
-    fields = checked.get("fields")
-    if fields:  # the CLI's --fields check, word for word
-        choose_fields(fields, tuple(properties["fields"]["items"]["enum"]))
-    return checked
-
-
-_TYPE_WORDS = {
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "boolean": "true or false",
-    "array": "a list",
-    "null": "null",
-}
-
-
-def _check_type(name: str, value: Any, schema: dict) -> Any:
-    types = schema.get("type")
-    types = [types] if isinstance(types, str) else list(types or [])
-    if not types and "enum" in schema:
-        types = ["string"]
-    for kind in types:
-        ok, converted = _is(kind, value)
-        if ok:
-            if kind == "array":
-                items = schema.get("items", {})
-                return [_check_type(f"{name}[{i}]", v, items) for i, v in enumerate(converted)]
-            return converted
-    # A lone string where a list of strings is expected is taken as a list of one, as an agent
-    # writing {"scope": "user:ana"} means.
-    if types == ["array"] and isinstance(value, str):
-        return [_check_type(f"{name}[0]", value, schema.get("items", {}))]
-    expected = " or ".join(_TYPE_WORDS[t] for t in types)
-    raise InvalidInput(f"{name}: must be {expected}, got {_json_type(value)}", code="invalid_field")
-
-
-def _is(kind: str, value: Any) -> tuple[bool, Any]:
-    if kind == "integer":
-        if isinstance(value, bool):
-            return False, value
-        if isinstance(value, int):
-            return True, value
-        # JSON has one number type; 50.0 is the integer 50 to a JSON Schema validator.
-        if isinstance(value, float) and value.is_integer():
-            return True, int(value)
-        return False, value
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool), value
-    if kind == "string":
-        return isinstance(value, str), value
-    if kind == "boolean":
-        return isinstance(value, bool), value
-    if kind == "array":
-        return isinstance(value, list), value
-    if kind == "null":
-        return value is None, value
-    return True, value
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {shown!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
 
 # ---------------------------------------------------------------------------- running calls
 
@@ -250,7 +148,7 @@ class ToolRunner:
         with self._lock:
             self._warn = warn
             try:
-                args = check_arguments(tool, arguments)
+                args = tool.check(arguments)
                 store = self._open()
                 written = tool.call(store, args)
                 return Outcome(
