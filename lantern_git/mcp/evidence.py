@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fields import MANIFEST_FIELDS
-from ..source import MANIFEST_SCHEMA, VERIFY_STATUSES, encode_body
+from ..source import encode_body
 from ..written import Written
+from .answers import Hit, Manifest, Verification, View, page
 from .schemas import (
     NoArguments,
     SourceAddArguments,
@@ -19,68 +19,10 @@ from .schemas import (
     SourceSearchArguments,
     SourceShowArguments,
 )
-from .spec import HIT_EXPLAIN_SCHEMA, HIT_MODE_SCHEMA, ToolSpec, page_of, page_schema
+from .spec import ToolSpec, page_of
 
 if TYPE_CHECKING:
     from ..store import Store
-
-SOURCE_SCHEMA = {
-    "type": "object",
-    "properties": MANIFEST_SCHEMA,
-    "required": list(MANIFEST_FIELDS),
-}
-_VIEW_SCHEMA = {
-    "type": "object",
-    "properties": {
-        **MANIFEST_SCHEMA,
-        "ref": {"type": "string", "description": "The reference, pinned to the version read."},
-        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-        "text": {"type": "string", "description": "The lines, newlines kept."},
-    },
-    "required": list(MANIFEST_FIELDS),
-}
-_HIT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "ref": {"type": "string", "description": "Pass it to source_refs to cite this chunk."},
-        "source_id": MANIFEST_SCHEMA["id"],
-        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-        "score": {"type": "number"},
-        "text": {"type": "string"},
-        "kind": MANIFEST_SCHEMA["kind"],
-        "uri": MANIFEST_SCHEMA["uri"],
-        "title": MANIFEST_SCHEMA["title"],
-        "mode": HIT_MODE_SCHEMA,
-        "explain": HIT_EXPLAIN_SCHEMA,
-    },
-}
-_VERIFY_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean"},
-        "checked": {"type": "integer"},
-        "problems": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "record_id": {"type": "string"},
-                    "ref": {"type": "string"},
-                    "problem": {
-                        "type": "string",
-                        "enum": [s for s in VERIFY_STATUSES if s != "ok"],
-                    },
-                    "detail": {"type": "string"},
-                    "moved_to": {
-                        "type": ["array", "null"],
-                        "items": {"type": "integer"},
-                    },
-                },
-            },
-        },
-    },
-    "required": ["ok", "checked", "problems"],
-}
 
 
 def _add(store: Store, args: dict) -> Written[dict]:
@@ -155,7 +97,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "only: the server never reads a file for you." + _NOTE.format(op="ingest")
         ),
         arguments=SourceAddArguments,
-        output_schema=SOURCE_SCHEMA,
+        answer=Manifest,
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -171,7 +113,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             + _NOTE.format(op="append")
         ),
         arguments=SourceAppendArguments,
-        output_schema=SOURCE_SCHEMA,
+        answer=Manifest,
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -186,7 +128,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "Read-only."
         ),
         arguments=SourceListArguments,
-        output_schema=page_schema("sources", SOURCE_SCHEMA),
+        answer=page("sources", Manifest),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -202,7 +144,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "reads the source as it was at a git revision or a time. Read-only."
         ),
         arguments=SourceShowArguments,
-        output_schema=_VIEW_SCHEMA,
+        answer=View,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -219,7 +161,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "Read-only."
         ),
         arguments=SourceSearchArguments,
-        output_schema=page_schema("hits", _HIT_SCHEMA),
+        answer=page("hits", Hit),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -236,7 +178,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "reports; deciding what to do about a drifted memory is yours. Read-only."
         ),
         arguments=NoArguments,
-        output_schema=_VERIFY_SCHEMA,
+        answer=Verification,
         read_only=True,
         destructive=False,
         idempotent=True,

@@ -14,14 +14,27 @@ from ..errors import InvalidInput
 from ..fields import (
     DEFAULT_LIMIT,
     DUPE_THRESHOLD,
-    FIELDS,
-    RECORD_KEYS,
     UNSET,
 )
 from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
 from ..written import Written
+from .answers import (
+    AnyObject,
+    Deletion,
+    Diff,
+    FoundRecord,
+    HistoryEntry,
+    ListedRecord,
+    Pair,
+    Reverted,
+    ShownRecord,
+    SimilarRecord,
+    StoredId,
+    page,
+)
+from .answers import Record as RecordObject
 from .schemas import (
     AddArguments,
     ChangeArguments,
@@ -38,84 +51,11 @@ from .schemas import (
     SupersedeArguments,
     UpdateArguments,
 )
-from .spec import (
-    HIT_EXPLAIN_SCHEMA,
-    HIT_MODE_SCHEMA,
-    ToolSpec,
-    object_schema,
-    page_of,
-    page_schema,
-)
+from .spec import ToolSpec, page_of
 
 if TYPE_CHECKING:
     from ..record import Record
     from ..store import Store
-
-# ---------------------------------------------------------------------------- answers
-# What the tools return; a record's properties come from the field table in fields.py. What
-# they take is in schemas.py.
-
-_RECORD_PROPERTIES: dict[str, dict] = {name: spec.value_schema() for name, spec in FIELDS.items()}
-
-RECORD_SCHEMA = {
-    "type": "object",
-    "properties": _RECORD_PROPERTIES,
-    "required": list(RECORD_KEYS),
-    "additionalProperties": False,
-}
-
-# The mark a record read with include_pending carries when a review branch changed it.
-_PENDING_PROPERTY = {
-    "pending": {
-        "type": "boolean",
-        "const": True,
-        "description": "Present (true) on a record awaiting review, read with include_pending.",
-    }
-}
-SHOWN_SCHEMA = {**RECORD_SCHEMA, "properties": {**_RECORD_PROPERTIES, **_PENDING_PROPERTY}}
-
-
-def _page_schema(item_properties: dict) -> dict:
-    item = {"type": "object", "properties": item_properties, "additionalProperties": False}
-    return page_schema("records", item)
-
-
-_HISTORY_ENTRY = {
-    "type": "object",
-    "properties": {
-        "commit": {"type": "string"},
-        "time": {"type": "integer"},
-        "author": {"type": "string"},
-        "op": {"type": ["string", "null"]},
-        "actor": {"type": ["string", "null"]},
-        "records": {"type": "array", "items": {"type": "string"}},
-        "reason": {"type": ["string", "null"]},
-        "summary": {"type": "string"},
-        "changes": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"field": {"type": "string"}, "old": {}, "new": {}},
-            },
-        },
-        "problem": {"type": ["string", "null"]},
-    },
-}
-
-HISTORY_SCHEMA = page_schema(
-    "history", _HISTORY_ENTRY, {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}
-)
-
-
-_SCORED = {"score": {"type": "number"}, "mode": HIT_MODE_SCHEMA}
-_EXPLAINED = {**_SCORED, "explain": HIT_EXPLAIN_SCHEMA}
-_DUPES_PAGE = page_schema(
-    "pairs",
-    object_schema(
-        {"a": RECORD_SCHEMA, "b": RECORD_SCHEMA, "score": {"type": "number"}}, ("a", "b", "score")
-    ),
-)
-
 
 # ---------------------------------------------------------------------------- tools
 
@@ -284,64 +224,6 @@ _WRITE_NOTE = (
 )
 
 
-_CHANGES = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {"field": {"type": "string"}, "old": {}, "new": {}},
-        "required": ["field", "old", "new"],
-    },
-}
-
-DIFF_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "from": {"type": ["string", "null"]},
-        "to": {"type": ["string", "null"]},
-        "worktree": {"type": "boolean"},
-        "added": {"type": "array", "items": RECORD_SCHEMA},
-        "removed": {"type": "array", "items": RECORD_SCHEMA},
-        "changed": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "content": {"type": "string"},
-                    "changes": _CHANGES,
-                },
-                "required": ["id", "content", "changes"],
-            },
-        },
-        "problems": {"type": "array", "items": {"type": "object"}},
-    },
-    "required": ["from", "to", "worktree", "added", "removed", "changed", "problems"],
-    "additionalProperties": False,
-}
-
-REVERT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "reverted": {"type": "string"},
-        "commit": {"type": ["string", "null"]},
-        "records": {"type": "array", "items": {"type": "string"}},
-        "summary": {"type": "string"},
-    },
-    "required": ["reverted", "commit", "records", "summary"],
-    "additionalProperties": False,
-}
-
-DELETION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        "commit": {"type": ["string", "null"]},
-        "record": RECORD_SCHEMA,
-    },
-    "required": ["id", "commit", "record"],
-    "additionalProperties": False,
-}
-
 RECORD_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="lantern_memory_add",
@@ -354,7 +236,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "with other records: to replace a record, use lantern_memory_supersede." + _WRITE_NOTE
         ),
         arguments=AddArguments,
-        output_schema=RECORD_SCHEMA,
+        answer=RecordObject,
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -370,7 +252,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "it was deleted since."
         ),
         arguments=ShowArguments,
-        output_schema=SHOWN_SCHEMA,
+        answer=ShownRecord,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -388,7 +270,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "for the next page, and `fields` to receive only the fields you need."
         ),
         arguments=ListArguments,
-        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY}),
+        answer=page("records", ListedRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -406,7 +288,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "`fields` as lantern_memory_list. Read-only."
         ),
         arguments=SearchArguments,
-        output_schema=_page_schema({**_RECORD_PROPERTIES, **_PENDING_PROPERTY, **_EXPLAINED}),
+        answer=page("records", FoundRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -422,7 +304,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "(semantic_unavailable otherwise). Read-only: it changes nothing."
         ),
         arguments=SimilarArguments,
-        output_schema=_page_schema({**_RECORD_PROPERTIES, **_SCORED}),
+        answer=page("records", SimilarRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -439,7 +321,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "the server. Read-only."
         ),
         arguments=DupesArguments,
-        output_schema=_DUPES_PAGE,
+        answer=page("pairs", Pair),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -454,7 +336,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "archived record changes nothing. A superseded record cannot be archived." + _WRITE_NOTE
         ),
         arguments=ChangeArguments,
-        output_schema=RECORD_SCHEMA,
+        answer=RecordObject,
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -468,7 +350,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "changes nothing. It does not touch the record that superseded it." + _WRITE_NOTE
         ),
         arguments=ChangeArguments,
-        output_schema=RECORD_SCHEMA,
+        answer=RecordObject,
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -485,7 +367,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "again fails with invalid_state and changes nothing." + _WRITE_NOTE
         ),
         arguments=SupersedeArguments,
-        output_schema=RECORD_SCHEMA,
+        answer=RecordObject,
         read_only=False,
         destructive=True,
         idempotent=False,
@@ -501,7 +383,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "a record already has changes nothing." + _WRITE_NOTE
         ),
         arguments=UpdateArguments,
-        output_schema=RECORD_SCHEMA,
+        answer=RecordObject,
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -519,7 +401,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "idempotent: calling again fails with not_found." + _WRITE_NOTE
         ),
         arguments=ChangeArguments,
-        output_schema=DELETION_SCHEMA,
+        answer=Deletion,
         read_only=False,
         destructive=True,
         idempotent=False,
@@ -535,7 +417,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "Read from git; read-only."
         ),
         arguments=HistoryArguments,
-        output_schema=HISTORY_SCHEMA,
+        answer=page("history", HistoryEntry, id=(StoredId, ...)),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -551,7 +433,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "Read from git; read-only."
         ),
         arguments=DiffArguments,
-        output_schema=DIFF_SCHEMA,
+        answer=Diff,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -569,7 +451,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "(revert_conflict). Reverting an already undone commit changes nothing." + _WRITE_NOTE
         ),
         arguments=RevertArguments,
-        output_schema=REVERT_SCHEMA,
+        answer=Reverted,
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -585,7 +467,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "behind its upstream. The same object as `lantern status --json`. Read-only."
         ),
         arguments=NoArguments,
-        output_schema={"type": "object"},
+        answer=AnyObject,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -605,7 +487,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "are for a person."
         ),
         arguments=ReviewListArguments,
-        output_schema=page_schema("branches", {"type": "object"}),
+        answer=page("branches", AnyObject),
         read_only=True,
         destructive=False,
         idempotent=True,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 
 from ..errors import InvalidInput
@@ -60,18 +60,31 @@ class Shown:
 
 
 class Table(Shown):
-    """A record field's keywords, from the field table (``fields.FIELDS``), with ``changes``.
+    """A field's keywords from a table written elsewhere, with ``changes``: a record field's
+    from ``fields.FIELDS`` (as a caller sends it, or as it is stored: ``stored=True``), or any
+    other table's (``keywords``, such as the library's source manifest schema).
 
     The table also names the field's JSON type; the Python type written beside this must
     generate the same one, or building the schema fails (a test builds every schema)."""
 
-    def __init__(self, name: str, **changes: Any):
+    def __init__(
+        self,
+        name: str,
+        *,
+        stored: bool = False,
+        keywords: dict[str, Any] | None = None,
+        **changes: Any,
+    ):
         self.name = name
+        if keywords is None:
+            field = FIELDS[name]
+            keywords = field.value_schema() if stored else field.input_schema(default=False)
+        self.table = keywords
         super().__init__(**changes)
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> JsonSchemaValue:
         generated = _tidy(handler(core_schema))
-        shown = {**FIELDS[self.name].input_schema(default=False), **self.keywords}
+        shown = {**self.table, **self.keywords}
         if generated.get("type") != shown["type"]:
             raise TypeError(f"{self.name}: typed {generated.get('type')}, shown {shown['type']}")
         return {**generated, **shown}
@@ -110,10 +123,17 @@ def omitted(description: str | None = None, *, alias: str | None = None) -> Any:
 
 class _Generator(GenerateJsonSchema):
     """Schemas as a client reads them: no generated titles, no ``default: null`` for an
-    argument that was simply not given."""
+    argument that was simply not given; a model's name and docstring are for readers of this
+    code, not for clients."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def model_schema(self, schema: Any) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        json_schema.pop("title", None)
+        json_schema.pop("description", None)
+        return json_schema
 
     def get_default_value(self, schema: Any) -> Any:
         default = super().get_default_value(schema)
@@ -121,14 +141,18 @@ class _Generator(GenerateJsonSchema):
 
 
 def _tidy(schema: Any) -> Any:
-    """``anyOf`` of bare types as one ``type`` list (``["integer", "string"]``), recursively."""
+    """``anyOf`` of plain types as one ``type`` list (``["integer", "string"]``; ``["array",
+    "null"]`` keeping the array's ``items``), recursively."""
     if not isinstance(schema, dict):
         return schema
     schema = dict(schema)
     choices = schema.get("anyOf")
-    if choices and all(isinstance(c, dict) and set(c) == {"type"} for c in choices):
-        del schema["anyOf"]
-        schema["type"] = [c["type"] for c in choices]
+    if choices and all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in choices):
+        detailed = [c for c in choices if set(c) != {"type"}]
+        if len(detailed) <= 1:
+            del schema["anyOf"]
+            schema = {**(detailed[0] if detailed else {}), **schema}
+            schema["type"] = [c["type"] for c in choices]
     if "properties" in schema:
         schema["properties"] = {k: _tidy(v) for k, v in schema["properties"].items()}
     for key in ("items", "additionalProperties"):
@@ -139,12 +163,28 @@ def _tidy(schema: Any) -> Any:
 
 def input_schema(model: type[Arguments]) -> dict[str, Any]:
     """The JSON Schema of a tool's arguments, as tools/list gives it."""
-    schema = _tidy(model.model_json_schema(schema_generator=_Generator))
-    # The model's name and docstring are for readers of this module, not for clients.
-    schema.pop("title", None)
-    schema.pop("description", None)
+    schema = json_schema(model)
     schema.setdefault("required", [])
     return schema
+
+
+def json_schema(kind: Any) -> dict[str, Any]:
+    """The JSON Schema of a model or type, every part of it in place (no ``$ref``), as the
+    schemas of MCP tools are written to be read."""
+    schema = TypeAdapter(kind).json_schema(schema_generator=_Generator)
+    definitions = schema.pop("$defs", {})
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, list):
+            return [inline(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if "$ref" in value:
+            named = definitions[value["$ref"].rsplit("/", 1)[-1]]
+            value = {**named, **{k: v for k, v in value.items() if k != "$ref"}}
+        return {k: inline(v) for k, v in value.items()}
+
+    return _tidy(inline(schema))
 
 
 def check_arguments(
