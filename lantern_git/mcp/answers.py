@@ -2,8 +2,8 @@
 
 The answers are the library's own dictionaries (``Record.to_dict``, ``Manifest.to_dict``, a
 page of them...), the same the CLI prints with ``--json``; these models describe them for a
-client, and ``tests/test_mcp.py`` checks every answer against its schema. They are never built
-at run time. A record's fields come from the field table in :mod:`lantern_git.fields`, a
+client (``tests/test_mcp.py`` checks answers against them); they are never built at run
+time. A record's fields come from the field table in :mod:`lantern_git.fields`, a
 source's from the library's manifest schema, through :class:`~lantern_git.mcp.schemas.Table`.
 
 An object whose model is :class:`Closed` allows no other property; an :class:`Open` one says
@@ -62,8 +62,9 @@ class Record(Closed):
 
 def _some_of(name: str, **more: Any) -> Any:
     """A record object with only some fields (a list's or a search's ``fields``), and ``more``."""
+    annotated: Any = Annotated  # built from each field's type and table, as Record has them
     fields: dict[str, Any] = {
-        field: (Annotated.__class_getitem__((info.annotation, *info.metadata)), omitted())  # type: ignore[attr-defined]
+        field: (annotated[tuple([info.annotation, *info.metadata])], omitted())
         for field, info in Record.model_fields.items()
     }
     return create_model(name, __base__=Closed, **fields, **more)
@@ -253,7 +254,7 @@ _PAGED: dict[str, Any] = {
 }
 
 
-def page(key: str, item: Any, **extra: Any) -> Any:
+def listing(key: str, item: Any, **extra: Any) -> Any:
     """The object a listing tool returns: items under ``key``, the page's ``offset`` and
     ``limit``, and ``next_offset``; ``extra`` fields (required too) before them."""
     fields: dict[str, Any] = {**extra, key: (list[item], ...), **_PAGED}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..source import encode_body
 from ..written import Written
-from .answers import Hit, Manifest, Verification, View, page
+from .answers import Hit, Manifest, Verification, View, listing
 from .schemas import (
     NoArguments,
     SourceAddArguments,
@@ -23,6 +23,8 @@ from .spec import ToolSpec, page_of
 
 if TYPE_CHECKING:
     from ..store import Store
+
+# ---------------------------------------------------------------------------- handlers
 
 
 def _add(store: Store, args: dict) -> Written[dict]:
@@ -79,6 +81,8 @@ def _verify(store: Store, args: dict) -> Written[dict]:
     return Written(store.sources.verify().to_dict())
 
 
+# ---------------------------------------------------------------------------- the tools
+
 _NOTE = (
     " One git commit (Lantern-Op: {op}, Lantern-Actor: mcp, a Lantern-Source trailer); history "
     "keeps every version, and references pinned to a version keep resolving."
@@ -128,7 +132,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "Read-only."
         ),
         arguments=SourceListArguments,
-        answer=page("sources", Manifest),
+        answer=listing("sources", Manifest),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -161,7 +165,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "Read-only."
         ),
         arguments=SourceSearchArguments,
-        answer=page("hits", Hit),
+        answer=listing("hits", Hit),
         read_only=True,
         destructive=False,
         idempotent=True,

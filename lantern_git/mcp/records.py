@@ -11,11 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
-from ..fields import (
-    DEFAULT_LIMIT,
-    DUPE_THRESHOLD,
-    UNSET,
-)
+from ..fields import DEFAULT_LIMIT, DUPE_THRESHOLD, UNSET
 from ..paging import Page
 from ..query import RecordQuery
 from ..timespec import parse_expiry
@@ -32,7 +28,7 @@ from .answers import (
     ShownRecord,
     SimilarRecord,
     StoredId,
-    page,
+    listing,
 )
 from .answers import Record as RecordObject
 from .schemas import (
@@ -57,7 +53,7 @@ if TYPE_CHECKING:
     from ..record import Record
     from ..store import Store
 
-# ---------------------------------------------------------------------------- tools
+# ---------------------------------------------------------------------------- handlers
 
 
 def _record_result(written: Written[Record]) -> Written[dict]:
@@ -218,6 +214,8 @@ def _review_list(store: Store, args: dict) -> Written[dict]:
     return Written(page.document("branches", [b.to_dict() for b in review.branches]))
 
 
+# ---------------------------------------------------------------------------- the tools
+
 _WRITE_NOTE = (
     " Each change is one git commit with the trailer Lantern-Actor: mcp, and "
     "`lantern_memory_history` shows every change."
@@ -270,7 +268,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "for the next page, and `fields` to receive only the fields you need."
         ),
         arguments=ListArguments,
-        answer=page("records", ListedRecord),
+        answer=listing("records", ListedRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -288,7 +286,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "`fields` as lantern_memory_list. Read-only."
         ),
         arguments=SearchArguments,
-        answer=page("records", FoundRecord),
+        answer=listing("records", FoundRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -304,7 +302,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "(semantic_unavailable otherwise). Read-only: it changes nothing."
         ),
         arguments=SimilarArguments,
-        answer=page("records", SimilarRecord),
+        answer=listing("records", SimilarRecord),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -321,7 +319,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "the server. Read-only."
         ),
         arguments=DupesArguments,
-        answer=page("pairs", Pair),
+        answer=listing("pairs", Pair),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -417,7 +415,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "Read from git; read-only."
         ),
         arguments=HistoryArguments,
-        answer=page("history", HistoryEntry, id=(StoredId, ...)),
+        answer=listing("history", HistoryEntry, id=(StoredId, ...)),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -487,7 +485,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
             "are for a person."
         ),
         arguments=ReviewListArguments,
-        answer=page("branches", AnyObject),
+        answer=listing("branches", AnyObject),
         read_only=True,
         destructive=False,
         idempotent=True,

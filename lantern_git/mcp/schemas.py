@@ -20,6 +20,7 @@ lone string where a list of strings is expected is a list of one, as an agent wr
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
@@ -164,10 +165,10 @@ def _tidy(schema: Any) -> Any:
 def input_schema(model: type[Arguments]) -> dict[str, Any]:
     """The JSON Schema of a tool's arguments, as tools/list gives it."""
     schema = json_schema(model)
-    schema.setdefault("required", [])
-    return schema
+    return schema if "required" in schema else {**schema, "required": []}
 
 
+@cache  # several tools share a model (a record, a manifest): one schema each
 def json_schema(kind: Any) -> dict[str, Any]:
     """The JSON Schema of a model or type, every part of it in place (no ``$ref``), as the
     schemas of MCP tools are written to be read."""
