@@ -79,7 +79,7 @@ class Table(Shown):
         self.name = name
         if keywords is None:
             field = FIELDS[name]
-            keywords = field.value_schema() if stored else field.input_schema(default=False)
+            keywords = field.value_schema() if stored else field.input_schema()
         self.table = keywords
         super().__init__(**changes)
 
