@@ -291,7 +291,7 @@ Limit = Annotated[Integer, Shown(minimum=NO_LIMIT, maximum=MAX_LIMIT)]
 Offset = Annotated[Integer, Shown(minimum=0)]
 
 
-def limit(what: str) -> Any:
+def page_limit(what: str) -> Any:
     """The ``limit`` every listing tool takes, paging ``what`` as the CLI's ``--limit`` does."""
     return Field(
         DEFAULT_LIMIT,
@@ -302,13 +302,13 @@ def limit(what: str) -> Any:
     )
 
 
-def offset(what: str) -> Any:
+def page_offset(what: str) -> Any:
     """The ``offset`` every listing tool takes."""
     return Field(0, description=f"Skip this many {what} first; use next_offset from a page.")
 
 
 # The ``mode`` both search tools take (docs/semantic.md).
-Mode = Annotated[
+SearchMode = Annotated[
     str,
     Shown(
         enum=list(SEARCH_MODES),
@@ -322,7 +322,7 @@ Mode = Annotated[
     ),
 ]
 # ``explain`` for both search tools.
-Explain = Annotated[
+ExplainFlag = Annotated[
     bool,
     Shown(
         description=(
@@ -338,7 +338,7 @@ _POINT = (
 )
 
 
-def at(what: str) -> Any:
+def point_at(what: str) -> Any:
     """An ``at`` argument: a point in the store's history, read as ``--at`` is."""
     return omitted(f"{what}: {_POINT}")
 
@@ -386,7 +386,7 @@ class AddArguments(Arguments):
 
 class ShowArguments(Arguments):
     id: RecordId
-    at: Point = at("Read the record as it was at")
+    at: Point = point_at("Read the record as it was at")
     include_pending: IncludePending = False
 
 
@@ -458,8 +458,8 @@ class ListArguments(Arguments):
     ] = omitted()
     include_expired: IncludeExpired = False
     include_pending: IncludePending = False
-    limit: Limit = limit("records")
-    offset: Offset = offset("records")
+    limit: Limit = page_limit("records")
+    offset: Offset = page_offset("records")
     fields: RecordFields = omitted()
 
 
@@ -474,8 +474,8 @@ class SearchArguments(Arguments):
             ),
         ),
     ]
-    mode: Mode = omitted()
-    explain: Explain = False
+    mode: SearchMode = omitted()
+    explain: ExplainFlag = False
     scope: ScopeFilter = omitted()
     kind: KindFilter = omitted()
     status: StatusFilter = DEFAULT_STATUS
@@ -483,8 +483,8 @@ class SearchArguments(Arguments):
     min_urgency: MinUrgency = omitted()
     include_expired: IncludeExpired = False
     include_pending: IncludePending = False
-    limit: Limit = limit("records")
-    offset: Offset = offset("records")
+    limit: Limit = page_limit("records")
+    offset: Offset = page_offset("records")
     fields: HitFields = omitted()
 
 
@@ -494,8 +494,8 @@ Cosine = Annotated[float, Shown(minimum=-1, maximum=1)]
 class SimilarArguments(Arguments):
     id: RecordId
     min_score: Cosine = omitted("Only records with a cosine of at least this.")
-    limit: Limit = limit("records")
-    offset: Offset = offset("records")
+    limit: Limit = page_limit("records")
+    offset: Offset = page_offset("records")
 
 
 class DupesArguments(Arguments):
@@ -503,8 +503,8 @@ class DupesArguments(Arguments):
     threshold: Cosine = Field(
         DUPE_THRESHOLD, description="Report pairs with a cosine of at least this."
     )
-    limit: Limit = limit("records")
-    offset: Offset = offset("records")
+    limit: Limit = page_limit("records")
+    offset: Offset = page_offset("records")
 
 
 class ChangeArguments(Arguments):
@@ -552,8 +552,8 @@ class UpdateArguments(Arguments):
 
 class HistoryArguments(Arguments):
     id: RecordId
-    limit: Limit = limit("commits")
-    offset: Offset = offset("commits")
+    limit: Limit = page_limit("commits")
+    offset: Offset = page_offset("commits")
 
 
 class DiffArguments(Arguments):
@@ -577,8 +577,8 @@ class NoArguments(Arguments):
 
 
 class ReviewListArguments(Arguments):
-    limit: Limit = limit("review branches")
-    offset: Offset = offset("review branches")
+    limit: Limit = page_limit("review branches")
+    offset: Offset = page_offset("review branches")
 
 
 # ---------------------------------------------------------------------------- evidence tools
@@ -622,8 +622,8 @@ class SourceListArguments(Arguments):
     uri_prefix: Annotated[str, Shown(description="Only sources whose uri starts with this.")] = (
         omitted()
     )
-    limit: Limit = limit("sources")
-    offset: Offset = offset("sources")
+    limit: Limit = page_limit("sources")
+    offset: Offset = page_offset("sources")
 
 
 class SourceShowArguments(Arguments):
@@ -637,7 +637,7 @@ class SourceShowArguments(Arguments):
             ),
         ),
     ]
-    at: Point = at("The source as it was at")
+    at: Point = point_at("The source as it was at")
 
 
 class SourceSearchArguments(Arguments):
@@ -645,9 +645,9 @@ class SourceSearchArguments(Arguments):
         str,
         Shown(minLength=1, description="Keywords to look for (stemmed; any word may match)."),
     ]
-    mode: Mode = omitted()
-    explain: Explain = False
+    mode: SearchMode = omitted()
+    explain: ExplainFlag = False
     kind: SourceKinds = omitted()
     source: Many[SourceId] = omitted("Only chunks of these sources.")
-    limit: Limit = limit("hits")
-    offset: Offset = offset("hits")
+    limit: Limit = page_limit("hits")
+    offset: Offset = page_offset("hits")

@@ -5,7 +5,8 @@ does (same library calls, same record objects, same error codes and messages); d
 becomes memory and what to put in a context window stays with the agent that calls them. The
 tools themselves are declared by family, the record tools in :mod:`lantern_git.mcp.records`
 and the evidence tools in :mod:`lantern_git.mcp.evidence`; this module joins them into one
-table and runs the calls.
+table and runs the calls, each call's arguments checked first by its tool's model
+(:mod:`lantern_git.mcp.schemas`).
 
 The server keeps one store open for its whole life, watching the working tree
 (``Store(watch=True)``, see :mod:`lantern_git.index.watch`): a read with nothing changed answers
