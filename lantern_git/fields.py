@@ -1,5 +1,5 @@
 """The record schema in one place: names, limits, defaults, and a table of the fields as JSON
-sees them, from which the MCP tools' schemas are generated.
+sees them, from which the MCP tools' schemas take their keywords (``lantern_git.mcp``).
 
 No heavy imports, so the CLI can use it for help and defaults without slowing ``lantern --help``.
 """
@@ -131,8 +131,9 @@ class Field(NamedTuple):
             schema["items"] = self.items.value_schema()
         return schema
 
-    def input_schema(self, *, default: bool = True) -> dict[str, Any]:
-        """The JSON Schema of a value a caller may send for this field."""
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a value a caller may send for this field (its default is shown by
+        the MCP tool whose argument model takes it, ``lantern_git.mcp.schemas``)."""
         schema = self.value_schema()
         types = [self.type, *self.accepts]
         schema["type"] = types[0] if len(types) == 1 else types
@@ -145,8 +146,6 @@ class Field(NamedTuple):
                 schema[key] = value
         if self.items is not None:
             schema["items"] = self.items.input_schema()
-        if default and self.default is not UNSET:
-            schema["default"] = self.default
         if self.description:
             schema["description"] = self.description
         return schema

@@ -8,110 +8,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fields import MANIFEST_FIELDS
-from ..source import MANIFEST_SCHEMA, SOURCE_KINDS, VERIFY_STATUSES, encode_body
+from ..source import encode_body
 from ..written import Written
-from .spec import (
-    EXPLAIN_SCHEMA,
-    HIT_EXPLAIN_SCHEMA,
-    HIT_MODE_SCHEMA,
-    MODE_SCHEMA,
-    REASON_SCHEMA,
-    ToolSpec,
-    at_schema,
-    object_schema,
-    page_of,
-    page_properties,
-    page_schema,
+from .answers import Hit, Manifest, Verification, View, listing
+from .schemas import (
+    NoArguments,
+    SourceAddArguments,
+    SourceAppendArguments,
+    SourceListArguments,
+    SourceSearchArguments,
+    SourceShowArguments,
 )
+from .spec import ToolSpec, page_of
 
 if TYPE_CHECKING:
     from ..store import Store
 
-_SOURCE_ID = {
-    "type": "string",
-    "pattern": "^[0-9a-fA-F]{4,16}$",
-    "description": "A source id (16 hex digits) or a unique prefix of at least 4.",
-}
-_REF = {
-    "type": "string",
-    "minLength": 1,
-    "description": (
-        "A source id, or a reference source:<id>[@<blob>][#L<a>[-L<b>]] as a search hit's "
-        "`ref` or a record's source_refs give it."
-    ),
-}
-_TEXT = {
-    "type": "string",
-    "minLength": 1,
-    "description": "The document's text, verbatim (UTF-8; no NUL characters).",
-}
-
-SOURCE_SCHEMA = {
-    "type": "object",
-    "properties": MANIFEST_SCHEMA,
-    "required": list(MANIFEST_FIELDS),
-}
-_VIEW_SCHEMA = {
-    "type": "object",
-    "properties": {
-        **MANIFEST_SCHEMA,
-        "ref": {"type": "string", "description": "The reference, pinned to the version read."},
-        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-        "text": {"type": "string", "description": "The lines, newlines kept."},
-    },
-    "required": list(MANIFEST_FIELDS),
-}
-_HIT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "ref": {"type": "string", "description": "Pass it to source_refs to cite this chunk."},
-        "source_id": MANIFEST_SCHEMA["id"],
-        "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-        "score": {"type": "number"},
-        "text": {"type": "string"},
-        "kind": MANIFEST_SCHEMA["kind"],
-        "uri": MANIFEST_SCHEMA["uri"],
-        "title": MANIFEST_SCHEMA["title"],
-        "mode": HIT_MODE_SCHEMA,
-        "explain": HIT_EXPLAIN_SCHEMA,
-    },
-}
-_VERIFY_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean"},
-        "checked": {"type": "integer"},
-        "problems": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "record_id": {"type": "string"},
-                    "ref": {"type": "string"},
-                    "problem": {
-                        "type": "string",
-                        "enum": [s for s in VERIFY_STATUSES if s != "ok"],
-                    },
-                    "detail": {"type": "string"},
-                    "moved_to": {
-                        "type": ["array", "null"],
-                        "items": {"type": "integer"},
-                    },
-                },
-            },
-        },
-    },
-    "required": ["ok", "checked", "problems"],
-}
-
-
-def _kinds() -> dict:
-    return {
-        "type": "array",
-        "items": {"type": "string", "enum": list(SOURCE_KINDS)},
-        "description": "Only sources of one of these kinds. Default: every kind.",
-    }
+# ---------------------------------------------------------------------------- handlers
 
 
 def _add(store: Store, args: dict) -> Written[dict]:
@@ -168,6 +81,8 @@ def _verify(store: Store, args: dict) -> Written[dict]:
     return Written(store.sources.verify().to_dict())
 
 
+# ---------------------------------------------------------------------------- the tools
+
 _NOTE = (
     " One git commit (Lantern-Op: {op}, Lantern-Actor: mcp, a Lantern-Source trailer); history "
     "keeps every version, and references pinned to a version keep resolving."
@@ -185,18 +100,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "twice is one source. The same text again commits nothing (safe to retry). Text "
             "only: the server never reads a file for you." + _NOTE.format(op="ingest")
         ),
-        input_schema=object_schema(
-            {
-                "text": _TEXT,
-                "uri": {**MANIFEST_SCHEMA["uri"], "type": "string"},
-                "kind": {**MANIFEST_SCHEMA["kind"], "description": "Default: other."},
-                "title": {**MANIFEST_SCHEMA["title"], "type": "string"},
-                "meta": MANIFEST_SCHEMA["meta"],
-                "reason": REASON_SCHEMA,
-            },
-            ("text",),
-        ),
-        output_schema=SOURCE_SCHEMA,
+        arguments=SourceAddArguments,
+        answer=Manifest,
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -211,10 +116,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "but whitespace is refused. Not idempotent: each call appends."
             + _NOTE.format(op="append")
         ),
-        input_schema=object_schema(
-            {"id": _SOURCE_ID, "text": _TEXT, "reason": REASON_SCHEMA}, ("id", "text")
-        ),
-        output_schema=SOURCE_SCHEMA,
+        arguments=SourceAppendArguments,
+        answer=Manifest,
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -228,17 +131,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "times), the most recently updated first; page with `offset` and `next_offset`. "
             "Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "kind": _kinds(),
-                "uri_prefix": {
-                    "type": "string",
-                    "description": "Only sources whose uri starts with this.",
-                },
-                **page_properties("sources"),
-            }
-        ),
-        output_schema=page_schema("sources", SOURCE_SCHEMA),
+        arguments=SourceListArguments,
+        answer=listing("sources", Manifest),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -253,14 +147,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "reference resolves after later versions and after the source was removed. `at` "
             "reads the source as it was at a git revision or a time. Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "ref": _REF,
-                "at": at_schema("The source as it was at"),
-            },
-            ("ref",),
-        ),
-        output_schema=_VIEW_SCHEMA,
+        arguments=SourceShowArguments,
+        answer=View,
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -276,26 +164,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "the two) and a `ref` to cite in a record's source_refs unchanged. "
             "Read-only."
         ),
-        input_schema=object_schema(
-            {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Keywords to look for (stemmed; any word may match).",
-                },
-                "mode": MODE_SCHEMA,
-                "explain": EXPLAIN_SCHEMA,
-                "kind": _kinds(),
-                "source": {
-                    "type": "array",
-                    "items": _SOURCE_ID,
-                    "description": "Only chunks of these sources.",
-                },
-                **page_properties("hits"),
-            },
-            ("query",),
-        ),
-        output_schema=page_schema("hits", _HIT_SCHEMA),
+        arguments=SourceSearchArguments,
+        answer=listing("hits", Hit),
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -311,8 +181,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
             "drifted with `moved_to` when the text is found elsewhere, removed). Lantern "
             "reports; deciding what to do about a drifted memory is yours. Read-only."
         ),
-        input_schema=object_schema({}),
-        output_schema=_VERIFY_SCHEMA,
+        arguments=NoArguments,
+        answer=Verification,
         read_only=True,
         destructive=False,
         idempotent=True,
