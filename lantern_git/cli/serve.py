@@ -1,5 +1,5 @@
 """``lantern serve``: the store in a browser, to read records beside their evidence and to
-accept or reject what agents wrote (README, "lantern serve")."""
+accept or reject what agents wrote (docs/serve.md)."""
 
 from __future__ import annotations
 
