@@ -46,16 +46,16 @@ PLANTS = [
     Plant(
         "verify compares only the first line of a cited range",
         "lantern_git/evidence.py",
-        "current.body[current_spans[start - 1] : current_spans[end]], want",
-        "current.body[current_spans[start - 1] : current_spans[start]],"
-        " pinned[1][pin_spans[start - 1] : pin_spans[start]]",
+        "found[0].body[current_spans[start - 1] : current_spans[end]], want",
+        "found[0].body[current_spans[start - 1] : current_spans[start]],"
+        " data[pin_spans[start - 1] : pin_spans[start]]",
         ("tests/test_evidence.py::test_verify_compares_every_line_of_a_range_not_only_the_first",),
     ),
     Plant(
         "verify skips 'is this blob a version of this source'",
         "lantern_git/evidence.py",
-        "elif pinned[0] != current_blob and pinned[0] not in self.sources.versions(ref.source_id):",
-        "elif False:",
+        "if pinned != current_blob and pinned not in self.sources.versions(ref.source_id):",
+        "if False:",
         (
             "tests/test_evidence.py::"
             "test_verify_refuses_a_hand_written_pin_to_a_blob_of_another_source",
