@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pygit2
@@ -246,7 +245,8 @@ def test_a_git_lock_older_than_the_write_is_not_ours_and_is_named(seeded):
     path, seed = seeded
     lock = path / ".git" / "index.lock"
     lock.write_bytes(b"")
-    old = time.time() - 60
+    # A minute before now on the file system's clock (the one git's lock files are stamped by).
+    old = lock.stat().st_mtime - 60
     os.utime(lock, (old, old))
     cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
     blocked = cli(path, "memory", "list")
