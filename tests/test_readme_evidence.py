@@ -80,17 +80,19 @@ def run_steps(steps, cwd: Path, env: dict) -> None:
         assert got == [normalise(line) for line in expected], (command, result.stderr)
 
 
-def test_the_evidence_session_runs_as_written(tmp_path):
+def session_env(tmp_path: Path) -> dict:
+    """The environment a docs session runs in: a ``lantern`` on PATH that runs this checkout
+    with this interpreter, and a wide terminal, as the pages were written with."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "lantern"
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lantern_git "$@"\n')
     launcher.chmod(0o755)
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        COLUMNS="200",
-    )
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+
+
+def test_the_evidence_session_runs_as_written(tmp_path):
+    env = session_env(tmp_path)
     # The default store (the isolated HOME's data folder), as a new user has it.
     first, second = console_blocks()
     run_steps(first, tmp_path, env)

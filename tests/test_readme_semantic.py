@@ -4,11 +4,8 @@ page's."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-from test_readme_evidence import ROOT, console_blocks, run_steps
+from test_readme_evidence import ROOT, console_blocks, run_steps, session_env
 
 PAGE = ROOT / "docs" / "semantic.md"
 SECTION = "# Semantic recall"
@@ -16,12 +13,7 @@ SECTION = "# Semantic recall"
 
 @pytest.mark.semantic
 def test_the_semantic_session_runs_as_written(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "lantern"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lantern_git "$@"\n')
-    launcher.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+    env = session_env(tmp_path)
     env["HOME"] = str(tmp_path)
     for name in ("LANTERN_STORE", "LANTERN_EMBEDDER"):
         env.pop(name, None)

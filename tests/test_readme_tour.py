@@ -3,22 +3,14 @@ real shell, in a new store, its output compared with the README's."""
 
 from __future__ import annotations
 
-import os
-import sys
-
-from test_readme_evidence import ROOT, console_blocks, run_steps
+from test_readme_evidence import ROOT, console_blocks, run_steps, session_env
 
 README = ROOT / "README.md"
 SECTION = "## A five-minute tour"
 
 
 def test_the_readme_tour_runs_as_written(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "lantern"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lantern_git "$@"\n')
-    launcher.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+    env = session_env(tmp_path)
     env["HOME"] = str(tmp_path)
     env.pop("LANTERN_STORE", None)
     blocks = console_blocks(SECTION, README)
