@@ -486,7 +486,7 @@ RULES: dict[str, list[tuple]] = {
         (lo, hi, theta)
         for lo in (0.05, 0.1)
         for hi in (0.2, 0.3, 0.4, 0.6)
-        for theta in (0.25, 0.34, 0.4, 0.5, 0.67, 1.0)
+        for theta in (0.25, 0.333, 0.34, 0.4, 0.5, 0.67, 1.0)  # 0.333: a third; 0.34: more
     ],
 }
 
