@@ -27,8 +27,8 @@ lexical questions. Other rules, tried by the same folds under the condition that
 folds' lexical questions keep keyword's recall: none that sees only a hit's BM25 and cosine
 keeps them level and the gain; reciprocal rank fusion, BM25 over the query's most and a
 weight by the query's coverage keep them level for part of the gain; a weight per hit by the
-share of the query's words it holds keeps both on these sets, at a fragile edge, but the
-fusion is not given that share (docs/search.md, "Other fusion rules").
+share of the query's words it holds keeps both on these sets (its gain hanging on where its
+edge lies), but the fusion is not given that share (docs/search.md, "Other fusion rules").
 """
 
 from __future__ import annotations
