@@ -26,9 +26,12 @@ eleven folds, each conversation of the conversational set and the recall set as 
 ``--cv`` prints, for each held-out fold, the weight with the best R@5 on the other folds, the
 highest floor whose R@10 there stays within half a point of no floor, and the R@5 they give on
 the held-out fold. The shipped values are those most folds chose, never fitted on the figures
-of a held-out fold. ``--cv`` then tries a keyword weight per question that grows with the
-share of the question's idf its best keyword hit holds (``COVERAGE_RULES``), chosen by the same
-folds, and prints its held-out R@5 by question type beside the constant weight's and keyword's.
+of a held-out fold. ``--cv`` then tries other fusion rules (``RULES``: reciprocal rank fusion,
+BM25 over the query's most, a higher weight for a confident keyword hit, a weight by the
+question's coverage, a weight by the share of the question's words a hit holds), each family's
+parameters chosen by the same folds under one more condition: the other folds' lexical
+questions keep keyword's R@5. It prints the folds' choices, each family's held-out R@5 by set
+and question type, and the rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
 ``--calibrate`` prints the cosines that words in no record reach, which set
 the floor for a query that shares no word with the records searched.
 """
@@ -345,7 +348,7 @@ def tune(cv: bool, calibrate: bool) -> int:
                     print(f"{name}: {probe!r} reaches {scores[best]:.3f} with {text!r}")
             if cv:
                 found = components(store, keys, questions)
-                add_coverage(found, docs, keys)
+                add_features(found, docs, keys)
                 for item in found:
                     items.append({**item, "fold": item["scope"] or name, "set": name})
             store.close()
@@ -364,7 +367,7 @@ def tune(cv: bool, calibrate: bool) -> int:
             f"lantern ships weight {ranking.KEYWORD_WEIGHT}, floor "
             f"{ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
         )
-        print(coverage_report(items))
+        print(rules_report(items))
     return 0
 
 
@@ -408,18 +411,22 @@ def components(store: Store, keys: dict[str, str], questions: list[dict]) -> lis
     return out
 
 
-def add_coverage(items: list[dict], docs: list[dict], keys: dict[str, str]) -> None:
-    """Each question's ``coverage``: the share of its words' idf (as BM25 counts it, over the
-    records it searches) that its best keyword hit holds, as written or by stem; 0 without a
-    keyword hit. A question answered by the words it names has its best hit cover most of
-    them; a paraphrase, few."""
+def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> None:
+    """What the fusion rules tried in ``RULES`` read beyond lantern's BM25 and cosines, for
+    each question: ``coverage``, the share of its words' idf (as BM25 counts it, over the
+    records it searches) that its best keyword hit holds, as written or by stem (0 without a
+    keyword hit); ``most``, the sum of those idfs, the BM25 a record holding each word once
+    at the average length would score; and per candidate, ``held``, the share of the
+    question's words (as ``--explain`` counts them: ``typed_words``) that it holds."""
     import math
 
+    import numpy as np
     from whoosh.lang.porter2 import stem  # lantern's stemmer (index/analysis.py)
 
-    from lantern_git.index.analysis import typed_words, word_forms
+    from lantern_git.index.analysis import matched_words, typed_words, word_forms
 
     analyzer = word_forms().analyzer
+    content = {d["key"]: d["content"] for d in docs}
     terms = {d["key"]: {t.text for t in analyzer(d["content"])} for d in docs}
     by_scope: dict[str | None, list[str]] = {None: [d["key"] for d in docs]}
     for d in docs:
@@ -437,81 +444,222 @@ def add_coverage(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
     for item in items:
         hits = [(k, float(b)) for k, b in zip(item["keys"], item["bm25"]) if b > 0]
         words = typed_words(item["text"])
+        weights = {w: idf(item["scope"], w) for w in words}
+        item["most"] = sum(weights.values())
         item["coverage"] = 0.0
         if hits and words:
             held = terms[min(hits, key=lambda h: (-h[1], h[0]))[0]]
-            weights = {w: idf(item["scope"], w) for w in words}
             mine = sum(v for w, v in weights.items() if w in held or stem(w) in held)
-            item["coverage"] = mine / sum(weights.values())
+            item["coverage"] = mine / item["most"]
+        item["held"] = np.asarray(
+            [
+                len(matched_words(item["text"], content[k])) / len(words) if b > 0 else 0.0
+                for k, b in zip(item["keys"], item["bm25"])
+            ]
+        )
 
 
-# Per-query keyword weights tried against the constant one: a + b x coverage^p (at most 0.95)
+# ---------------------------------------------------------------- fusion rules tried
+#
+# Each family scores a question's candidates (keyword matches and records at or above the
+# floor, 0.15) from its BM25 scores, cosines and the features above; ties go by cosine, then
+# key, as lantern's fuse does. The constant weight is lantern's formula (ranking.py).
+
 COVERAGE_RULES = [
     (a, b, p) for a in (0.05, 0.1) for b in (0.25, 0.45, 0.7, 1.0, 1.5) for p in (1, 2, 4, 6)
 ]
+RULES: dict[str, list[tuple]] = {
+    # w x bm25 / best bm25 + (1 - w) x cosine: lantern's
+    "constant weight": [(w,) for w in WEIGHTS],
+    # w / (k + keyword rank) + (1 - w) / (k + semantic rank)
+    "reciprocal rank (RRF)": [(w, k) for w in (0.3, 0.4, 0.5, 0.6, 0.7) for k in (1, 5, 20, 60)],
+    # w x min(bm25 / most, 1) + (1 - w) x cosine: BM25 over the query's most, not the best hit's
+    "BM25 over the query's most": [(w,) for w in WEIGHTS],
+    # the weight hi for a hit whose BM25 is at least rho x best bm25, lo for the others
+    "confident keyword hit": [
+        (0.1, hi, rho) for hi in (0.2, 0.3, 0.4, 0.6) for rho in (0.8, 0.9, 0.95, 1.0)
+    ],
+    # the question's weight a + b x coverage^p (at most 0.95), tried in an earlier round
+    "weight by coverage (idf)": list(COVERAGE_RULES),
+    # the weight hi for a hit holding at least theta of the query's words, lo for the others
+    "weight by words held": [
+        (lo, hi, theta)
+        for lo in (0.05, 0.1)
+        for hi in (0.2, 0.3, 0.4, 0.6)
+        for theta in (0.25, 0.333, 0.34, 0.4, 0.5, 0.67, 1.0)  # 0.333: a third; 0.34: more
+    ],
+}
 
 
-def coverage_weight(rule: tuple[float, float, int], coverage: float) -> float:
-    a, b, p = rule
-    return min(a + b * coverage**p, 0.95)
+def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
+    """Every candidate's fused score under ``rule``; -inf for a record that is not one."""
+    import numpy as np
+
+    bm25 = np.round(np.asarray(item["bm25"], dtype=np.float64), 6)
+    cos = np.round(np.asarray(item["cos"], dtype=np.float64), 6)
+    matched = bm25 > 0
+    floor = 0.15 if matched.any() else 0.36  # ranking.DEFAULT_FLOORS
+    placed = cos >= floor
+    semantic = np.where(placed, np.maximum(cos, 0.0), 0.0)
+    best = bm25.max() if matched.any() else 1.0
+    share = bm25 / best
+    if family == "constant weight":
+        weight = rule[0]
+    elif family == "reciprocal rank (RRF)":
+        w, k = rule
+
+        def places(values, keep):
+            order = sorted(np.flatnonzero(keep), key=lambda i: (-values[i], item["keys"][i]))
+            out = np.full(len(values), np.inf)
+            out[order] = np.arange(1, len(order) + 1)
+            return out
+
+        fused = w / (k + places(bm25, matched)) + (1 - w) / (k + places(cos, placed))
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "BM25 over the query's most":
+        weight = rule[0]
+        share = np.minimum(bm25 / (item["most"] or 1.0), 1.0)
+    elif family == "confident keyword hit":
+        lo, hi, rho = rule
+        weight = np.where(matched & (share >= rho), hi, lo)
+    elif family == "weight by coverage (idf)":
+        a, b, p = rule
+        weight = min(a + b * item["coverage"] ** p, 0.95)
+    else:
+        lo, hi, theta = rule
+        weight = np.where(item["held"] >= theta, hi, lo)
+    fused = weight * share + (1 - weight) * semantic
+    return np.where(matched | placed, fused, -np.inf)
 
 
-def coverage_report(items: list[dict]) -> str:
-    """Leave-one-fold-out, as for the constant weight (floor 0.15): in each fold the rule,
-    constant weights and ``COVERAGE_RULES`` alike, with the best R@5 on the other folds; the
-    held-out R@5 by set and question type, beside the constant weight's and keyword's."""
-    floor = 0.15
-    rules: list[tuple] = [("weight", w) for w in WEIGHTS] + [
-        ("coverage", *r) for r in COVERAGE_RULES
-    ]
+def rule_keys(family: str, rule: tuple, item: dict) -> list[str]:
+    import numpy as np
 
-    def weight(rule: tuple, item: dict) -> float:
-        return rule[1] if rule[0] == "weight" else coverage_weight(rule[1:], item["coverage"])
+    scores = np.round(rule_scores(family, rule, item), 6)
+    cos = np.round(np.asarray(item["cos"], dtype=np.float64), 6)
+    keys = item["keys"]
+    order = sorted(np.flatnonzero(scores > -np.inf), key=lambda i: (-scores[i], -cos[i], keys[i]))
+    return [keys[i] for i in order[:LIMIT]]
+
+
+KEYWORD = 0.1  # lantern's weight (ranking.KEYWORD_WEIGHT), checked against vectors.fuse
+LEXICAL = ("lexical", "keyword")  # the two sets' names for questions in their answers' words
+
+
+def rules_report(items: list[dict]) -> str:
+    """Each family of ``RULES`` by leave-one-fold-out: in each fold, the rule with the best
+    R@5 on the other folds among those that keep their lexical questions at keyword's R@5 at
+    least (none: the best R@5; ties: the first in ``RULES``); the held-out R@5 by set and
+    type. The constant weight also as lantern chose it, by R@5 alone. Then every family's rule
+    most folds chose, on the whole sets: R@1, R@5, R@10, MRR; and every rule's R@5 there."""
+
+    def ranks(top: list[str], item: dict) -> list[int | None]:
+        return [top.index(t) + 1 if t in top else None for t in item["targets"]]
+
+    keyword = []
+    for item in items:
+        hits = sorted(
+            ((k, float(b)) for k, b in zip(item["keys"], item["bm25"]) if b > 0), key=_best
+        )
+        keyword.append([k for k, _ in hits][:LIMIT])
 
     def r5(top: list[str], item: dict) -> float:
         return sum(t in top[:5] for t in item["targets"]) / len(item["targets"])
 
-    table = {
-        (rule, n): r5(fused_keys(item, weight(rule, item), floor), item)
-        for rule in rules
-        for n, item in enumerate(items)
-    }
-    keyword = {}
-    for n, item in enumerate(items):
-        hits = sorted(
-            ((k, float(b)) for k, b in zip(item["keys"], item["bm25"]) if b > 0), key=_best
-        )
-        keyword[n] = r5([k for k, _ in hits], item)
-    held: dict[str, dict[int, float]] = {"constant weight": {}, "coverage rule": {}}
-    chosen: dict[str, list[str]] = {"constant weight": [], "coverage rule": []}
-    for fold in sorted({item["fold"] for item in items}):
-        train = [n for n, i in enumerate(items) if i["fold"] != fold]
-        for label in held:
-            pool = [r for r in rules if label == "coverage rule" or r[0] == "weight"]
-            best = max(pool, key=lambda r: round(sum(table[r, n] for n in train) / len(train), 4))
-            chosen[label].append(f"{fold}: {best}")
-            held[label].update(
-                {n: table[best, n] for n, i in enumerate(items) if i["fold"] == fold}
-            )
-    lines = [
-        "\nPer-query keyword weight from the best keyword hit's coverage of the question,"
-        " chosen by the same folds (held-out R@5):",
-        "| set | questions | keyword | hybrid, constant weight | hybrid, coverage rule |",
-        "|---|---|---|---|---|",
+    folds = sorted({item["fold"] for item in items})
+    lexical = [n for n, i in enumerate(items) if i["type"] in LEXICAL]
+    base = [r5(keyword[n], item) for n, item in enumerate(items)]
+    groups = [
+        (name, kind)
+        for name in SETS
+        for kind in (None, *sorted({i["type"] for i in items if i["set"] == name}))
     ]
-    for name in SETS:
-        for kind in (None, *sorted({i["type"] for i in items if i["set"] == name})):
-            ns = [n for n, i in enumerate(items) if i["set"] == name and kind in (None, i["type"])]
-            if not ns:
-                continue
-            cells = [sum(d[n] for n in ns) / len(ns) for d in (keyword, *held.values())]
-            lines.append(
-                f"| {name} | {kind or 'all'} ({len(ns)}) | "
-                + " | ".join(f"{c:.3f}" for c in cells)
-                + " |"
-            )
-    lines.append("coverage rules chosen: " + "; ".join(chosen["coverage rule"]))
-    return "\n".join(lines)
+
+    def members(name: str, kind: str | None) -> list[int]:
+        return [n for n, i in enumerate(items) if i["set"] == name and kind in (None, i["type"])]
+
+    head = " | ".join(f"{n} {k or 'all'} ({len(members(n, k))})" for n, k in groups)
+    held_rows = [f"| rule | {head} |", "|---" * (len(groups) + 1) + "|"]
+    held_rows.append(
+        "| keyword | "
+        + " | ".join(f"{statistics.mean(base[n] for n in members(*g)):.3f}" for g in groups)
+        + " |"
+    )
+    whole_rows = [
+        "| rule | chosen (folds) | set | questions | R@1 | R@5 | R@10 | MRR |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    choices = []
+    grid = []
+
+    def whole(label: str, chosen: str, tops: list[list[str]]) -> None:
+        for name in SETS:
+            for kind in (None, LEXICAL):
+                ns = [n for n in members(name, None) if kind is None or items[n]["type"] in kind]
+                f = figures([{"ranks": ranks(tops[n], items[n])} for n in ns])
+                whole_rows.append(
+                    f"| {label} | {chosen} | {name} | {'lexical' if kind else 'all'} ({len(ns)})"
+                    f" | {f['R@1']:.3f} | {f['R@5']:.3f} | {f['R@10']:.3f} | {f['MRR']:.3f} |"
+                )
+
+    whole("keyword", "", keyword)
+    alike = sum(
+        rule_keys("constant weight", (KEYWORD,), item) == fused_keys(item, KEYWORD, 0.15)
+        for item in items
+    )
+    # lantern's own choice first: the constant weight by R@5 alone, as cross_validate makes it
+    runs = [("constant weight, by R@5 alone (lantern's)", "constant weight", False)]
+    runs += [(family, family, True) for family in RULES]
+    for label, family, level_kept in runs:
+        rules = RULES[family]
+        tops = {rule: [rule_keys(family, rule, item) for item in items] for rule in rules}
+        recall = {rule: [r5(tops[rule][n], i) for n, i in enumerate(items)] for rule in rules}
+        for rule in rules if level_kept else ():
+            cells = [
+                statistics.mean(recall[rule][n] for n in ns)
+                for name in SETS
+                for ns in (
+                    members(name, None),
+                    [n for n in members(name, None) if items[n]["type"] in LEXICAL],
+                )
+            ]
+            grid.append(f"{family} {rule}: " + " ".join(f"{c:.3f}" for c in cells))
+        held: dict[int, float] = {}
+        picked = []
+        for fold in folds:
+            train = [n for n, i in enumerate(items) if i["fold"] != fold]
+            lex = [n for n in train if n in set(lexical)]
+            floor = sum(base[n] for n in lex)
+            level = [r for r in rules if sum(recall[r][n] for n in lex) >= floor - 1e-9]
+            level = level if level_kept else []
+            best = max(level or rules, key=lambda r: round(sum(recall[r][n] for n in train), 6))
+            picked.append(best)
+            held.update({n: recall[best][n] for n, i in enumerate(items) if i["fold"] == fold})
+        choices.append(f"{label}: " + "; ".join(f"{f} {r}" for f, r in zip(folds, picked)))
+        held_rows.append(
+            f"| {label} | "
+            + " | ".join(f"{statistics.mean(held[n] for n in members(*g)):.3f}" for g in groups)
+            + " |"
+        )
+        most = max(set(picked), key=lambda r: (picked.count(r), r))
+        whole(label, f"{most} ({picked.count(most)}/{len(folds)})", tops[most])
+    return "\n".join(
+        [
+            "\nFusion rules tried, each family's parameters chosen by leave-one-fold-out (the"
+            " best R@5 on the other folds that keeps their lexical questions at keyword's R@5)."
+            "\nHeld-out R@5:",
+            *held_rows,
+            "\nThe rule most folds chose, on the whole sets (lexical: the conversations'"
+            " lexical questions, the recall set's keyword queries):",
+            *whole_rows,
+            f"\nThe constant weight {KEYWORD} ranks here as lantern's fuse does on {alike} of"
+            f" {len(items)} questions.\nFolds' choices:",
+            *choices,
+            "\nEvery rule's R@5 on the whole sets (recall: all, lexical; conversations: all,"
+            " lexical):",
+            *grid,
+        ]
+    )
 
 
 def fused_keys(item: dict, weight: float, floor: float) -> list[str]:

@@ -22,9 +22,13 @@ Both numbers were chosen by leave-one-out cross-validation over the conversation
 conversational set and the recall set as one more fold (``benchmarks/retrieval.py --cv``): in
 each fold, the weight with the best recall@5 on the other folds, then the highest floor that
 keeps their recall@10 within half a point of no floor. All eleven folds chose 0.1 as the
-weight, ten of eleven 0.15 as the floor. A weight per query, growing with the share of the
-query's idf its best keyword hit holds, was tried by the same folds and not adopted: it left
-hybrid below keyword on lexical questions all the same (docs/search.md).
+weight, ten of eleven 0.15 as the floor. This weight leaves hybrid below keyword on some
+lexical questions. Other rules, tried by the same folds under the condition that the other
+folds' lexical questions keep keyword's recall: none that sees only a hit's BM25 and cosine
+keeps them level and the gain; reciprocal rank fusion, BM25 over the query's most and a
+weight by the query's coverage keep them level for part of the gain; a weight per hit by the
+share of the query's words it holds keeps both on these sets (its gain hanging on where its
+edge lies), but the fusion is not given that share (docs/search.md, "Other fusion rules").
 """
 
 from __future__ import annotations
