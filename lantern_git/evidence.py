@@ -572,10 +572,7 @@ class Sources:
             check_kind(kind)
         source_ids = tuple(self.resolve(s) for s in sources)
         page = Page(limit, offset)
-        if mode is None:
-            mode = "hybrid" if self.workspace.semantic_available else "keyword"
-        elif mode != "keyword":
-            self.workspace.chunk_vectors()  # without an embedder, refused before anything is read
+        mode = self.workspace.search_mode(mode, "chunks")
         if not self.workspace.exists:
             return []
         self.workspace.recover()

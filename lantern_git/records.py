@@ -290,10 +290,7 @@ class Records:
                     code="usage_error",
                 )
             mode = "keyword"
-        if mode is None:
-            mode = "hybrid" if self.workspace.semantic_available else "keyword"
-        elif mode != "keyword":
-            self.workspace.record_vectors()  # without an embedder, refused before anything is read
+        mode = self.workspace.search_mode(mode, "records")
         if not self.workspace.exists:
             return []
         if include_pending:

@@ -474,6 +474,17 @@ class Workspace:
 
         return available(self.embedder_name)
 
+    def search_mode(self, mode: str | None, texts: str) -> str:
+        """The mode a search of ``texts`` (``"records"`` or ``"chunks"``) runs in: ``mode`` as
+        given, or for None hybrid when an embedder is available and keyword otherwise. Semantic
+        and hybrid load the vectors first, so that without an embedder they are refused
+        (:class:`~lantern_git.errors.SemanticUnavailable`) before anything is read."""
+        if mode is None:
+            return "hybrid" if self.semantic_available else "keyword"
+        if mode != "keyword":
+            self._vectors_of(texts)
+        return mode
+
     def record_vectors(self) -> Vectors:
         """The records' vectors under this store's embedder (loaded on first use); raises
         :class:`~lantern_git.errors.SemanticUnavailable` without one."""
