@@ -632,11 +632,12 @@ class Sources:
 
     # ------------------------------------------------------------------ references
 
-    def pin(self, refs: Iterable[str], tx: WriteTransaction) -> tuple[str, ...]:
+    def pin(self, refs: Iterable[str], tx: WriteTransaction | None = None) -> tuple[str, ...]:
         """``refs`` with every ``source:`` reference checked and pinned to the version current
-        now, as the write ``tx`` sees it (in review mode, a source its review branch changed is
-        pinned to the branch's version); other references as given. A reference that fails is
-        refused, naming it."""
+        now; other references as given. A reference that fails is refused, naming it.
+
+        Inside a write, ``tx`` is its transaction: the versions are those it sees (in review
+        mode, a source its review branch changed is pinned to the branch's version)."""
         out = []
         # Several references to one source read, hash and count its body once.
         current: dict[str, tuple[SourceFile, str]] = {}
@@ -653,14 +654,14 @@ class Sources:
         text: str,
         read: dict[str, tuple[SourceFile, str]],
         bodies: _Bodies,
-        tx: WriteTransaction,
+        tx: WriteTransaction | None,
     ) -> SourceRef:
         def refuse(reason: str) -> ValidationError:
             return ValidationError(f"source_refs: {text}: {reason}", field="source_refs")
 
         ref = SourceRef.parse(text)
         git = self.workspace.git
-        if ref.source_id not in read and ref.source_id in tx.pending_sources():
+        if ref.source_id not in read and tx is not None and ref.source_id in tx.pending_sources():
             # Review mode: the version the review branch has, so that once accepted the pin
             # names the body the store's branch then holds.
             pending = tx.read_pending_source(ref.source_id)
