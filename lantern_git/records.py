@@ -3,10 +3,10 @@
 :class:`Records` is what ``store.add``, ``store.list``, ``store.search`` and the other record
 methods of :class:`~lantern_git.store.Store` run. It stands on a
 :class:`~lantern_git.workspace.Workspace` (the files, git, the indexes, the write path) and
-knows nothing of the evidence half: pinning the ``source:`` references a record cites and
-resolving a source id prefix are asked of the :class:`~lantern_git.workspace.Citations` the Store
-hands it, and the records pending review (``include_pending``) of the review branches' reader
-the Store hands it too.
+knows nothing of the evidence half or of review: pinning the ``source:`` references a record
+cites and resolving a source id prefix are asked of the
+:class:`~lantern_git.workspace.Citations` the Store hands it, and the records as the review
+branches would make them (``include_pending``) of a reader the Store hands it too.
 """
 
 from __future__ import annotations
