@@ -248,7 +248,12 @@ class Store:
 
     @property
     def warn(self) -> Callable[[str], None]:
+        """Where warnings go (stderr unless ``warn=`` says otherwise); it may be replaced."""
         return self.workspace.warn
+
+    @warn.setter
+    def warn(self, value: Callable[[str], None]) -> None:
+        self.workspace.warn = value
 
     @property
     def registered_merge_driver(self) -> bool:
