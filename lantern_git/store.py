@@ -285,6 +285,8 @@ class Store:
         """The index of source chunks (opened on first use, like :attr:`index`)."""
         return self.workspace.chunks
 
+    # The workspace's lock and record index under the names the Store once held them by, for
+    # the tests that look inside (the lock's timeout, the index's segments).
     @property
     def _lock(self) -> WriterLock:
         return self.workspace.lock
