@@ -1,9 +1,15 @@
 """Evidence: ingest, append, remove, show and verify sources, and pin what records cite.
 
-Everything here writes through the store's one write transaction (``store.transaction()``), so a
-source is committed, journaled and recovered exactly as a record is. What a reference says is
-checked against git's objects, not the working tree alone: a pinned reference names a blob, and
-that blob stays readable after later versions and after the source is removed.
+Everything here writes through the workspace's one write transaction
+(:meth:`~lantern_git.workspace.Workspace.transaction`), so a source is committed, journaled and
+recovered exactly as a record is. What a reference says is checked against git's objects, not
+the working tree alone: a pinned reference names a blob, and that blob stays readable after
+later versions and after the source is removed.
+
+The evidence half stands on the workspace alone and knows nothing of the records: the Store
+hands the records :meth:`Sources.pin` and :meth:`Sources.resolve` (as
+:class:`~lantern_git.workspace.Citations`), and hands :meth:`Sources.verify` the records whose
+references it checks.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import builtins
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -59,8 +65,8 @@ if TYPE_CHECKING:
     from .git.repo import GitRepo
     from .index.chunks import ChunkHit
     from .record import Record
-    from .store import Store
     from .transaction import WriteTransaction
+    from .workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -160,16 +166,19 @@ def blob_id(data: bytes) -> str:
 
 
 class Sources:
-    """The evidence of one store: ``store.sources``."""
+    """The evidence of one store: ``store.sources``. ``records``: the records whose references
+    :meth:`verify` checks when it is handed none, read when it runs (the Store hands it every
+    record of the store)."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, workspace: Workspace, records: Iterable[Record] = ()):
+        self.workspace = workspace
+        self.records = records
         self._versions: dict[str, dict[str, str]] = {}
         self._head: str | None = None
 
     @property
     def root(self) -> str:
-        return self.store.root
+        return self.workspace.root
 
     # ------------------------------------------------------------------ writing
 
@@ -211,7 +220,7 @@ class Sources:
                     "ingest takes each uri (or, without one, each text) once"
                 )
             seen[source_id] = label
-        with self.store.transaction() as tx:
+        with self.workspace.transaction() as tx:
             now = int(time.time())
             files: dict[str, bytes | None] = {}
             results: list[IngestResult] = []
@@ -287,8 +296,8 @@ class Sources:
                 "nothing to append: the text is empty or only whitespace", code="invalid_input"
             )
         added = encode_body(text)
-        with self.store.transaction() as tx:
-            source_id = self.resolve(ref)
+        with self.workspace.transaction() as tx:
+            source_id = self.resolve(ref, tx)
             current = self._committed(tx, source_id)
             if current is None:
                 raise NotFound(f"no source with id {source_id}")
@@ -313,8 +322,8 @@ class Sources:
     def remove(self, ref: str, *, reason: str | None = None) -> SourceManifest:
         """Delete a source's two files in one commit; history keeps them, and references
         pinned to its versions still resolve."""
-        with self.store.transaction() as tx:
-            source_id = self.resolve(ref)
+        with self.workspace.transaction() as tx:
+            source_id = self.resolve(ref, tx)
             current = self._committed(tx, source_id)
             if current is None:
                 raise NotFound(f"no source with id {source_id}")
@@ -350,9 +359,10 @@ class Sources:
 
     # ------------------------------------------------------------------ reading
 
-    def resolve(self, ref: str) -> str:
+    def resolve(self, ref: str, tx: WriteTransaction | None = None) -> str:
         """The source id in ``ref``: an id, a unique id prefix (4+ hex digits), or a
-        ``source:`` reference."""
+        ``source:`` reference. Inside a write, ``tx``: a prefix may also name a source the
+        write's review branch added."""
         if not isinstance(ref, str) or not ref:
             raise InvalidInput("source id: must be text", code="invalid_id")
         if is_source_ref(ref):
@@ -366,9 +376,9 @@ class Sources:
                 code="invalid_id",
             )
         known = set(source_ids(self.root))
-        if self.store.writing is not None:
+        if tx is not None:
             # A writer in review mode also sees the sources its review branch added.
-            known |= self.store.writing.pending_sources()
+            known |= tx.pending_sources()
         matches = sorted(i for i in known if i.startswith(lowered))
         if not matches:
             raise NotFound(f"no source with id prefix {ref}")
@@ -379,7 +389,7 @@ class Sources:
         return matches[0]
 
     def get(self, ref: str) -> SourceManifest:
-        self.store.recover()
+        self.workspace.recover()
         return load_manifest(self.root, self.resolve(ref))
 
     def list(
@@ -395,15 +405,15 @@ class Sources:
         for kind in kinds:
             check_kind(kind)
         page = Page(limit, offset)
-        if not self.store.exists:
+        if not self.workspace.exists:
             return []
-        self.store.recover()
+        self.workspace.recover()
         found = []
         # Manifests only: listing never reads a body (lantern check judges those).
         for source_id in source_ids(self.root):
             manifest, _, problem = read_manifest(self.root, source_id)
             if problem is not None:
-                self.store.warn(f"warning: skipped {problem}")
+                self.workspace.warn(f"warning: skipped {problem}")
                 continue
             if manifest is None:
                 continue
@@ -447,7 +457,7 @@ class Sources:
     ) -> tuple[SourceRef | None, str, SourceManifest, bytes, str]:
         """The version ``ref`` (at ``at``) names: the parsed reference, the source id, its
         manifest, body and blob id."""
-        self.store.recover()
+        self.workspace.recover()
         parsed = SourceRef.parse(ref, "ref") if is_source_ref(ref) else None
         source_id = parsed.source_id if parsed else self.resolve(ref)
         current = None if at is not None else self._current(source_id)
@@ -463,9 +473,9 @@ class Sources:
         return parsed, source_id, manifest, body, blob
 
     def _at(self, source_id: str, at: str) -> tuple[SourceManifest, bytes, str]:
-        from .timetravel import resolve_point
+        from .git.repo import resolve_point
 
-        git = self.store.git
+        git = self.workspace.git
         commit, _ = resolve_point(git, at)
         if commit is None:
             raise NotFound(f"no source with id {source_id} at {at} (the store had no commit)")
@@ -488,7 +498,7 @@ class Sources:
 
     def _pinned(self, source_id: str, pin: str) -> tuple[SourceManifest, bytes, str]:
         """The version ``pin`` names: its bytes, and the manifest that came with it."""
-        git = self.store.git
+        git = self.workspace.git
         versions = self.versions(source_id)
         blob = next((b for b in versions if b.startswith(pin)), None)
         if blob is None:
@@ -505,7 +515,7 @@ class Sources:
     def versions(self, source_id: str) -> dict[str, str]:
         """Every version of a source in the branch's history: body blob id -> the newest
         commit that has it. Read once per HEAD and kept."""
-        git = self.store.git
+        git = self.workspace.git
         head = git.head_oid()
         if str(head) != self._head:
             self._versions.clear()
@@ -562,17 +572,14 @@ class Sources:
             check_kind(kind)
         source_ids = tuple(self.resolve(s) for s in sources)
         page = Page(limit, offset)
-        if mode is None:
-            mode = "hybrid" if self.store.semantic_available else "keyword"
-        elif mode != "keyword":
-            self.store.chunk_vectors()  # without an embedder, refused before anything is read
-        if not self.store.exists:
+        mode = self.workspace.search_mode(mode, "chunks")
+        if not self.workspace.exists:
             return []
-        self.store.recover()
-        index = self.store.chunks
+        self.workspace.recover()
+        index = self.workspace.chunks
         report = index.refresh()
         for problem in report.broken.values():
-            self.store.warn(f"warning: skipped {problem}")
+            self.workspace.warn(f"warning: skipped {problem}")
         if mode == "keyword":
             hits = index.search(
                 text, kinds=kinds, sources=source_ids, limit=page.limit, offset=page.offset
@@ -600,14 +607,14 @@ class Sources:
         from .index import ranking
         from .index.vectors import fuse, rank
 
-        index = self.store.chunks
-        vectors = self.store.chunk_vectors()
+        index = self.workspace.chunks
+        vectors = self.workspace.chunk_vectors()
         current = vectors.current()
         wanted = vectors.embed_query(text)
         keyword = [
             (index.key(hit), hit.score) for hit in index.search(text, kinds=kinds, sources=sources)
         ]
-        floor = ranking.floor(self.store.embedder_name, anchored=bool(keyword))
+        floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword))
         ranked = rank(current, wanted, index.chunk_keys(kinds, sources), floor=floor)
         if mode == "hybrid":
             ranked = fuse(keyword, ranked)
@@ -625,29 +632,35 @@ class Sources:
 
     # ------------------------------------------------------------------ references
 
-    def pin(self, refs: Iterable[str]) -> tuple[str, ...]:
+    def pin(self, refs: Iterable[str], tx: WriteTransaction | None = None) -> tuple[str, ...]:
         """``refs`` with every ``source:`` reference checked and pinned to the version current
-        now; other references as given. A reference that fails is refused, naming it."""
+        now; other references as given. A reference that fails is refused, naming it.
+
+        Inside a write, ``tx`` is its transaction: the versions are those it sees (in review
+        mode, a source its review branch changed is pinned to the branch's version)."""
         out = []
         # Several references to one source read, hash and count its body once.
         current: dict[str, tuple[SourceFile, str]] = {}
-        bodies = _Bodies(self.store.git)
+        bodies = _Bodies(self.workspace.git)
         for ref in refs:
             if not is_source_ref(ref):
                 out.append(ref)
                 continue
-            out.append(str(self._pin_one(ref, current, bodies)))
+            out.append(str(self._pin_one(ref, current, bodies, tx)))
         return tuple(out)
 
     def _pin_one(
-        self, text: str, read: dict[str, tuple[SourceFile, str]], bodies: _Bodies
+        self,
+        text: str,
+        read: dict[str, tuple[SourceFile, str]],
+        bodies: _Bodies,
+        tx: WriteTransaction | None,
     ) -> SourceRef:
         def refuse(reason: str) -> ValidationError:
             return ValidationError(f"source_refs: {text}: {reason}", field="source_refs")
 
         ref = SourceRef.parse(text)
-        git = self.store.git
-        tx = self.store.writing
+        git = self.workspace.git
         if ref.source_id not in read and tx is not None and ref.source_id in tx.pending_sources():
             # Review mode: the version the review branch has, so that once accepted the pin
             # names the body the store's branch then holds.
@@ -683,11 +696,12 @@ class Sources:
                 )
         return ref.pinned(blob)
 
-    def verify(self) -> VerifyReport:
-        """Check every record's ``source:`` references against the store and its history."""
+    def verify(self, records: Iterable[Record] | None = None) -> VerifyReport:
+        """Check the ``source:`` references of ``records`` (None: the records this evidence
+        was handed, every record of the store) against the store and its history."""
         report = VerifyReport()
         checker = _Checker(self)
-        for record in self._all_records():
+        for record in self.records if records is None else records:
             for ref in record.source_refs:
                 if not is_source_ref(ref):
                     continue
@@ -714,11 +728,6 @@ class Sources:
             (ref, checker.check(record.id, ref, with_text=True) if is_source_ref(ref) else None)
             for ref in record.source_refs
         ]
-
-    def _all_records(self) -> Iterator[Record]:
-        from .query import RecordQuery
-
-        yield from self.store.list(RecordQuery(status="all", include_expired=True))
 
 
 class _Bodies:
@@ -815,7 +824,7 @@ class _Checker:
 
     def __init__(self, sources: Sources):
         self.sources = sources
-        self.bodies = _Bodies(sources.store.git)
+        self.bodies = _Bodies(sources.workspace.git)
         self.current: dict[str, tuple[SourceFile, str] | None] = {}
 
     def _source(self, source_id: str) -> tuple[SourceFile, str] | None:

@@ -26,12 +26,14 @@ if TYPE_CHECKING:
     from .index.chunks import ChunkHit
     from .index.search import RefreshReport
     from .record import Record
+    from .records import Deletion
     from .revert import RevertResult
     from .review import ReviewDecision, ReviewList
     from .source import SourceManifest
-    from .store import CloneResult, Deletion, InitResult
+    from .store import CloneResult
     from .timetravel import RecordDiff
     from .transfer import ImportResult
+    from .workspace import InitResult
 
 
 def to_jsonable(value: Any) -> Any:

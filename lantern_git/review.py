@@ -3,8 +3,9 @@
 With review on, the write transaction commits to ``refs/heads/lantern/review/<name>`` instead
 of the store's branch (:meth:`~lantern_git.git.repo.GitRepo.commit_to_branch`): one branch per
 writer name, based on the store's branch, whose ref, working tree and ``.git/index`` stay as
-they are. This module names those branches and decides when review is on; the transaction
-does the writing, so every writer takes the same path with review on or off.
+they are. This module lists, accepts and rejects what waits there
+(:mod:`lantern_git.reviewref` names the branches and decides when review is on); the
+transaction does the writing, so every writer takes the same path with review on or off.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .config import environment, value
+from .config import value
 from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
 from .record import Record
 from .recordfile import record_path
@@ -36,17 +37,6 @@ if TYPE_CHECKING:
     from .treemerge import RecordReport
 
 
-def review_enabled(explicit: bool | None, configured: StoreSettings | None) -> bool:
-    """Whether writes go to a review branch: the caller's choice (``Store(review=...)``, ``lantern
-    mcp --review``), else ``LANTERN_REVIEW``, else the store's ``lantern.yaml`` ``review`` key."""
-    if explicit is not None:
-        return explicit
-    env = value(environment().review)
-    if env is not None:
-        return env
-    return bool(configured is not None and value(configured.review))
-
-
 def sync_review_enabled(explicit: bool | None, configured: StoreSettings | None) -> bool:
     """Whether ``lantern sync`` carries the review branches: the caller's choice (``lantern
     sync --review-branches``, ``Store.sync(review_branches=...)``), else the store's
@@ -54,11 +44,6 @@ def sync_review_enabled(explicit: bool | None, configured: StoreSettings | None)
     if explicit is not None:
         return explicit
     return bool(configured is not None and value(configured.sync_review_branches))
-
-
-def review_name(explicit: str | None, actor: str) -> str:
-    """The writer name: the caller's, else ``LANTERN_REVIEW_NAME``, else the actor."""
-    return check_review_name(explicit or environment().review_name or actor)
 
 
 # ---------------------------------------------------------------------------- lantern review

@@ -9,7 +9,6 @@ so they need no Whoosh: the filters and the order are the same code the index pa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,46 +16,11 @@ from typing import Any
 import pygit2
 
 from .errors import AmbiguousId, InvalidInput, NotFound, StoreError
-from .git.repo import LINK_MODE, GitRepo
+from .git.repo import LINK_MODE, GitRepo, resolve_point
 from .history import Change, diff_records
 from .query import RecordQuery, sort_key
 from .record import Record
 from .recordfile import MEMORY_DIR, RECORD_SUFFIX, Problem, expected_id, parse, read_bytes
-
-# Text that reads as a moment rather than a revision: ISO dates and durations (+7d, -2h).
-_LOOKS_LIKE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ].*)?|[+-]\d+[smhdw]")
-
-
-def resolve_point(git: GitRepo, at: str | int) -> tuple[pygit2.Commit | None, int]:
-    """(commit, moment): the commit the store was at, and the time used to judge expiry.
-
-    ``at`` is any revision git understands (HEAD~3, a hash, a tag, main@{yesterday}) or a
-    moment (unix seconds, ISO 8601, a duration): then the newest commit on the first-parent
-    line made at or before it. A revision is judged at its commit time.
-    """
-    from .timespec import parse_time
-
-    repo = git.repo
-    text = str(at).strip()
-    if not text:
-        raise InvalidInput("at: must not be empty", code="invalid_at")
-    if not isinstance(at, int) and not _LOOKS_LIKE_TIME.fullmatch(text):
-        try:
-            commit = repo.revparse_single(text).peel(pygit2.Commit)
-            return commit, int(commit.commit_time)
-        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            if not text.isdigit():
-                raise InvalidInput(
-                    f"at: {text!r} is neither a git revision nor a time "
-                    "(unix seconds, 2026-12-31, 2026-12-31T08:00:00Z, -7d)",
-                    code="invalid_at",
-                ) from None
-    moment = at if isinstance(at, int) else parse_time(text, name="at")
-    head = git.head_oid()
-    point: pygit2.Commit | None = repo[head].peel(pygit2.Commit) if head is not None else None
-    while point is not None and point.commit_time > moment:
-        point = point.parents[0] if point.parents else None
-    return point, moment
 
 
 def records_in_tree(

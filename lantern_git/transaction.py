@@ -1,7 +1,8 @@
 """The write transaction: the one way anything changes a store.
 
-Every writer (records through :class:`~lantern_git.store.Store`, hand-edit commits, ``memory
-edit``, import, sync and its merges) goes through a :class:`WriteTransaction`::
+Every writer (records through :class:`~lantern_git.records.Records`, sources through
+:class:`~lantern_git.evidence.Sources`, hand-edit commits, ``memory edit``, import, sync and its
+merges) goes through a :class:`WriteTransaction`::
 
     with store.transaction() as tx:
         text, record = tx.read(record_id)
@@ -23,9 +24,9 @@ not know which branch they write to. A branch that is not checked out moves, jou
 :meth:`~WriteTransaction.move_branch` (an accept, a sync of review branches).
 
 The transaction knows no file layout and parses no file: where a record or a source lives and
-how its file reads, the halves say (:class:`RecordFiles`, :class:`SourceFiles`, which the
-store hands it). Before a write touches a file a person may have edited, every writer asks
-:func:`refuse_uncommitted`.
+how its file reads, the halves say (:class:`RecordFiles`, :class:`SourceFiles`, which
+:meth:`Workspace.transaction <lantern_git.workspace.Workspace.transaction>` hands it). Before a
+write touches a file a person may have edited, every writer asks :func:`refuse_uncommitted`.
 """
 
 from __future__ import annotations

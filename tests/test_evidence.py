@@ -182,6 +182,17 @@ def test_a_source_reference_is_stored_pinned_to_the_current_blob(store, store_pa
     assert f"source:{source_id}@{blob[:12]}#L3" in text
 
 
+def test_pin_outside_a_write_pins_to_the_current_blob_and_writes_nothing(store, store_path):
+    """``store.sources.pin(refs)`` (docs/library.md) without a transaction: the references as
+    ``add`` would store them, the store untouched."""
+    source_id = ingest(store).manifest.id
+    before = snapshot(store_path)
+    blob = str(pygit2.hash(TRANSCRIPT.encode()))
+    pinned = store.sources.pin([f"source:{source_id}#L3", "url:x"])
+    assert pinned == (f"source:{source_id}@{blob[:12]}#L3", "url:x")
+    assert snapshot(store_path) == before
+
+
 def test_update_and_supersede_pin_their_references(store):
     source_id = ingest(store).manifest.id
     record = store.add("tea", kind="preference")
@@ -310,6 +321,27 @@ def test_verify_compares_every_line_of_a_range_not_only_the_first(store, store_p
         whole.id: "drifted",
         three.id: "drifted",
     }
+
+
+def test_verify_checks_every_record_or_only_the_records_it_is_handed(store):
+    """``verify()`` checks every record of the store, archived and expired ones too;
+    ``verify(records)`` only those it is handed (the evidence half never lists records)."""
+    source_id = ingest(store).manifest.id
+    kept = store.add("tea", kind="fact", source_refs=[f"source:{source_id}#L3"])
+    archived = store.add("the greeting", kind="fact", source_refs=[f"source:{source_id}#L1"])
+    store.archive(archived.id)
+    expired = store.add(
+        "an offer of help", kind="fact", expires_at=1, source_refs=[f"source:{source_id}#L2"]
+    )
+    store.add("no evidence", kind="fact")
+    # A new version in which no line is what it was: each of the three references drifted.
+    ingest(store, text="".join(f"line {n}\n" for n in range(1, 5)))
+    every = store.sources.verify()
+    assert every.checked == 3
+    assert {p.record_id for p in every.problems} == {kept.id, archived.id, expired.id}
+    only = store.sources.verify([store.get(kept.id)])
+    assert only.checked == 1 and [p.record_id for p in only.problems] == [kept.id]
+    assert store.sources.verify([]).to_dict() == {"ok": True, "checked": 0, "problems": []}
 
 
 def test_verify_refuses_a_hand_written_pin_to_a_blob_of_another_source(store, store_path):

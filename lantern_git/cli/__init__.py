@@ -50,7 +50,8 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
 def init(path: str | None, as_json: bool, store_path: str | None, author: str | None) -> None:
     """Create a store in PATH, or adopt the git repository there (default: current folder)."""
     from .. import render
-    from ..store import Store, locate_store
+    from ..store import Store
+    from ..workspace import locate_store
 
     # PATH, else the one discovery order (--store after or before the subcommand, then
     # $LANTERN_STORE), ending at the current folder: a new store is made where one stands.

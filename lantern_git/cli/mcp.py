@@ -26,7 +26,8 @@ def mcp_command(
     through it carry `Lantern-Actor: mcp`. It runs until the client closes stdin.
     """
     from ..mcp.server import StoreTarget, serve
-    from ..store import Store, locate_store
+    from ..store import Store
+    from ..workspace import locate_store
 
     root_store = (ctx.find_root().obj or {}).get("store_path")
     path, is_default = locate_store(store_path or root_store)
