@@ -11,7 +11,8 @@ import pygit2
 import pytest
 
 from lantern_git.errors import InvalidInput
-from lantern_git.index.chunks import FINE_MARGIN_NS, INDEX_NAME, ChunkIndex
+from lantern_git.index.chunks import INDEX_NAME, ChunkIndex
+from lantern_git.index.derived import FINE_MARGIN_NS
 from lantern_git.lock import WriterLock
 from lantern_git.source import (
     SourceManifest,
