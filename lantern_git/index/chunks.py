@@ -51,7 +51,7 @@ from ..source import (
 from ..sourcefile import SourceFile, read_source_file
 from . import bm25, clock
 from .analysis import text_query, word_forms
-from .derived import DerivedIndex, NeedsRebuild, debug, settled, writing
+from .derived import DerivedIndex, Layout, NeedsRebuild, debug, settled, writing
 
 # 2: words as written and their Porter2 stems (see analysis.py).
 SCHEMA_VERSION = 2
@@ -171,11 +171,7 @@ class ChunkRefresh:
 class ChunkIndex(DerivedIndex[ChunkRefresh]):
     """The Whoosh index of one store's source chunks, kept in ``<state_dir>/chunks/``."""
 
-    FOLDER = "chunks"
-    INDEX_NAME = INDEX_NAME
-    STATE = STATE
-    SCHEMA_VERSION = SCHEMA_VERSION
-    WHAT = "chunk index"
+    LAYOUT = Layout("chunks", INDEX_NAME, STATE, SCHEMA_VERSION, "chunk index", _schema)
 
     def __init__(
         self,
@@ -188,8 +184,6 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         self._state_id: tuple[int, int, int] | None = None
 
     # -- storage
-
-    _schema = staticmethod(_schema)
 
     def _well_formed(self, state: dict[str, Any]) -> dict[str, Any]:
         """The saved state, checked: one damaged into another valid shape must cause a rebuild."""

@@ -33,6 +33,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from whoosh import index as whoosh_index
@@ -156,22 +157,30 @@ def debug(line: str) -> None:
         print(line, file=sys.stderr)
 
 
-class DerivedIndex(abc.ABC, Generic[Report]):
-    """A Whoosh index derived from files of the store, kept in ``<state_dir>/<FOLDER>/`` with a
-    state file beside it; ``Report`` is what a refresh or a rebuild says it did."""
+@dataclass(frozen=True)
+class Layout:
+    """What a derived index is on disk, and what it is called."""
 
-    FOLDER: ClassVar[str]
-    INDEX_NAME: ClassVar[str]
-    STATE: ClassVar[str]
-    SCHEMA_VERSION: ClassVar[int]
-    # What the index is called in errors ("the search index")
-    WHAT: ClassVar[str]
+    folder: str  # its folder in the state folder (``.lantern/``)
+    index_name: str  # Whoosh's name for it, which carries the schema version
+    state: str  # its state file's name in the folder
+    version: int  # the schema version, which the state file carries too
+    what: str  # its name in errors ("the search index")
+    schema: Callable[[], Any]  # the Whoosh schema of its documents
+
+
+class DerivedIndex(abc.ABC, Generic[Report]):
+    """A Whoosh index derived from files of the store, kept in ``<state_dir>/<folder>/`` with a
+    state file beside it (:class:`Layout`); ``Report`` is what a refresh or a rebuild says it
+    did."""
+
+    LAYOUT: ClassVar[Layout]
 
     def __init__(
         self, root: str, state_dir: str, locked: Callable[[], AbstractContextManager[object]]
     ):
         self.root = root
-        self.dir = os.path.join(state_dir, self.FOLDER)
+        self.dir = os.path.join(state_dir, self.LAYOUT.folder)
         # The store's writer lock (re-entrant in a thread): every write to the index holds it.
         self._locked = locked
         self._ix: Any = None
@@ -181,11 +190,6 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         self._kept: Any = None
 
     # -- what a subclass says
-
-    @staticmethod
-    @abc.abstractmethod
-    def _schema() -> Any:
-        """The Whoosh schema of the index's documents."""
 
     @abc.abstractmethod
     def _build(self, started: int) -> Report:
@@ -207,13 +211,13 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         if self._ix is None:
             try:
                 # exists_in opens the table of contents, and raises when it is damaged
-                exists = whoosh_index.exists_in(self.dir, indexname=self.INDEX_NAME)
+                exists = whoosh_index.exists_in(self.dir, indexname=self.LAYOUT.index_name)
             except Exception as err:
                 raise NeedsRebuild(f"unreadable ({type(err).__name__})") from None
             if not exists:
                 raise NeedsRebuild("missing")
             try:
-                self._ix = whoosh_compat.open_index(self.dir, self.INDEX_NAME)
+                self._ix = whoosh_compat.open_index(self.dir, self.LAYOUT.index_name)
             except Exception as err:  # whoosh raises many kinds on a damaged index
                 raise NeedsRebuild(f"unreadable ({type(err).__name__})") from None
             self._folder = folder_identity(self.dir)
@@ -271,7 +275,7 @@ class DerivedIndex(abc.ABC, Generic[Report]):
     # -- the state file
 
     def _state_path(self, folder: str | None = None) -> str:
-        return os.path.join(folder or self.dir, self.STATE)
+        return os.path.join(folder or self.dir, self.LAYOUT.state)
 
     def _read_state(self) -> dict[str, Any] | None:
         """The state file as saved and checked (:meth:`_well_formed`); None where it is
@@ -279,7 +283,7 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         try:
             with open(self._state_path(), "rb") as handle:
                 state = marshal.load(handle)
-            if not isinstance(state, dict) or state.get("v") != self.SCHEMA_VERSION:
+            if not isinstance(state, dict) or state.get("v") != self.LAYOUT.version:
                 raise ValueError("old or damaged state")
             return self._well_formed(state)
         except (OSError, ValueError, EOFError, TypeError):
@@ -288,7 +292,7 @@ class DerivedIndex(abc.ABC, Generic[Report]):
     def _write_state(self, state: dict[str, Any], folder: str | None = None) -> None:
         """Save ``state`` (with the schema version) in the index's folder, or in ``folder``
         (a rebuild's new one)."""
-        write_atomically(self._state_path(folder), {"v": self.SCHEMA_VERSION, **state})
+        write_atomically(self._state_path(folder), {"v": self.LAYOUT.version, **state})
 
     # -- answering, and the one rule for a damaged index
 
@@ -310,7 +314,9 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         try:
             return self._read_once(read)
         except NeedsRebuild as err:
-            raise StoreError(f"the {self.WHAT} cannot be read after a rebuild: {err}") from err
+            raise StoreError(
+                f"the {self.LAYOUT.what} cannot be read after a rebuild: {err}"
+            ) from err
 
     def _read_once(self, read: Callable[[], T]) -> T:
         """``read()`` on the index as it is; NeedsRebuild where it cannot answer."""
@@ -349,7 +355,7 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         swapped in for the index's folder when the block ends, removed (the old index left as
         it was) when the block fails."""
         fresh, ix = whoosh_compat.create_beside(
-            self.dir, self._schema(), self.INDEX_NAME, self.WHAT
+            self.dir, self.LAYOUT.schema(), self.LAYOUT.index_name, self.LAYOUT.what
         )
         try:
             yield fresh, ix

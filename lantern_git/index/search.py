@@ -47,6 +47,7 @@ from .derived import (
     COARSE_MARGIN_NS,
     FINE_MARGIN_NS,
     DerivedIndex,
+    Layout,
     debug,
     fine,
     settled,
@@ -311,11 +312,7 @@ def _content_hash(data: bytes) -> str:
 class SearchIndex(DerivedIndex[RefreshReport]):
     """The Whoosh index of one store's record files, kept in ``<state_dir>/index/``."""
 
-    FOLDER = "index"
-    INDEX_NAME = INDEX_NAME
-    STATE = MANIFEST
-    SCHEMA_VERSION = SCHEMA_VERSION
-    WHAT = "search index"
+    LAYOUT = Layout("index", INDEX_NAME, MANIFEST, SCHEMA_VERSION, "search index", _schema)
 
     def __init__(
         self, root: str, state_dir: str, locker: Callable[[], AbstractContextManager[object]]
@@ -349,8 +346,6 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         return self.progress(total, what)
 
     # -- storage
-
-    _schema = staticmethod(_schema)
 
     def _well_formed(self, state: dict[str, Any]) -> dict[str, Any]:
         """A manifest damaged into another valid shape must cause a rebuild, not a crash."""
