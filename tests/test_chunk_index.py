@@ -210,6 +210,23 @@ def test_an_unchanged_store_is_not_read_again(root, index):
     assert (report.indexed, report.removed, report.chunks_written) == (0, 0, 0)
 
 
+def test_a_long_lived_index_never_answers_with_a_replaced_chunk(root, index):
+    """One index kept open across commits (the MCP server's, a library caller's): the searcher
+    it keeps is renewed after a commit without keeping a segment's documents as they were
+    before the commit deleted some of them."""
+    write_source(root, b"the walrus line one\n", uri="session:a")
+    # A second source keeps the first segment alive once the first source's chunk is deleted.
+    write_source(root, b"an otter elsewhere\n", uri="session:b")
+    index.refresh()
+    assert [h.text for h in index.search("walrus")] == ["the walrus line one\n"]
+
+    write_source(root, b"a rewritten walrus story\n", uri="session:a")
+    index.refresh()
+
+    assert [h.text for h in index.search("walrus")] == ["a rewritten walrus story\n"]
+    assert index.counts() == (2, 2)
+
+
 def all_chunks(index: ChunkIndex, sid: str) -> list[tuple[str, tuple[int, int], str]]:
     return sorted((h.ref, h.lines, h.text) for h in index.search("turn", sources=[sid], limit=None))
 
