@@ -302,10 +302,10 @@ class DerivedIndex(abc.ABC, Generic[Report]):
         The one rule for every read of both indexes. Whoosh fails on a damaged segment in many
         ways, so any failure of the first read counts as damage (lantern's own errors aside:
         they judge the question, not the index), and the index is rebuilt. A second failure,
-        on an index just built from the files, is a store error: a second rebuild would build
-        the same index from the same files, and only double the wait (the chunk index used to
-        rebuild twice and then let Whoosh's error through; the record index let it through
-        from some reads). The cause stays chained to the error.
+        on an index just built from the files, is a store error, whatever Whoosh raised: a
+        second rebuild would build the same index from the same files and only double the
+        wait, and Whoosh's own error, let through, would reach the surfaces as an internal
+        error rather than one they map. The cause stays chained to the store error.
         """
         try:
             return self._read_once(read)
