@@ -11,7 +11,8 @@ import pygit2
 import pytest
 
 from lantern_git.errors import InvalidInput
-from lantern_git.index.chunks import FINE_MARGIN_NS, INDEX_NAME, ChunkIndex
+from lantern_git.index.chunks import INDEX_NAME, ChunkIndex
+from lantern_git.index.derived import FINE_MARGIN_NS
 from lantern_git.lock import WriterLock
 from lantern_git.source import (
     SourceManifest,
@@ -207,6 +208,23 @@ def test_an_unchanged_store_is_not_read_again(root, index):
     report = index.refresh()
     assert report.unchanged
     assert (report.indexed, report.removed, report.chunks_written) == (0, 0, 0)
+
+
+def test_a_long_lived_index_never_answers_with_a_replaced_chunk(root, index):
+    """One index kept open across commits (the MCP server's, a library caller's): the searcher
+    it keeps is renewed after a commit without keeping a segment's documents as they were
+    before the commit deleted some of them."""
+    write_source(root, b"the walrus line one\n", uri="session:a")
+    # A second source keeps the first segment alive once the first source's chunk is deleted.
+    write_source(root, b"an otter elsewhere\n", uri="session:b")
+    index.refresh()
+    assert [h.text for h in index.search("walrus")] == ["the walrus line one\n"]
+
+    write_source(root, b"a rewritten walrus story\n", uri="session:a")
+    index.refresh()
+
+    assert [h.text for h in index.search("walrus")] == ["a rewritten walrus story\n"]
+    assert index.counts() == (2, 2)
 
 
 def all_chunks(index: ChunkIndex, sid: str) -> list[tuple[str, tuple[int, int], str]]:

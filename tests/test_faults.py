@@ -529,6 +529,9 @@ def _damage(index: Path, how: str) -> None:
                 item.write_bytes(os.urandom(max(item.stat().st_size, 64)))
             elif how == "segments-garbage" and item.suffix == ".seg":
                 item.write_bytes(os.urandom(item.stat().st_size))
+            elif how == "toc-garbage" and item.suffix == ".toc":
+                # The manifest intact: only opening the index shows the damage.
+                item.write_bytes(b"not a table of contents")
     from lantern_git.index.search import MANIFEST, SCHEMA_VERSION
 
     if how == "older-schema":
@@ -540,7 +543,16 @@ def _damage(index: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["deleted", "truncated", "garbage", "segments-garbage", "older-schema", "wrong-shape"]
+    "how",
+    [
+        "deleted",
+        "truncated",
+        "garbage",
+        "segments-garbage",
+        "toc-garbage",
+        "older-schema",
+        "wrong-shape",
+    ],
 )
 def test_a_damaged_index_is_rebuilt_and_lists_correctly(indexed, how):
     path, expected = indexed

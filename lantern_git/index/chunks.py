@@ -25,9 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import marshal
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -35,11 +33,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.fields import ID, NUMERIC, STORED, Schema
 
-from ..errors import InvalidInput, StoreError
+from ..errors import InvalidInput
 from ..paging import Page
 from ..record import has_undecodable
 from ..recordfile import Problem
@@ -52,22 +49,14 @@ from ..source import (
     parse_source_path,
 )
 from ..sourcefile import SourceFile, read_source_file
-from . import bm25, clock, whoosh_compat
+from . import bm25, clock
 from .analysis import text_query, word_forms
+from .derived import DerivedIndex, Layout, NeedsRebuild, debug, settled, writing
 
 # 2: words as written and their Porter2 stems (see analysis.py).
 SCHEMA_VERSION = 2
 INDEX_NAME = f"chunks_v{SCHEMA_VERSION}"
 STATE = f"state_v{SCHEMA_VERSION}.marshal"
-# A file's timestamps must lie this far before a check for its signature to be trusted at the
-# next one: a later write then sets a ctime no program can set back, so the signature changes.
-# Whole-second (and FAT's two-second) filesystems need the wide margin, fine-grained ones only
-# the kernel's coarse-clock tick. (The same reasoning as the record index's.)
-COARSE_MARGIN_NS = 3_000_000_000
-FINE_MARGIN_NS = 100_000_000
-# Small segments are merged only once there are this many: a transcript appended message by
-# message adds one segment per commit, and merging on every commit costs more than the write.
-MERGE_AT_SEGMENTS = 8
 # A rebuild over this many body bytes runs Whoosh's writer in two processes (Linux only).
 PARALLEL_FROM_BYTES = 16 * 1024 * 1024
 # A write indexes the chunks it made right away only up to this many bytes of new text:
@@ -75,7 +64,6 @@ PARALLEL_FROM_BYTES = 16 * 1024 * 1024
 # derived state. Past it, the next search (or status) indexes them: the files' signatures
 # changed, so the next check reads them. An append indexes only its tail, so it stays under.
 NOTE_BUDGET_BYTES = 256 * 1024
-DEBUG_ENV = "LANTERN_DEBUG_INDEX"
 
 
 # One file as a check sees it: name, ctime and mtime (ns), size, inode, mode. A source's
@@ -180,12 +168,10 @@ class ChunkRefresh:
         }
 
 
-class _NeedsRebuild(Exception):
-    pass
-
-
-class ChunkIndex:
+class ChunkIndex(DerivedIndex[ChunkRefresh]):
     """The Whoosh index of one store's source chunks, kept in ``<state_dir>/chunks/``."""
+
+    LAYOUT = Layout("chunks", INDEX_NAME, STATE, SCHEMA_VERSION, "chunk index", _schema)
 
     def __init__(
         self,
@@ -193,18 +179,28 @@ class ChunkIndex:
         state_dir: str,
         locked: Callable[[], AbstractContextManager[Any]],
     ):
-        self.root = root
-        self.dir = os.path.join(state_dir, "chunks")
-        self._locked = locked
-        self._ix: Any = None
-        self._searcher: Any = None
+        super().__init__(root, state_dir, locked)
         self._state: dict[str, Any] | None = None
         self._state_id: tuple[int, int, int] | None = None
 
     # -- storage
 
-    def _state_path(self, folder: str | None = None) -> str:
-        return os.path.join(folder or self.dir, STATE)
+    def _well_formed(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The saved state, checked: one damaged into another valid shape must cause a rebuild."""
+        sources, broken = state.get("sources"), state.get("broken")
+        if not isinstance(sources, dict) or not isinstance(broken, dict):
+            raise ValueError("damaged state")
+        entries = {}
+        for sid, entry in sources.items():
+            if not isinstance(sid, str) or not isinstance(entry, tuple):
+                raise ValueError("damaged state")
+            if len(entry) != len(_Indexed._fields):
+                raise ValueError("damaged state")
+            entries[sid] = _Indexed(*entry)
+        for sid, entry in broken.items():
+            if not isinstance(sid, str) or not isinstance(entry, tuple) or len(entry) != 4:
+                raise ValueError("damaged state")
+        return {"sources": entries, "broken": broken}
 
     def _load_state(self) -> dict[str, Any] | None:
         """The state as saved, reloaded only when the file changed (another process wrote)."""
@@ -217,27 +213,15 @@ class ChunkIndex:
         if self._state is not None and ident == self._state_id:
             return self._state
         self._forget()
-        try:
-            with open(self._state_path(), "rb") as handle:
-                state = marshal.load(handle)
-            state = _well_formed(state)
-        except (OSError, ValueError, EOFError, TypeError):
-            return None
-        self._state, self._state_id = state, ident
+        state = self._read_state()
+        if state is not None:
+            self._state, self._state_id = state, ident
         return state
 
     def _save_state(self, state: dict[str, Any], folder: str | None = None) -> None:
-        path = self._state_path(folder)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        document = {
-            "v": SCHEMA_VERSION,
-            "sources": {sid: tuple(entry) for sid, entry in state["sources"].items()},
-            "broken": state["broken"],
-        }
-        with open(tmp, "wb") as handle:
-            marshal.dump(document, handle)
-        os.replace(tmp, path)
-        st = os.stat(path)
+        sources = {sid: tuple(entry) for sid, entry in state["sources"].items()}
+        self._write_state({"sources": sources, "broken": state["broken"]}, folder)
+        st = os.stat(self._state_path(folder))
         self._state, self._state_id = state, (st.st_mtime_ns, st.st_ino, st.st_size)
 
     def _forget(self) -> None:
@@ -246,49 +230,15 @@ class ChunkIndex:
         self._state = None
         self._state_id = None
 
-    def _open(self) -> Any:
-        if self._ix is None:
-            try:
-                # exists_in opens the table of contents, and raises when it is damaged
-                exists = whoosh_index.exists_in(self.dir, indexname=INDEX_NAME)
-            except Exception as err:
-                raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
-            if not exists:
-                raise _NeedsRebuild("missing")
-            try:
-                self._ix = whoosh_compat.open_index(self.dir, INDEX_NAME)
-            except Exception as err:  # whoosh raises many kinds on a damaged index
-                raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
-        return self._ix
-
-    def _kept_searcher(self) -> Any:
-        """One searcher across searches (opening one reads every segment's table); renewed
-        when a commit, here or in another process, made it stale."""
-        if self._searcher is None:
-            self._searcher = self._open().searcher()
-        elif not self._searcher.up_to_date():
-            self._searcher = self._searcher.refresh()
-        return self._searcher
-
-    def close(self) -> None:
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
-        if self._ix is not None:
-            self._ix.close()
-            self._ix = None
-
     # -- keeping in step with the files
 
     def refresh(self) -> ChunkRefresh:
         """Bring the index up to date with ``sources/`` in the working tree."""
         report = self._refresh()
-        if os.environ.get(DEBUG_ENV) == "1":
-            print(
-                f"chunks: {'rebuilt' if report.rebuilt else 'refreshed'}: {report.indexed} "
-                f"sources indexed ({report.chunks_written} chunks), {report.removed} removed",
-                file=sys.stderr,
-            )
+        debug(
+            f"chunks: {'rebuilt' if report.rebuilt else 'refreshed'}: {report.indexed} "
+            f"sources indexed ({report.chunks_written} chunks), {report.removed} removed"
+        )
         return report
 
     def _refresh(self) -> ChunkRefresh:
@@ -305,9 +255,8 @@ class ChunkIndex:
                 return self.rebuild()
             try:
                 return self._update(state, files, before, set(files) | set(state["sources"]))
-            except Exception:  # a damaged index: the files are the truth
-                self._forget()
-                return self.rebuild()
+            except Exception:
+                return self._start_over()
 
     def note_written(self, paths: Iterable[str]) -> None:
         """After a commit wrote or removed ``paths`` (holding the writer lock): index exactly
@@ -322,21 +271,12 @@ class ChunkIndex:
             before = clock.now_ns(self.dir)
             files = _scan(self.root, ids)
             if _bytes_to_index(state["sources"], files) > NOTE_BUDGET_BYTES:
-                if os.environ.get(DEBUG_ENV) == "1":
-                    print("chunks: a large write, left to the next read", file=sys.stderr)
+                debug("chunks: a large write, left to the next read")
                 return
             try:
                 self._update(state, files, before, ids, force=True)
             except Exception:
-                self._forget()
-                self.rebuild()
-
-    def _usable(self) -> bool:
-        try:
-            self._open()
-            return True
-        except _NeedsRebuild:
-            return False
+                self._start_over()
 
     def _update(
         self,
@@ -351,8 +291,7 @@ class ChunkIndex:
         report = ChunkRefresh()
         sources: dict[str, _Indexed] = dict(state["sources"])
         broken: dict[str, tuple[Any, ...]] = dict(state["broken"])
-        writer = None
-        try:
+        with self._changing() as writer:
             for sid in sorted(ids):
                 listed = files.get(sid)
                 old = sources.get(sid)
@@ -360,8 +299,7 @@ class ChunkIndex:
                 if not listed:
                     broken.pop(sid, None)
                     if old is not None:
-                        writer = writer or self._writer()
-                        writer.delete_by_term("source", sid)
+                        writer().delete_by_term("source", sid)
                         del sources[sid]
                         report.removed += 1
                     continue
@@ -371,8 +309,7 @@ class ChunkIndex:
                 found, problem = read_source_file(self.root, sid)
                 if found is None:
                     if old is not None:
-                        writer = writer or self._writer()
-                        writer.delete_by_term("source", sid)
+                        writer().delete_by_term("source", sid)
                         del sources[sid]
                         report.removed += 1
                     if problem is None:
@@ -386,66 +323,43 @@ class ChunkIndex:
                     assert old is not None
                     sources[sid] = old._replace(signature=signature, uri=found.manifest.uri)
                     continue
-                writer = writer or self._writer()
-                entry, written = _write_chunks(writer, sid, found, plan, signature)
+                entry, written = _write_chunks(writer(), sid, found, plan, signature)
                 sources[sid] = entry
                 report.indexed += 1
                 report.chunks_written += written
-            if writer is not None:
-                writer.commit(mergetype=_merge_when_many)
-                writer = None
-        except BaseException:
-            if writer is not None:
-                _cancel(writer)
-            raise
         new_state = {"sources": sources, "broken": broken}
         if new_state != {"sources": state["sources"], "broken": state["broken"]}:
             self._save_state(new_state)
         report.broken = _problems(new_state)
         return report
 
-    def _writer(self) -> Any:
-        return self._open().writer(timeout=30.0)
-
-    def rebuild(self) -> ChunkRefresh:
-        """Build the index from scratch in a new folder, then swap it in."""
+    def _build(self, started: int) -> ChunkRefresh:
+        """Every source chunked into a new index, Whoosh's writer in two processes for a large
+        one."""
         report = ChunkRefresh(rebuilt=True)
-        with self._locked():
-            self._forget()
-            before = clock.now_ns(self.dir)
-            files = _scan(self.root)
-            fresh, ix = whoosh_compat.create_beside(self.dir, _schema(), INDEX_NAME, "chunk index")
+        files = _scan(self.root)
+        with self._new_folder() as (fresh, ix):
             total = sum(state[3] for listed in files.values() for state in listed)
             parallel = total >= PARALLEL_FROM_BYTES and sys.platform.startswith("linux")
             options: dict[str, Any] = {"procs": 2, "multisegment": True} if parallel else {}
-            writer = ix.writer(limitmb=128 if parallel else 256, **options)
             sources: dict[str, _Indexed] = {}
             broken: dict[str, tuple[Any, ...]] = {}
-            try:
+            with writing(lambda: ix.writer(limitmb=128 if parallel else 256, **options)) as writer:
                 for sid in sorted(files):
-                    signature = _signature(files[sid], before)
+                    signature = _signature(files[sid], started)
                     found, problem = read_source_file(self.root, sid)
                     if found is None:
                         if problem is not None:
                             broken[sid] = (signature, problem.path, problem.line, problem.message)
                         continue
                     entry, written = _write_chunks(
-                        writer, sid, found, (1, 0), signature, replace=False
+                        writer(), sid, found, (1, 0), signature, replace=False
                     )
                     sources[sid] = entry
                     report.indexed += 1
                     report.chunks_written += written
-                writer.commit()
-            except BaseException:
-                _cancel(writer)
-                shutil.rmtree(fresh, ignore_errors=True)
-                raise
-            ix.close()
             state = {"sources": sources, "broken": broken}
             self._save_state(state, fresh)
-            whoosh_compat.swap_in(fresh, self.dir)
-            self._state = None  # its identity is the file's in the new folder
-            self._load_state()
         report.broken = _problems(state)
         return report
 
@@ -476,47 +390,22 @@ class ChunkIndex:
         page = Page(limit, offset)  # the one paging rule: 0 is no limit
         limit, offset = page.limit, page.offset
         query = text_query(text)
-        try:
-            return self._search_once(query, kinds, sources, limit, offset)
-        except _NeedsRebuild:
-            self.rebuild()
-        try:
-            return self._search_once(query, kinds, sources, limit, offset)
-        except _NeedsRebuild as err:
-            raise StoreError(f"the chunk index cannot answer this query: {err}") from None
+        restrict = _filter(kinds, sources)
 
-    def _search_once(
-        self,
-        query: Any,
-        kinds: tuple[str, ...],
-        sources: tuple[str, ...],
-        limit: int | None,
-        offset: int,
-    ) -> list[ChunkHit]:
-        state = self._load_state()
-        if state is None:
-            raise _NeedsRebuild("no state")
-        try:
-            searcher = self._kept_searcher()
-            return _ranked(searcher, state, query, _filter(kinds, sources), limit, offset)
-        except _NeedsRebuild:
-            raise
-        except Exception as err:  # a damaged segment fails in many ways
-            self._forget()
-            raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
-
-    # -- for the chunk vectors (vectors.py): a chunk's key is "<source id>:<first line>"
-
-    def generation(self) -> str:
-        """A token that changes whenever the chunks may have (a commit, or a rebuild's new
-        folder)."""
-
-        def read() -> str:
-            generation = self._open().latest_generation()
-            st = os.stat(self.dir)
-            return f"{st.st_dev}:{st.st_ino}:{generation}"
+        def read() -> list[ChunkHit]:
+            state = self._indexed()
+            return _ranked(self._searcher(), state, query, restrict, limit, offset)
 
         return self._answer(read)
+
+    def _indexed(self) -> dict[str, Any]:
+        """The state, for a read that pairs the chunks with their sources' entries."""
+        state = self._load_state()
+        if state is None:
+            raise NeedsRebuild("no state")
+        return state
+
+    # -- for the chunk vectors (vectors.py): a chunk's key is "<source id>:<first line>"
 
     def digests(self) -> dict[str, str]:
         """Every chunk's key -> the hash of its text."""
@@ -524,7 +413,7 @@ class ChunkIndex:
         def read() -> dict[str, str]:
             return {
                 f"{fields['source']}:{fields['a']}": text_hash(fields["text"])
-                for fields in self._kept_searcher().reader().all_stored_fields()
+                for fields in self._searcher().reader().all_stored_fields()
             }
 
         return self._answer(read)
@@ -538,7 +427,7 @@ class ChunkIndex:
         """The keys of the chunks these filters select: a semantic ranking's candidates."""
 
         def read() -> list[str]:
-            searcher = self._kept_searcher()
+            searcher = self._searcher()
             restrict = _filter(tuple(kinds), tuple(sources))
             docs = searcher.docs_for_query(restrict if restrict is not None else Q.Every())
             keys = []
@@ -562,12 +451,9 @@ class ChunkIndex:
 
     def _stored(self, keys: set[str]) -> dict[str, ChunkHit]:
         def read() -> dict[str, ChunkHit]:
-            state = self._load_state()
-            if state is None:
-                raise _NeedsRebuild("no state")
-            known: dict[str, _Indexed] = state["sources"]
+            known: dict[str, _Indexed] = self._indexed()["sources"]
             found = {}
-            for _, fields in self._kept_searcher().reader().iter_docs():
+            for _, fields in self._searcher().reader().iter_docs():
                 key = f"{fields['source']}:{fields['a']}"
                 entry = known.get(fields["source"])
                 if key not in keys or entry is None:
@@ -587,28 +473,9 @@ class ChunkIndex:
 
         return self._answer(read) if keys else {}
 
-    def _answer(self, read: Callable[[], Any]) -> Any:
-        """``read()``, rebuilding a missing or damaged index once."""
-        for _ in range(2):
-            try:
-                return read()
-            except Exception:
-                self._forget()
-                self.rebuild()
-        return read()
-
     def counts(self) -> tuple[int, int]:
         """(sources indexed, chunks indexed)."""
-        for _ in range(2):
-            state = self._load_state()
-            try:
-                if state is None:
-                    raise _NeedsRebuild("no state")
-                return len(state["sources"]), self._kept_searcher().doc_count()
-            except Exception:
-                self._forget()
-                self.rebuild()
-        raise StoreError("the chunk index cannot be read after a rebuild")
+        return self._answer(lambda: (len(self._indexed()["sources"]), self._searcher().doc_count()))
 
 
 # ---------------------------------------------------------------- files
@@ -667,13 +534,10 @@ def _scan(root: str, only: set[str] | None = None) -> dict[str, list[FileState]]
 def _signature(listed: list[FileState] | None, before: int) -> Signature | None:
     """The source's files' states, or None when one of them was written too recently (after
     ``before`` less the margin) for its signature to prove it unchanged at a later check."""
-    if not listed or os.name != "posix":
+    if not listed:
         return None
     for _, ctime, mtime, _, _, mode in listed:
-        if not stat.S_ISREG(mode):
-            return None
-        fine = ctime % 1_000_000 != 0 and mtime % 1_000_000 != 0
-        if max(ctime, mtime) >= before - (FINE_MARGIN_NS if fine else COARSE_MARGIN_NS):
+        if not settled(ctime, mtime, mode, before):
             return None
     return _raw_signature(listed)
 
@@ -822,7 +686,7 @@ def _ranked(
     for negated, sid, a, fields in ranked[offset:end]:
         entry = known.get(sid)
         if entry is None:  # the state and the index disagree: rebuild rather than guess
-            raise _NeedsRebuild("a chunk of a source the index does not list")
+            raise NeedsRebuild("a chunk of a source the index does not list")
         b = fields["b"]
         hits.append(
             ChunkHit(
@@ -852,39 +716,3 @@ def _problems(state: dict[str, Any]) -> dict[str, Problem]:
         sid: Problem(path, line, message)
         for sid, (_, path, line, message) in sorted(state["broken"].items())
     }
-
-
-def _well_formed(state: Any) -> dict[str, Any]:
-    """The saved state, checked: one damaged into another valid shape must cause a rebuild."""
-    if not isinstance(state, dict) or state.get("v") != SCHEMA_VERSION:
-        raise ValueError("old or damaged state")
-    sources, broken = state.get("sources"), state.get("broken")
-    if not isinstance(sources, dict) or not isinstance(broken, dict):
-        raise ValueError("damaged state")
-    entries = {}
-    for sid, entry in sources.items():
-        if not isinstance(sid, str) or not isinstance(entry, tuple):
-            raise ValueError("damaged state")
-        if len(entry) != len(_Indexed._fields):
-            raise ValueError("damaged state")
-        entries[sid] = _Indexed(*entry)
-    for sid, entry in broken.items():
-        if not isinstance(sid, str) or not isinstance(entry, tuple) or len(entry) != 4:
-            raise ValueError("damaged state")
-    return {"sources": entries, "broken": broken}
-
-
-def _merge_when_many(writer: Any, segments: list[Any]) -> list[Any]:
-    from whoosh.writing import MERGE_SMALL
-
-    if len(segments) < MERGE_AT_SEGMENTS:
-        return segments
-    return MERGE_SMALL(writer, segments)
-
-
-def _cancel(writer: Any) -> None:
-    """Cancel a writer whose work failed, without hiding why it failed."""
-    try:
-        writer.cancel()
-    except Exception:
-        pass

@@ -20,8 +20,6 @@ import itertools
 import json
 import marshal
 import os
-import shutil
-import stat
 import struct
 import subprocess
 import sys
@@ -34,7 +32,6 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
-from whoosh import index as whoosh_index
 from whoosh import query as Q
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, Schema
@@ -46,6 +43,17 @@ from ..record import Record
 from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import bm25, clock, whoosh_compat
 from .analysis import text_query, word_forms
+from .derived import (
+    COARSE_MARGIN_NS,
+    FINE_MARGIN_NS,
+    DerivedIndex,
+    Layout,
+    debug,
+    fine,
+    settled,
+    write_atomically,
+    writing,
+)
 
 if TYPE_CHECKING:
     from .watch import Watcher
@@ -64,12 +72,7 @@ NO_EXPIRY = 2**62
 # The stamp is set this far before the check started, wider than any filesystem's timestamp
 # granularity (FAT: 2 s) and the kernel's coarse clock, so no change can fall between two checks;
 # files changed within the margin are merely hashed once more.
-STAMP_MARGIN_NS = 3_000_000_000
-# A file whose timestamps carry sub-millisecond digits lives on a filesystem with fine
-# timestamps, taken from the kernel's coarse clock (one tick, at most 10 ms behind); a later
-# write to it shows a ctime at least this much past one read this long after it was set.
-FINE_MARGIN_NS = 100_000_000
-MERGE_AT_SEGMENTS = 8
+STAMP_MARGIN_NS = COARSE_MARGIN_NS
 SWEEP_IN_PYTHON_BELOW = 600
 # Two finds over half the shard folders each halve the wall time wherever a second core is
 # free (10k records: 31 -> 18 ms; 1k: 6.3 -> 3.9 ms, below the Python sweep's 5.4 ms).
@@ -219,26 +222,10 @@ def _signature(st: os.stat_result) -> Signature:
     return _SIGNATURE.pack(st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _fine(st: os.stat_result) -> bool:
-    """Whether a file's timestamps carry sub-millisecond digits (a filesystem with fine
-    timestamps, set from the kernel's coarse clock)."""
-    if os.name != "posix":
-        return False
-    return st.st_ctime_ns % 1_000_000 != 0 and st.st_mtime_ns % 1_000_000 != 0
-
-
 def _settled(st: os.stat_result, before: int) -> bool:
-    """Whether any write after ``before`` (a moment taken before this ``lstat``) must change
-    the file's signature: its timestamps lie further back than the filesystem's granularity.
-    A write sets ctime to the kernel's clock at that moment, which no program can set back;
-    on a filesystem with fine timestamps that is past ``before - FINE_MARGIN_NS``, elsewhere
-    (whole seconds, FAT's two) past ``before - STAMP_MARGIN_NS``. Then a file showing the same
-    signature later was not written since, and its content is what was read after ``before``.
-    """
-    if os.name != "posix" or not stat.S_ISREG(st.st_mode):
-        return False  # where ctime is a creation time, an edit could keep every field but one
-    margin = FINE_MARGIN_NS if _fine(st) else STAMP_MARGIN_NS
-    return max(st.st_ctime_ns, st.st_mtime_ns) < before - margin
+    """Whether the file this ``lstat`` describes, taken after ``before``, must show another
+    signature once written again (``derived.settled``)."""
+    return settled(st.st_ctime_ns, st.st_mtime_ns, st.st_mode, before)
 
 
 def _set_stamp(path: str, ns: int) -> None:
@@ -246,24 +233,6 @@ def _set_stamp(path: str, ns: int) -> None:
         with open(path, "wb"):
             pass
     os.utime(path, ns=(ns, ns))
-
-
-def _merge_when_many(writer, segments):
-    """Each small write adds a segment; merging them on every write costs more than the write
-    itself, so small segments are merged only once there are many."""
-    from whoosh.writing import MERGE_SMALL
-
-    if len(segments) < MERGE_AT_SEGMENTS:
-        return segments
-    return MERGE_SMALL(writer, segments)
-
-
-def _identity(folder: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _shares(files: list[tuple[str, Signature | None]]) -> list:
@@ -340,20 +309,15 @@ def _content_hash(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-class SearchIndex:
-    """The Whoosh index of one store, kept in ``<store>/.lantern/``."""
+class SearchIndex(DerivedIndex[RefreshReport]):
+    """The Whoosh index of one store's record files, kept in ``<state_dir>/index/``."""
+
+    LAYOUT = Layout("index", INDEX_NAME, MANIFEST, SCHEMA_VERSION, "search index", _schema)
 
     def __init__(
         self, root: str, state_dir: str, locker: Callable[[], AbstractContextManager[object]]
     ):
-        self.root = root
-        self.dir = os.path.join(state_dir, "index")
-        self._locker = locker
-        self._ix = None
-        # The index folder's identity when ``_ix`` was opened (a rebuild swaps in a new one)
-        self._folder: tuple[int, int] | None = None
-        # The searcher kept between calls while the index is unchanged
-        self._kept: Any = None
+        super().__init__(root, state_dir, locker)
         # (searcher, ids by document number) for the semantic paths: see ``_ids_by_docnum``
         self._ids: tuple[Any, builtins.list[str]] | None = None
         # (searcher, live document number by id): see ``_live_docs``
@@ -383,33 +347,32 @@ class SearchIndex:
 
     # -- storage
 
-    def _manifest_path(self) -> str:
-        return os.path.join(self.dir, MANIFEST)
+    def _well_formed(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A manifest damaged into another valid shape must cause a rebuild, not a crash."""
+        broken = state.get("broken")
+        if not isinstance(broken, dict):
+            raise ValueError("damaged manifest")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in broken.items()):
+            raise ValueError("damaged manifest")
+        return state
 
-    def _load_manifest(self) -> dict:
+    def _load_manifest(self) -> dict | None:
+        """The manifest, with the stamp's time as ``since``: as saved, or as this process
+        last saved it (read again once ``_manifest`` is dropped)."""
         if self._manifest is None:
-            try:
-                with open(self._manifest_path(), "rb") as handle:
-                    manifest = marshal.load(handle)
-                if not isinstance(manifest, dict) or manifest.get("v") != SCHEMA_VERSION:
-                    raise ValueError("old manifest")
-                if not _well_formed(manifest):
-                    raise ValueError("damaged manifest")
-                manifest["since"] = os.stat(os.path.join(self.dir, STAMP)).st_mtime_ns
-            except (OSError, ValueError, EOFError, TypeError):
-                manifest = None
+            manifest = self._read_state()
+            if manifest is not None:
+                try:
+                    manifest["since"] = os.stat(os.path.join(self.dir, STAMP)).st_mtime_ns
+                except OSError:
+                    manifest = None
             self._manifest = manifest
         return self._manifest
 
     def _save_manifest(self, manifest: dict, folder: str | None = None) -> None:
-        folder = folder or self.dir
-        path = os.path.join(folder, MANIFEST)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as handle:
-            marshal.dump({"v": SCHEMA_VERSION, "broken": manifest["broken"]}, handle)
-        os.replace(tmp, path)
-        _set_stamp(os.path.join(folder, STAMP), manifest["since"])
-        self._manifest = manifest
+        """Save ``manifest`` (the one ``_load_manifest`` gave, or a rebuild's for ``folder``)."""
+        self._write_state({"broken": manifest["broken"]}, folder)
+        _set_stamp(os.path.join(folder or self.dir, STAMP), manifest["since"])
 
     def _load_seen(self) -> dict[str, Signature]:
         """Signatures of files whose indexed content is known to be theirs (empty if unknown).
@@ -440,57 +403,11 @@ class SearchIndex:
         self._verified = {}
 
     def _save_seen(self, seen: dict[str, Signature], folder: str | None = None) -> None:
-        path = os.path.join(folder or self.dir, SEEN)
-        tmp = f"{path}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as handle:
-                marshal.dump(seen, handle)
-            os.replace(tmp, path)
+            write_atomically(os.path.join(folder or self.dir, SEEN), seen)
         except OSError:  # a read-only store: the files are re-read, as without it
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass
         self._seen_dirty = False
-
-    def _open(self):
-        if self._ix is not None and self._folder != _identity(self.dir):
-            self.close()  # another process rebuilt the index into a new folder
-        if self._ix is None:
-            if not whoosh_index.exists_in(self.dir, indexname=INDEX_NAME):
-                raise _NeedsRebuild("missing")
-            try:
-                self._ix = whoosh_compat.open_index(self.dir, INDEX_NAME)
-            except Exception as err:  # whoosh raises many kinds on a damaged index
-                raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from None
-            self._folder = _identity(self.dir)
-        return self._ix
-
-    def _searcher(self) -> Any:
-        """A searcher on the index as it is now: the one kept from the last call while no
-        writer has committed since (a long-running process answers from it), else a new one."""
-        ix = self._open()
-        kept = self._kept
-        if kept is not None:
-            try:
-                if kept.up_to_date():
-                    return kept
-            except Exception:  # a segment file gone: open afresh
-                pass
-            # Not Searcher.refresh(): it reuses a segment's reader by the segment's id, which a
-            # delete in that segment keeps, so the deleted document would still be found.
-            self._kept = None
-            kept.close()
-        self._kept = ix.searcher()
-        return self._kept
-
-    def close(self) -> None:
-        kept, self._kept = self._kept, None
-        if kept is not None:
-            kept.close()
-        if self._ix is not None:
-            self._ix.close()
-            self._ix = None
 
     # -- watching
 
@@ -521,14 +438,12 @@ class SearchIndex:
         With ``LANTERN_DEBUG_INDEX=1``, says on stderr what the check did.
         """
         report = self._refresh(meanwhile)
-        if os.environ.get("LANTERN_DEBUG_INDEX") == "1":
-            done = (
-                f"rebuilt from {report.scanned} files"
-                if report.rebuilt
-                else f"rebuilt 0 / re-read {report.reread} of {report.scanned} changed files"
-            )
-            how = f" ({report.how})" if report.how else ""
-            print(f"index: {done}{how}", file=sys.stderr)
+        done = (
+            f"rebuilt from {report.scanned} files"
+            if report.rebuilt
+            else f"rebuilt 0 / re-read {report.reread} of {report.scanned} changed files"
+        )
+        debug(f"index: {done}{f' ({report.how})' if report.how else ''}")
         return report
 
     def _refresh(self, meanwhile: Callable[[], object] | None) -> RefreshReport:
@@ -564,9 +479,8 @@ class SearchIndex:
         try:
             # From the table of contents: opening every segment only to count costs ~3 ms.
             count = whoosh_compat.doc_count_all(self._open())
-        except Exception:  # a damaged segment shows first here; the files are the truth
-            self.close()
-            return self.rebuild()
+        except Exception:  # a damaged segment shows first here
+            return self._start_over()
         changed = changed_since(self.root, stamp, manifest["since"], count, meanwhile)
         report.scanned = len(changed)
         if not changed:
@@ -588,9 +502,8 @@ class SearchIndex:
         try:
             paths = self._affected(changed, manifest)
             updates, broken = self._pending(manifest, paths, report)
-        except Exception:  # whoosh raises many kinds on a damaged index; the files are the truth
-            self.close()
-            return self.rebuild()
+        except Exception:  # whoosh raises many kinds on a damaged index
+            return self._start_over()
         if not updates and broken == manifest["broken"]:
             # Touched but unchanged (often lantern's own writes): no lock needed, and a
             # read-only store still lists. Writes under the lock only ever index fresher
@@ -605,11 +518,12 @@ class SearchIndex:
                 self._save_seen(self._seen)
             report.broken = manifest["broken"]
             return report
-        with self._locker():
+        with self._locked():
             self._manifest = None
-            manifest = self._load_manifest()
-            if manifest is None:
+            reloaded = self._load_manifest()
+            if reloaded is None:
                 return self.rebuild()
+            manifest = reloaded
             try:
                 self._apply(manifest, paths, report)
                 if sweep:
@@ -618,8 +532,7 @@ class SearchIndex:
                 if self._seen_dirty and self._seen is not None:
                     self._save_seen(self._seen)
             except Exception:
-                self.close()
-                return self.rebuild()
+                return self._start_over()
         report.broken = manifest["broken"]
         return report
 
@@ -647,13 +560,6 @@ class SearchIndex:
         try:
             return self._open().doc_count() == 0
         except Exception:
-            return False
-
-    def _usable(self) -> bool:
-        try:
-            self._open()
-            return True
-        except _NeedsRebuild:
             return False
 
     def _affected(self, changed: list[str], manifest: dict) -> set[str]:
@@ -713,8 +619,8 @@ class SearchIndex:
         if not updates:
             self._remember()
             return
-        writer = self._open().writer(timeout=30.0)
-        try:
+        with self._changing() as changes:
+            writer = changes()
             for path, record, digest, indexed in updates:
                 if record is None:
                     writer.delete_by_term("path", path)
@@ -727,10 +633,6 @@ class SearchIndex:
                     # writer holds): no delete, which would open a reader on every segment.
                     writer.add_document(**_document(path, record, digest or ""))
                     report.updated += 1
-            writer.commit(mergetype=_merge_when_many)
-        except BaseException:
-            _cancel(writer)
-            raise
         self._remember()
 
     def _pending(
@@ -821,52 +723,35 @@ class SearchIndex:
             self._apply(manifest, paths, RefreshReport())
             if manifest["broken"] != broken:
                 self._save_manifest(manifest)
-        except Exception:  # a damaged index: the files are the truth
-            self.close()
-            self.rebuild()
+        except Exception:
+            self._start_over()
 
-    def rebuild(self, scan: dict | None = None) -> RefreshReport:
-        """Build the index from scratch in a new folder, then swap it in."""
+    def _build(self, started: int) -> RefreshReport:
+        """Every record file read into a new index, in several processes for a large store."""
         report = RefreshReport(rebuilt=True)
-        with self._locker():
-            self.close()
-            started = clock.now_ns(self.dir)
-            memory = os.path.join(self.root, MEMORY_DIR)
-            if os.path.islink(memory):
-                raise StoreError(
-                    f"{memory} is a symbolic link; lantern keeps records inside the store"
-                )
-            scan = dict(record_files(self.root)) if scan is None else scan
-            report.scanned = len(scan)
-            fresh, ix = whoosh_compat.create_beside(self.dir, _schema(), INDEX_NAME, "search index")
+        memory = os.path.join(self.root, MEMORY_DIR)
+        if os.path.islink(memory):
+            raise StoreError(f"{memory} is a symbolic link; lantern keeps records inside the store")
+        scan = dict(record_files(self.root))
+        report.scanned = len(scan)
+        with self._new_folder() as (fresh, ix):
             # The lstat of each file was taken after ``started`` and before its read.
             files = [
                 (path, _signature(st) if _settled(st, started) else None)
                 for path, st in sorted(scan.items())
             ]
             shares = [(self.root, part) for part in _shares(files)]
-            bar = self._progress(len(files), "indexing record files")
-            try:
+            with _finishing(self._progress(len(files), "indexing record files")) as bar:
                 if len(shares) > 1:
                     results = whoosh_compat.build_segments(
                         ix, _index_share, shares, limitmb=1024, progress=bar.update
                     )
                 else:
-                    writer = ix.writer(limitmb=256)
-                    try:
-                        with whoosh_compat.no_collection():
-                            results = [_index_share(writer, shares[0], bar.update)]
-                            writer.commit()
-                    except BaseException:
-                        _cancel(writer)
-                        raise
-            except BaseException:
-                ix.close()
-                shutil.rmtree(fresh, ignore_errors=True)
-                raise
-            finally:
-                bar.finish()
-            ix.close()
+                    with (
+                        whoosh_compat.no_collection(),
+                        writing(lambda: ix.writer(limitmb=256)) as writer,
+                    ):
+                        results = [_index_share(writer(), shares[0], bar.update)]
             broken: dict = {}
             seen: dict[str, Signature] = {}
             for part_broken, part_seen, reread, updated in results:
@@ -879,14 +764,15 @@ class SearchIndex:
             # sub-millisecond digits that is the kernel's coarse clock tick, so only files written
             # in the last 0.1 s before the build look changed to the next check, not the last 3 s
             # (a fresh clone of 100k: 47k files re-checked by the second command, 1.3 s).
-            fine = any(_fine(st) for st in itertools.islice(scan.values(), 16))
-            margin = FINE_MARGIN_NS if fine else STAMP_MARGIN_NS
+            fine_times = any(
+                fine(st.st_ctime_ns, st.st_mtime_ns) for st in itertools.islice(scan.values(), 16)
+            )
+            margin = FINE_MARGIN_NS if fine_times else STAMP_MARGIN_NS
             manifest = {"v": SCHEMA_VERSION, "broken": broken, "since": started - margin}
             self._save_manifest(manifest, fresh)
             self._save_seen(seen, fresh)
-            whoosh_compat.swap_in(fresh, self.dir)
-            self._manifest = manifest
-            self._seen = seen
+        self._manifest = manifest
+        self._seen = seen
         report.broken = broken
         return report
 
@@ -902,27 +788,21 @@ class SearchIndex:
         """``list`` or ``search`` without the rebuild on a damaged index: raises instead."""
         if query.limit == 0:
             return []
-        return self._run_once(query, scored)
+        return self._read_once(self._query(query, scored))
 
     def _run(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         if query.limit == 0:
             # Whoosh refuses limit=0, and its error would be taken for a damaged index.
             return []
-        try:
-            return self._run_once(query, scored)
-        except _NeedsRebuild:
-            self.rebuild()
-        try:
-            return self._run_once(query, scored)
-        except _NeedsRebuild as err:
-            # A freshly built index that still cannot answer: say so, as a store error.
-            raise StoreError(f"the search index cannot answer this query: {err}") from None
+        return self._answer(self._query(query, scored))
 
-    def _run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
-        self._open()
+    def _query(self, query: RecordQuery, scored: bool) -> Callable[[], builtins.list[Hit]]:
+        """The read that answers ``query``, its text parsed first (a text that cannot be read
+        as a search is the caller's error, and no reason to look at the index)."""
         words = text_query(query.text) if query.text else None
         end = None if query.limit is None else query.offset + query.limit
-        try:
+
+        def read() -> builtins.list[Hit]:
             searcher = self._searcher()
             expired = self._masked(searcher, _mask_query(query))
             if scored:
@@ -939,24 +819,10 @@ class SearchIndex:
                 Hit(_record(searcher.stored_fields(docnum)["doc"]))
                 for docnum in docs[query.offset : end]
             ]
-        except _NeedsRebuild:
-            raise
-        except Exception as err:
-            self.close()
-            raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
+
+        return read
 
     # -- for derived state kept beside the index (vectors.py)
-
-    def generation(self) -> str:
-        """A token that changes whenever the index's content may have: its folder (a rebuild
-        swaps in a new one) and Whoosh's commit generation."""
-
-        def read() -> str:
-            generation = self._open().latest_generation()
-            device, inode = self._folder or (0, 0)
-            return f"{device}:{inode}:{generation}"
-
-        return self._answer(read)
 
     def digests(self) -> dict[str, str]:
         """Every indexed record's id -> the first 64 bits of its file's content hash as
@@ -1164,38 +1030,9 @@ class SearchIndex:
                 live.add((self._folder, segment.segment_id()))
         self._columns = {k: v for k, v in self._columns.items() if k[:2] in live}
 
-    def _answer(self, read: Callable[[], Any]) -> Any:
-        """``read()``, rebuilding a damaged index once, as ``_run`` does."""
-        for attempt in (1, 2):
-            try:
-                self._open()
-                return read()
-            except _NeedsRebuild:
-                if attempt == 2:
-                    raise StoreError("the search index cannot be read") from None
-            except Exception:
-                if attempt == 2:
-                    raise
-                self.close()
-            self.rebuild()
-        raise AssertionError("unreachable")
-
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
-        try:
-            return self._counts_once()
-        except _NeedsRebuild:
-            self.rebuild()
-            return self._counts_once()
-
-    def _counts_once(self) -> dict[str, dict[str, int]]:
-        try:
-            return self._count()
-        except _NeedsRebuild:
-            raise
-        except Exception as err:  # a damaged segment fails in many ways; the files are the truth
-            self.close()
-            raise _NeedsRebuild(f"unreadable ({type(err).__name__})") from err
+        return self._answer(self._count)
 
     def _count(self) -> dict[str, dict[str, int]]:
         ix = self._open()
@@ -1208,18 +1045,6 @@ class SearchIndex:
                     if count:
                         out[name][value] = count
         return out
-
-
-class _NeedsRebuild(Exception):
-    pass
-
-
-def _well_formed(manifest: dict) -> bool:
-    """A manifest damaged into another valid shape must cause a rebuild, not a crash."""
-    broken = manifest.get("broken")
-    if not isinstance(broken, dict):
-        return False
-    return all(isinstance(k, str) and isinstance(v, str) for k, v in broken.items())
 
 
 def _document(path: str, record: Record, digest: str) -> dict:
@@ -1459,12 +1284,3 @@ def _matching(searcher: Any, query: Any) -> Iterable[int]:
             docs = filterfalse(deleted.__contains__, docs)
         parts.append(docs)
     return chain.from_iterable(parts)
-
-
-def _cancel(writer: Any) -> None:
-    """Cancel a Whoosh writer whose commit failed, without hiding why it failed: after ENOSPC
-    its files may be closed already, and cancel raises ValueError over the OSError."""
-    try:
-        writer.cancel()
-    except Exception:
-        pass
