@@ -132,7 +132,7 @@ def package_size(distribution: str) -> int:
 def child(name: str, records: int, conversations: str) -> dict:
     """Every figure for one embedder, measured in this (fresh) process."""
     start = time.perf_counter()
-    from lantern_git.embedders import load_embedder
+    from lantern_git.index.embedders import load_embedder
 
     embedder = load_embedder(name)
     load = time.perf_counter() - start

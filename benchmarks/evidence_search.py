@@ -29,14 +29,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from lantern_git.index.chunks import ChunkIndex  # noqa: E402
-from lantern_git.lock import WriterLock  # noqa: E402
-from lantern_git.source import (  # noqa: E402
+from lantern_git.model.source import (  # noqa: E402
     SourceManifest,
     body_path,
     compute_source_id,
     manifest_path,
 )
-from lantern_git.sourcefile import describe  # noqa: E402
+from lantern_git.model.source_file import describe  # noqa: E402
+from lantern_git.workspace.lock import WriterLock  # noqa: E402
 
 # Queries of different selectivity: a word in a few chunks, one in many, a phrase, two words.
 QUERIES = [

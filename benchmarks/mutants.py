@@ -45,7 +45,7 @@ PLANTS = [
     # -- the eight bugs that once passed the whole suite
     Plant(
         "verify compares only the first line of a cited range",
-        "lantern_git/evidence.py",
+        "lantern_git/evidence/sources.py",
         "found[0].body[current_spans[start - 1] : current_spans[end]], want",
         "found[0].body[current_spans[start - 1] : current_spans[start]],"
         " data[pin_spans[start - 1] : pin_spans[start]]",
@@ -53,7 +53,7 @@ PLANTS = [
     ),
     Plant(
         "verify skips 'is this blob a version of this source'",
-        "lantern_git/evidence.py",
+        "lantern_git/evidence/sources.py",
         "if pinned != current_blob and pinned not in self.sources.versions(ref.source_id):",
         "if False:",
         (
@@ -83,7 +83,7 @@ PLANTS = [
     ),
     Plant(
         "source hybrid search drops the keyword side",
-        "lantern_git/evidence.py",
+        "lantern_git/evidence/sources.py",
         "ranked = fuse(keyword, ranked)",
         "ranked = fuse([], ranked)",
         (
@@ -126,7 +126,7 @@ PLANTS = [
     ),
     Plant(
         "a minimum priority read from the order column lets one level below it through",
-        "lantern_git/query.py",
+        "lantern_git/model/query.py",
         "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p\n",
         "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p + 1\n",
         (
@@ -146,7 +146,7 @@ PLANTS = [
     ),
     Plant(
         "a history's walk kept by git folder alone, not by the branch's tip",
-        "lantern_git/history.py",
+        "lantern_git/memory/history.py",
         "key = (os.path.realpath(repo.path), head)",
         "key = (os.path.realpath(repo.path), None)",
         (
@@ -155,7 +155,7 @@ PLANTS = [
     ),
     Plant(
         "a shallow clone's history walk kept, though deepening it changes the walk",
-        "lantern_git/history.py",
+        "lantern_git/memory/history.py",
         'rewritten = repo.is_shallow or os.path.exists(os.path.join(repo.path, "info", "grafts"))',
         "rewritten = False",
         (

@@ -38,7 +38,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from lantern_git.record import Record  # noqa: E402
+from lantern_git.model.record import Record  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recall")

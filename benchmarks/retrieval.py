@@ -53,7 +53,7 @@ from collections.abc import Callable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from lantern_git.record import Record  # noqa: E402
+from lantern_git.model.record import Record  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -388,7 +388,7 @@ def components(store: Store, keys: dict[str, str], questions: list[dict]) -> lis
     cosines, as lantern's hybrid sees them: what a weight and a floor are chosen from."""
     import numpy as np
 
-    from lantern_git.query import RecordQuery
+    from lantern_git.model.query import RecordQuery
 
     vectors = store.record_vectors()
     current = vectors.current()

@@ -37,8 +37,8 @@ sys.path.insert(0, REPO)
 
 import corpus  # noqa: E402 - located at run time, never copied into the project
 
-from lantern_git.record import Record  # noqa: E402
-from lantern_git.recordfile import record_path  # noqa: E402
+from lantern_git.model.record import Record  # noqa: E402
+from lantern_git.model.record_file import record_path  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
 PY = sys.executable

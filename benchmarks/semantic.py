@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000)
     args = parser.parse_args()
 
-    from lantern_git.embedders import WordLlamaEmbedder
+    from lantern_git.index.embedders import WordLlamaEmbedder
 
     started = time.perf_counter()
     wordllama = WordLlamaEmbedder()

@@ -41,8 +41,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else REPO
 sys.path.insert(0, CODE)
 
-from lantern_git.evidence import SourceInput  # noqa: E402
-from lantern_git.query import RecordQuery  # noqa: E402
+from lantern_git.evidence.sources import SourceInput  # noqa: E402
+from lantern_git.model.query import RecordQuery  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
 PY = sys.executable

@@ -52,7 +52,7 @@ def _code() -> str:
 
 sys.path.insert(0, _code())
 
-from lantern_git.evidence import SourceInput  # noqa: E402
+from lantern_git.evidence.sources import SourceInput  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
 PY = sys.executable

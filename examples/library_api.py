@@ -87,7 +87,7 @@ def run(store: Store) -> None:
     )
 
     # Evidence: a transcript stored verbatim, searched by chunk, cited by line and verified.
-    from lantern_git.evidence import SourceInput
+    from lantern_git.evidence.sources import SourceInput
 
     [chat] = store.sources.add(
         [

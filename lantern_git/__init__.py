@@ -50,10 +50,10 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .checker import CheckReport
-    from .history import HistoryEntry, LogEntry, OperationLog, RecordHistory
-    from .query import Hit, RecordQuery
-    from .record import Record
+    from .memory.checker import CheckReport
+    from .memory.history import HistoryEntry, LogEntry, OperationLog, RecordHistory
+    from .model.query import Hit, RecordQuery
+    from .model.record import Record
     from .store import Store
     from .sync import SyncReport
 

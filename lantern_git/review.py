@@ -4,7 +4,7 @@ With review on, the write transaction commits to ``refs/heads/lantern/review/<na
 of the store's branch (:meth:`~lantern_git.git.repo.GitRepo.commit_to_branch`): one branch per
 writer name, based on the store's branch, whose ref, working tree and ``.git/index`` stay as
 they are. This module lists, accepts and rejects what waits there
-(:mod:`lantern_git.reviewref` names the branches and decides when review is on); the
+(:mod:`lantern_git.model.review_refs` names the branches and decides when review is on); the
 transaction does the writing, so every writer takes the same path with review on or off.
 """
 
@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .config import value
+from .core.config import value
 from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
-from .record import Record
-from .recordfile import record_path
-from .reviewref import REVIEW_PREFIX, check_review_name, review_branches, review_ref
-from .source import SourceRef, is_source_ref, parse_source_path
+from .model.record import Record
+from .model.record_file import record_path
+from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref
+from .model.source import SourceRef, is_source_ref, parse_source_path
 
 __all__ = ["REVIEW_PREFIX", "check_review_name", "review_branches", "review_ref"]
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from .config import StoreSettings
+    from .core.config import StoreSettings
     from .git.repo import GitRepo
-    from .history import Change, LogEntry
-    from .recordfile import Problem
-    from .source import SourceManifest
-    from .transaction import WriteTransaction
-    from .treemerge import RecordReport
+    from .memory.history import Change, LogEntry
+    from .model.record_file import Problem
+    from .model.source import SourceManifest
+    from .model.tree_merge import RecordReport
+    from .workspace.transaction import WriteTransaction
 
 
 def sync_review_enabled(explicit: bool | None, configured: StoreSettings | None) -> bool:
@@ -158,8 +158,8 @@ def review_list(git: GitRepo) -> ReviewList:
     left the store's branch (their merge base; the store's branch itself for a branch with no
     common history): what the writer changed, which accepting it would bring. A branch the store's
     branch already contains is left out."""
-    from .history import branch_log
-    from .timetravel import record_at, record_diff
+    from .memory.history import branch_log
+    from .memory.timetravel import record_at, record_diff
 
     answer = ReviewList()
     head = git.head_oid()
@@ -236,7 +236,7 @@ def _pending_sources(
     touched: dict[str, set[str]],
 ) -> list[PendingSource]:
     """The sources a review branch changed between ``since_tree`` and ``tip_tree``, by id."""
-    from .sourcefile import source_in_tree
+    from .model.source_file import source_in_tree
 
     paths: dict[str, list[str]] = {}
     for path in git.tree_changes(since_tree, tip_tree):
@@ -328,7 +328,7 @@ def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choic
     """The review branch and its pending records and sources that ``ids`` (record or source
     ids or prefixes; None: all of the branch's) name. One decision is about one branch:
     ``branch`` names it when the ids, or ``--all``, would otherwise span several."""
-    from .record import check_id_prefix
+    from .model.record import check_id_prefix
 
     branches = review_list(git).branches
     if branch is not None:
@@ -406,8 +406,8 @@ def accept(
     accepted is still pending, and its own commits stay in its history. The review branch moves
     first: a crash between the two leaves every change pending, as before the accept.
     """
-    from .transaction import refuse_uncommitted
-    from .treemerge import merge_trees
+    from .model.tree_merge import merge_trees
+    from .workspace.transaction import refuse_uncommitted
 
     git, repo = tx.git, tx.git.repo
     branch, records = choice.branch, choice.records

@@ -5,12 +5,12 @@ local ``.lantern/`` folder of derived state (search index, lock, write journal).
 the truth; every write is one git commit carrying provenance trailers.
 
 The Store is a front over three parts it creates and wires together: the
-:class:`~lantern_git.workspace.Workspace` (the folder, git, the lock, the indexes, the write
-path), the records (:class:`~lantern_git.records.Records`, the memory half) and the sources
-(:class:`~lantern_git.evidence.Sources`, the evidence half, ``store.sources``). The halves each
-take the workspace and never each other: the Store hands the records the sources' pinning and
-resolving (as :class:`~lantern_git.workspace.Citations`), and the sources' verify the records it
-checks. Review and sync, which span both halves, are the Store's own.
+:class:`~lantern_git.workspace.workspace.Workspace` (the folder, git, the lock, the indexes, the
+write path), the records (:class:`~lantern_git.memory.records.Records`, the memory half) and the
+sources (:class:`~lantern_git.evidence.sources.Sources`, the evidence half, ``store.sources``). The
+halves each take the workspace and never each other: the Store hands the records the sources'
+pinning and resolving (as :class:`~lantern_git.workspace.workspace.Citations`), and the sources'
+verify the records it checks. Review and sync, which span both halves, are the Store's own.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .errors import InvalidInput, NoStore
-from .recordfile import count_records
-from .records import Records
-from .workspace import MARKER, Workspace, locate_store
+from .memory.records import Records
+from .model.record_file import count_records
+from .workspace.workspace import MARKER, Workspace, locate_store
 
 if TYPE_CHECKING:
-    from .config import StoreSettings
-    from .evidence import Sources
+    from .core.config import StoreSettings
+    from .evidence.sources import Sources
     from .git.repo import GitRepo
     from .index.chunks import ChunkIndex
     from .index.search import Progress, SearchIndex
-    from .lock import WriterLock
-    from .record import Record
+    from .model.record import Record
     from .review import ReviewDecision, ReviewList
     from .sync import SyncReport
+    from .workspace.lock import WriterLock
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -188,9 +188,9 @@ class Store:
     @property
     def sources(self) -> Sources:
         """The store's evidence: ingest, append, show, search, remove sources; pin and verify
-        the references records make to them (:class:`~lantern_git.evidence.Sources`)."""
+        the references records make to them (:class:`~lantern_git.evidence.sources.Sources`)."""
         if self._sources is None:
-            from .evidence import Sources
+            from .evidence.sources import Sources
 
             self._sources = Sources(self.workspace, _EveryRecord(self.records))
         return self._sources
@@ -298,7 +298,7 @@ class Store:
     @property
     def review_ref(self) -> str | None:
         """The review branch this store's writes go to, or None when review is off (see
-        :attr:`Workspace.review_ref <lantern_git.workspace.Workspace.review_ref>`)."""
+        :attr:`Workspace.review_ref <lantern_git.workspace.workspace.Workspace.review_ref>`)."""
         return self.workspace.review_ref
 
     @property
@@ -308,7 +308,7 @@ class Store:
 
     @property
     def embedder_name(self) -> str:
-        """The embedder this store uses (see :mod:`lantern_git.embedders`)."""
+        """The embedder this store uses (see :mod:`lantern_git.index.embedders`)."""
         return self.workspace.embedder_name
 
     @property
@@ -366,7 +366,7 @@ class Store:
         """Every review branch's pending changes, record by record (docs/review.md): what each
         writer changed since its branch left the store's branch. ``limit`` and ``offset`` page
         the branches, by name (``limit`` 0 or None: all)."""
-        from .paging import Page
+        from .core.paging import Page
         from .review import ReviewList, review_list
 
         page = Page(limit, offset)
@@ -453,6 +453,6 @@ class _EveryRecord:
         self.records = records
 
     def __iter__(self) -> Iterator[Record]:
-        from .query import RecordQuery
+        from .model.query import RecordQuery
 
         return iter(self.records.list(RecordQuery(status="all", include_expired=True)))

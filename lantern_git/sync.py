@@ -4,7 +4,7 @@ The network goes through the git CLI (so ssh agents, ``~/.ssh/config`` and crede
 work as they do for ``git pull``), with prompts turned off: a missing credential fails at once
 with git's message instead of waiting for a password nobody will type.
 
-The merge runs in-process over trees (:func:`lantern_git.treemerge.merge_trees`, which
+The merge runs in-process over trees (:func:`lantern_git.model.tree_merge.merge_trees`, which
 ``review accept`` uses too): record files both sides changed merge field by field, with the
 function the git merge driver runs, so ``lantern sync`` and a plain ``git pull`` merge records
 alike. The result reaches the working tree and ``.git/index`` through the same journal as every
@@ -32,16 +32,16 @@ from .git.remote import (
     resolve_target,
     run_git,
 )
-from .recordfile import MEMORY_DIR, expected_id
-from .reviewref import REVIEW_PREFIX, check_review_name, review_branches
-from .source import SOURCES_DIR
-from .transaction import refuse_uncommitted
-from .treemerge import RecordReport, SourceReport, TreeMerge, Unmergeable, merge_trees
+from .model.record_file import MEMORY_DIR, expected_id
+from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches
+from .model.source import SOURCES_DIR
+from .model.tree_merge import RecordReport, SourceReport, TreeMerge, Unmergeable, merge_trees
+from .workspace.transaction import refuse_uncommitted
 
 if TYPE_CHECKING:
     import subprocess
 
-    from .transaction import WriteTransaction
+    from .workspace.transaction import WriteTransaction
 
 MAX_PUSH_ATTEMPTS = 5
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pygit2
 
-from lantern_git.record import compute_id
+from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
 PYTHON = sys.executable

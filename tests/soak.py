@@ -115,7 +115,7 @@ def hostile_round(path: Path, rng: random.Random, tally: Tally) -> None:
     from click.testing import CliRunner
 
     from lantern_git.cli import cli as lantern_cli
-    from lantern_git.recordfile import read_record_file
+    from lantern_git.model.record_file import read_record_file
 
     def piece() -> str:
         return "".join(rng.choice(HOSTILE_PIECES) for _ in range(rng.randint(0, 3)))

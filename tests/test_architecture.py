@@ -116,8 +116,8 @@ def test_the_package_has_no_import_cycles():
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     graph = import_graph()
-    graph["lantern_git.record"].add("lantern_git.store")
-    assert any({"lantern_git.record", "lantern_git.store"} <= set(c) for c in cycles(graph))
+    graph["lantern_git.model.record"].add("lantern_git.store")
+    assert any({"lantern_git.model.record", "lantern_git.store"} <= set(c) for c in cycles(graph))
 
 
 def test_function_level_imports_count():
@@ -139,13 +139,9 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_arrows_point_down_from_the_front_ends():
     graph = import_graph()
-    # render.py is the CLI's text and JSON output: a front end too; so is the web app.
+    # The web app is a front end too.
     front_ends = {
-        m
-        for m in graph
-        if m.startswith(
-            ("lantern_git.cli", "lantern_git.mcp", "lantern_git.render", "lantern_git.web")
-        )
+        m for m in graph if m.startswith(("lantern_git.cli", "lantern_git.mcp", "lantern_git.web"))
     }
     below = set(graph) - front_ends - {"lantern_git", "lantern_git.__main__"}
     for module in sorted(below):
@@ -153,16 +149,13 @@ def test_arrows_point_down_from_the_front_ends():
     # The MCP server shares no code path with the CLI.
     mcp = {m for m in front_ends if m.startswith("lantern_git.mcp")}
     for module in sorted(mcp):
-        assert not any(
-            m.startswith(("lantern_git.cli", "lantern_git.render")) for m in graph[module]
-        )
+        assert not any(m.startswith("lantern_git.cli") for m in graph[module])
     # Nor does the web app: it calls the library, as they do.
     web = {m for m in front_ends if m.startswith("lantern_git.web")}
     assert web
     for module in sorted(web):
         assert not any(
-            m.startswith(("lantern_git.cli", "lantern_git.render", "lantern_git.mcp"))
-            for m in graph[module]
+            m.startswith(("lantern_git.cli", "lantern_git.mcp")) for m in graph[module]
         ), module
 
 
@@ -170,15 +163,20 @@ def test_the_model_imports_neither_git_nor_the_index_nor_the_store():
     graph = import_graph()
     model = (
         "errors",
-        "fields",
-        "record",
-        "recordfile",
-        "query",
-        "timespec",
-        "merge",
-        "sourcemerge",
+        "core.fields",
+        "model.record",
+        "model.record_file",
+        "model.query",
+        "core.timespec",
+        "model.record_merge",
+        "model.source_merge",
     )
-    upper = ("lantern_git.store", "lantern_git.transaction", "lantern_git.git", "lantern_git.index")
+    upper = (
+        "lantern_git.store",
+        "lantern_git.workspace.transaction",
+        "lantern_git.git",
+        "lantern_git.index",
+    )
     for name in model:
         reached = _reaches(graph, f"lantern_git.{name}")
         assert not {m for m in reached if m.startswith(upper)}, name
@@ -189,48 +187,22 @@ def test_the_model_imports_neither_git_nor_the_index_nor_the_store():
 # its own layer's other modules. A name stands for that module and the modules under it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Names, rules and settings every layer uses.
-    ("foundation", ("errors", "fields", "timespec", "paging", "config", "written")),
+    ("foundation", ("errors", "core")),
     # Repositories, commits, the journal, remotes: no record or source layout, no record ids.
     ("git", ("git",)),
-    # Records and sources: what they are, where their files live, how files read and merge.
-    (
-        "model",
-        (
-            "record",
-            "recordfile",
-            "source",
-            "sourcefile",
-            "query",
-            "merge",
-            "sourcemerge",
-            "reviewref",
-        ),
-    ),
+    # Records and sources: what they are, where their files live, how files and trees merge.
+    ("model", ("model",)),
     # Derived, rebuildable state.
-    ("indexes", ("index", "embedders", "embedders_e5", "embedders_model2vec")),
+    ("indexes", ("index",)),
     # What both halves stand on: the folder, git, the lock, the indexes and the one write path
     # (which reads files only through the kinds the halves hand it).
-    ("workspace", ("workspace", "transaction", "lock")),
-    # The memory half, the evidence half, and the tree merge both operations below use.
-    (
-        "halves",
-        (
-            "records",
-            "history",
-            "timetravel",
-            "checker",
-            "editing",
-            "revert",
-            "transfer",
-            "importers",
-            "evidence",
-            "treemerge",
-        ),
-    ),
+    ("workspace", ("workspace",)),
+    # The memory half and the evidence half (which never import each other: see below).
+    ("halves", ("memory", "evidence")),
     ("operations", ("review", "sync")),
     # "": the package itself (lantern_git/__init__.py, which hands out Store).
     ("library", ("store", "")),
-    ("surfaces", ("cli", "mcp", "web", "render", "__main__")),
+    ("surfaces", ("cli", "mcp", "web", "__main__")),
 )
 INDEPENDENT = {"operations"}
 
@@ -280,22 +252,22 @@ def test_arrows_point_down_through_the_layers():
 def test_the_layer_check_finds_planted_upward_imports():
     graph = import_graph(typing=True)
     # The git layer learning the record layout again, as git/repo.py once did.
-    graph["lantern_git.git.repo"].add("lantern_git.recordfile")
+    graph["lantern_git.git.repo"].add("lantern_git.model.record_file")
     # review borrowing sync's merge again: peers in an independent layer.
     graph["lantern_git.review"].add("lantern_git.sync")
     # An import only a type annotation needs counts as much as one that runs.
-    graph["lantern_git.transaction"].add("lantern_git.store")
+    graph["lantern_git.workspace.transaction"].add("lantern_git.store")
     assert {
-        ("lantern_git.git.repo", "lantern_git.recordfile"),
+        ("lantern_git.git.repo", "lantern_git.model.record_file"),
         ("lantern_git.review", "lantern_git.sync"),
-        ("lantern_git.transaction", "lantern_git.store"),
+        ("lantern_git.workspace.transaction", "lantern_git.store"),
     } <= upward_imports(graph)
 
 
 def test_typing_only_imports_are_read():
-    # reviewref.py imports GitRepo only under TYPE_CHECKING.
-    assert "lantern_git.git.repo" not in import_graph()["lantern_git.reviewref"]
-    assert "lantern_git.git.repo" in import_graph(typing=True)["lantern_git.reviewref"]
+    # model/review_refs.py imports GitRepo only under TYPE_CHECKING.
+    assert "lantern_git.git.repo" not in import_graph()["lantern_git.model.review_refs"]
+    assert "lantern_git.git.repo" in import_graph(typing=True)["lantern_git.model.review_refs"]
 
 
 def test_typing_only_imports_make_no_cycle_either():
@@ -308,24 +280,15 @@ def test_typing_only_imports_make_no_cycle_either():
 # The two halves of the "halves" layer, which stand on the workspace and never on each other:
 # the Store hands the records the evidence's pinning (a ``Citations``), and the evidence's
 # verify the records it checks.
-MEMORY_HALF = (
-    "records",
-    "history",
-    "timetravel",
-    "checker",
-    "editing",
-    "revert",
-    "transfer",
-    "importers",
-)
-EVIDENCE_HALF = ("evidence",)
+MEMORY_HALF = "lantern_git.memory"
+EVIDENCE_HALF = "lantern_git.evidence"
 
 
 def crossings(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
     """Every (module, reached) where one half reaches the other through its imports, directly
     or through any module between."""
-    memory = {f"lantern_git.{m}" for m in MEMORY_HALF}
-    evidence = {f"lantern_git.{m}" for m in EVIDENCE_HALF}
+    memory = {m for m in graph if m == MEMORY_HALF or m.startswith(MEMORY_HALF + ".")}
+    evidence = {m for m in graph if m == EVIDENCE_HALF or m.startswith(EVIDENCE_HALF + ".")}
     found = set()
     for mine, theirs in ((memory, evidence), (evidence, memory)):
         for module in sorted(mine):
@@ -340,12 +303,12 @@ def test_the_memory_and_evidence_halves_never_import_each_other():
 def test_the_halves_check_finds_a_planted_crossing():
     # A type-only import of the records by the evidence, as Sources once had of the Store.
     graph = import_graph(typing=True)
-    graph["lantern_git.evidence"].add("lantern_git.records")
-    assert ("lantern_git.evidence", "lantern_git.records") in crossings(graph)
+    graph["lantern_git.evidence.sources"].add("lantern_git.memory.records")
+    assert ("lantern_git.evidence.sources", "lantern_git.memory.records") in crossings(graph)
     # One half reaching the other through a module of neither counts too.
     graph = import_graph(typing=True)
-    graph["lantern_git.transaction"].add("lantern_git.evidence")
-    assert ("lantern_git.records", "lantern_git.evidence") in crossings(graph)
+    graph["lantern_git.workspace.transaction"].add("lantern_git.evidence.sources")
+    assert ("lantern_git.memory.records", "lantern_git.evidence.sources") in crossings(graph)
 
 
 def test_a_module_without_a_layer_is_named():
@@ -356,8 +319,8 @@ def test_a_module_without_a_layer_is_named():
 def test_the_transaction_reads_no_file_format_itself():
     """The halves hand the transaction their file kinds; it imports their modules for types
     only."""
-    formats = {f"lantern_git.{m}" for m in ("record", "recordfile", "source", "sourcefile")}
-    assert not import_graph()["lantern_git.transaction"] & formats
+    formats = {f"lantern_git.model.{m}" for m in ("record", "record_file", "source", "source_file")}
+    assert not import_graph()["lantern_git.workspace.transaction"] & formats
 
 
 def _unannotated(path: Path) -> list[str]:

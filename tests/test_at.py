@@ -11,8 +11,8 @@ import pytest
 from conftest import git, lantern
 
 from lantern_git.errors import InvalidInput
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

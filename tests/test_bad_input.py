@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.cli import cli
-from lantern_git.record import compute_id
+from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
 EXISTING = "An existing record."

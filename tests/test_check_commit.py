@@ -15,11 +15,11 @@ from conftest import git, init_repo, lantern, snapshot
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lantern_git.checker import HandEditsInvalid
 from lantern_git.errors import CheckFailed
 from lantern_git.git.repo import parse_trailers
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.memory.checker import HandEditsInvalid
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

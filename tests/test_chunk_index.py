@@ -13,8 +13,7 @@ import pytest
 from lantern_git.errors import InvalidInput
 from lantern_git.index.chunks import INDEX_NAME, ChunkIndex
 from lantern_git.index.derived import FINE_MARGIN_NS
-from lantern_git.lock import WriterLock
-from lantern_git.source import (
+from lantern_git.model.source import (
     SourceManifest,
     SourceRef,
     body_path,
@@ -24,7 +23,8 @@ from lantern_git.source import (
     manifest_path,
     media_type_for,
 )
-from lantern_git.sourcefile import describe
+from lantern_git.model.source_file import describe
+from lantern_git.workspace.lock import WriterLock
 
 NOW = 1764690000
 

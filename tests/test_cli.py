@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from conftest import git, snapshot
 
 from lantern_git.cli import cli
-from lantern_git.fields import RECORD_KEYS
-from lantern_git.record import compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.core.fields import RECORD_KEYS
+from lantern_git.model.record import compute_id
+from lantern_git.model.record_file import record_path
 
 RECORD_KEY_LIST = list(RECORD_KEYS)
 STATUS_KEYS = [
@@ -501,7 +501,7 @@ def test_expires_at_none_means_no_expiry_for_every_write(run):
 
 
 def test_list_filters_are_the_same_query_as_mcps(run):
-    from lantern_git.query import RecordQuery
+    from lantern_git.model.query import RecordQuery
 
     run("memory", "add", "Ana likes tea.", "--kind", "preference", "--scope", "user:ana")
     run("memory", "add", "Bo likes coffee.", "--kind", "fact", "--scope", "user:bo")

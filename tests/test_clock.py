@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 
 YEAR_S = 365 * 24 * 3600
 FAKETIME = shutil.which("faketime")
@@ -69,7 +69,7 @@ def test_a_long_lived_store_sees_edits_with_its_clock_a_year_ahead(store_path):
     code = """
 import os, sys, time
 from lantern_git.store import Store
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 store = Store.open(sys.argv[1])
 record = store.add("The deploy runs at noon.", kind="fact")
 path = os.path.join(store.root, record_path(record.id))

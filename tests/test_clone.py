@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import git, lantern, snapshot
 
-from lantern_git.record import Record
-from lantern_git.recordfile import read_record_file, record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import read_record_file, record_path
 from lantern_git.store import Store
 
 

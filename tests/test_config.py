@@ -1,4 +1,4 @@
-"""lantern's settings, read in one place (lantern_git/config.py): the LANTERN_* variables and
+"""lantern's settings, read in one place (lantern_git/core/config.py): the LANTERN_* variables and
 lantern.yaml's keys become typed values; a value that does not parse fails where it is used,
 with its code, and nowhere else."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import lantern, snapshot
 
-from lantern_git.config import Environment, StoreSettings, value
+from lantern_git.core.config import Environment, StoreSettings, value
 from lantern_git.errors import InvalidInput
 
 

@@ -14,7 +14,7 @@ from conftest import git, snapshot
 from test_sync import assert_clean_and_valid, merge_message
 
 from lantern_git.cli import cli
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo, lantern, snapshot
 
-from lantern_git.lock import WriterLock
-from lantern_git.record import compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import compute_id
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
+from lantern_git.workspace.lock import WriterLock
 
 
 def make_store(path: Path) -> Path:
@@ -255,7 +255,7 @@ def test_lock_timeout_defaults_to_10_seconds_and_ignores_bad_values(
     store_path, monkeypatch, value, expected
 ):
     """LANTERN_LOCK_TIMEOUT: seconds; unset, not a number or negative means the 10 s default."""
-    from lantern_git.lock import DEFAULT_TIMEOUT, lock_timeout
+    from lantern_git.workspace.lock import DEFAULT_TIMEOUT, lock_timeout
 
     assert DEFAULT_TIMEOUT == 10.0
     if value is None:

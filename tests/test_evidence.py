@@ -15,8 +15,8 @@ import pytest
 from conftest import git, lantern, snapshot
 
 from lantern_git.errors import InvalidInput, NotFound, UncommittedChanges, ValidationError
-from lantern_git.evidence import SourceInput
-from lantern_git.source import SourceManifest, SourceRef, compute_source_id
+from lantern_git.evidence.sources import SourceInput
+from lantern_git.model.source import SourceManifest, SourceRef, compute_source_id
 
 TRANSCRIPT = (
     "User: hello there\n"
@@ -138,7 +138,7 @@ def test_binary_or_invalid_text_is_refused_naming_the_byte_offset(
 
 
 def test_a_body_over_the_limit_is_refused_and_nothing_written(store, store_path):
-    from lantern_git.source import MAX_SOURCE_BYTES
+    from lantern_git.model.source import MAX_SOURCE_BYTES
 
     before = snapshot(store_path)
     with pytest.raises(ValidationError, match="largest source body"):

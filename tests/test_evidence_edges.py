@@ -22,9 +22,9 @@ from mcp import Client, StdioServerParameters
 from test_mcp import fail, ok, run, server_params
 
 from lantern_git.errors import InvalidInput, ValidationError
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.mcp.server import ALL_TOOLS
-from lantern_git.source import line_spans
+from lantern_git.model.source import line_spans
 
 # ---------------------------------------------------------------------------- verify's memory
 

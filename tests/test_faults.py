@@ -22,8 +22,8 @@ from reliability_support import add_args, audit, cli, cli_env, make_store, recor
 
 from lantern_git.errors import GitError
 from lantern_git.git.repo import BULK_FILES, TMP_SUFFIX
-from lantern_git.record import Record
-from lantern_git.source import compute_source_id
+from lantern_git.model.record import Record
+from lantern_git.model.source import compute_source_id
 from lantern_git.store import Store
 
 BEFORE_REF = ["after-objects", "after-journal", "after-first-file", "after-files"]

@@ -13,8 +13,8 @@ import time
 
 from conftest import git, lantern
 
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 RECORDS = 300

@@ -13,7 +13,7 @@ import pytest
 from conftest import git
 
 from lantern_git.index import search as search_index
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 # root -> the long-lived watching store that reads in the "notified" runs

@@ -8,7 +8,7 @@ import pytest
 from conftest import git, lantern
 
 from lantern_git.errors import InvalidInput, NotFound
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from reliability_support import add_args, cli, make_store, record_id
 
 from lantern_git.cli import cli as lantern_cli
-from lantern_git.fields import MAX_CONTENT_BYTES, MAX_FILE_BYTES
-from lantern_git.record import Record
-from lantern_git.recordfile import read_record_file
+from lantern_git.core.fields import MAX_CONTENT_BYTES, MAX_FILE_BYTES
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import read_record_file
 from lantern_git.store import Store
 
 FUZZ = settings(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 
 KEYWORD_SHARE = 0.1  # docs/search.md: hybrid is 0.1 × BM25/best + 0.9 × cosine
 FLOOR = 0.15  # docs/search.md: wordllama's floor for a query that shares a word with the texts
@@ -41,7 +41,7 @@ CLOSE = 1e-5
 def cosines(query: str, texts: list[str]) -> dict[str, float]:
     import numpy as np
 
-    from lantern_git.embedders import load_embedder
+    from lantern_git.index.embedders import load_embedder
 
     rows = load_embedder("wordllama").embed([query, *texts]).astype(np.float64)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)

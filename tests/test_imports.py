@@ -8,7 +8,7 @@ import json
 
 from conftest import git, lantern, snapshot
 
-from lantern_git.record import compute_id
+from lantern_git.model.record import compute_id
 
 MEMORY_JSON = "\n".join(
     json.dumps(item)

@@ -18,8 +18,8 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from lantern_git.fields import KINDS, RECORD_KEYS, STATUSES
-from lantern_git.record import compute_id
+from lantern_git.core.fields import KINDS, RECORD_KEYS, STATUSES
+from lantern_git.model.record import compute_id
 
 TOOL_NAMES = {
     "lantern_memory_add",
@@ -888,9 +888,9 @@ def test_agent_policy_example_runs(store_path):
 def test_schemas_come_from_the_field_table_and_the_librarys_defaults():
     import inspect
 
-    from lantern_git.fields import FIELDS
+    from lantern_git.core.fields import FIELDS
     from lantern_git.mcp.server import TOOLS_BY_NAME
-    from lantern_git.record import SCOPE_RE
+    from lantern_git.model.record import SCOPE_RE
     from lantern_git.store import Store
 
     add = TOOLS_BY_NAME["lantern_memory_add"].input_schema["properties"]

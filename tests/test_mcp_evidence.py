@@ -7,7 +7,7 @@ import json
 from conftest import git, lantern, snapshot
 from test_mcp import fail, ok, run
 
-from lantern_git.fields import HIT_FIELDS
+from lantern_git.core.fields import HIT_FIELDS
 
 TRANSCRIPT = (
     "User: we should deploy on Fridays only after the freeze review.\n"

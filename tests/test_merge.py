@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lantern_git.merge import MergeError, expected_id, merge_records
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
+from lantern_git.model.record_merge import MergeError, expected_id, merge_records
 
 T0 = 1_764_690_000
 MARKERS = ("<<<<<<<", ">>>>>>>", "|||||||")

@@ -11,10 +11,10 @@ from conftest import git, init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lantern_git.fields import KINDS, STATUSES
-from lantern_git.query import order_key
-from lantern_git.record import Record, compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.core.fields import KINDS, STATUSES
+from lantern_git.model.query import order_key
+from lantern_git.model.record import Record, compute_id
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 NOW = 2_000_000_000
@@ -355,7 +355,7 @@ def test_minimums_read_from_the_order_column_select_what_numeric_ranges_select(t
     from whoosh import query as Q
 
     from lantern_git.index import search as search_index
-    from lantern_git.query import RecordQuery
+    from lantern_git.model.query import RecordQuery
 
     rng = random.Random(20261204)
     ix = whoosh_index.create_in(str(tmp_path), search_index._schema())

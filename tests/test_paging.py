@@ -11,10 +11,10 @@ from conftest import lantern, snapshot
 from test_mcp import fail, ok, run
 
 from lantern_git import Store
+from lantern_git.core.paging import Page
 from lantern_git.errors import InvalidInput
-from lantern_git.evidence import SourceInput
-from lantern_git.paging import Page
-from lantern_git.query import RecordQuery
+from lantern_git.evidence.sources import SourceInput
+from lantern_git.model.query import RecordQuery
 
 LIMIT_MESSAGE = "limit: must be 0 or more (0: no limit); got -1"
 OFFSET_MESSAGE = "offset: must be 0 or more; got -1"

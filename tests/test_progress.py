@@ -10,7 +10,7 @@ import sys
 
 from conftest import lantern
 
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 
 
 def on_a_terminal(store_path, *args: str, progress: str = "always") -> tuple[str, str]:

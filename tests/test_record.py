@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lantern_git.core.fields import FIELD_ORDER, KINDS, OPTIONAL_FIELDS, STATUSES
 from lantern_git.errors import ValidationError
-from lantern_git.fields import FIELD_ORDER, KINDS, OPTIONAL_FIELDS, STATUSES
-from lantern_git.record import Record, compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record, compute_id
+from lantern_git.model.record_file import record_path
 
 # ---------------------------------------------------------------------------- strategies
 

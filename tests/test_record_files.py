@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import git, lantern
 
-from lantern_git.record import Record
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import record_path
 
 ODD = "0123456789abcdef"
 ODD_PATH = record_path(ODD)

@@ -33,8 +33,8 @@ from reliability_support import (
 )
 
 from lantern_git.errors import LockTimeout
-from lantern_git.lock import WriterLock
 from lantern_git.store import Store
+from lantern_git.workspace.lock import WriterLock
 
 pytestmark = pytest.mark.reliability
 # Fixed, so a failure replays: LANTERN_TEST_SEED=<n> picks another (the soak picks its own).
@@ -90,7 +90,7 @@ def test_one_shared_store_object_serializes_its_threads(tmp_path):
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from lantern_git.lock import WriterLock
+    from lantern_git.workspace.lock import WriterLock
     lock = WriterLock(sys.argv[1], timeout=5)
     lock.acquire()
     print("held", flush=True)

@@ -15,9 +15,9 @@ from conftest import git, snapshot
 from reliability_support import add_args, cli, cli_env, make_store
 
 from lantern_git.errors import GitError, InvalidInput, NotFound
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 CLI_BRANCH = "refs/heads/lantern/review/cli"

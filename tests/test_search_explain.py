@@ -20,7 +20,7 @@ import pytest
 from conftest import lantern
 from test_mcp import connect, ok
 
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

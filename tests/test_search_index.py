@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git, lantern
 
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 
@@ -72,7 +72,7 @@ def test_a_hand_added_and_a_hand_deleted_file_are_seen(store, store_path, three)
     a, b, c = three
     new_text = (store_path / record_path(a.id)).read_text().replace("tea", "tee")
     (store_path / record_path(a.id)).unlink()
-    from lantern_git.record import Record, compute_id
+    from lantern_git.model.record import Record, compute_id
 
     new_id = compute_id("preference", "global", "Alpha prefers tee.")
     new = Record.from_markdown(new_text.replace(a.id, new_id))

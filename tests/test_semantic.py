@@ -521,7 +521,7 @@ def test_a_keyword_session_never_imports_numpy(store_path):
 
 
 def add_sources(store: Store) -> dict[str, str]:
-    from lantern_git.evidence import SourceInput
+    from lantern_git.evidence.sources import SourceInput
 
     ids = {}
     for name, text in (
@@ -826,7 +826,7 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
     store, store_path
 ):
     from lantern_git.index.vectors import fuse, fuse_page, rank
-    from lantern_git.query import RecordQuery
+    from lantern_git.model.query import RecordQuery
 
     words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
     for number in range(40):

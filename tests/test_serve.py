@@ -14,7 +14,7 @@ from conftest import git, snapshot
 from reliability_support import cli, make_store
 from serve_support import BASE, PORT, Markup, forms, served
 
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
 from lantern_git.store import Store
 from lantern_git.web.app import ServeConfig, create_app
@@ -775,7 +775,7 @@ def test_store_count_is_the_length_of_the_unpaged_list_for_every_kind_of_query(p
         old = store.add("gamma", kind="fact").id
         store.archive(old)
         store.add("delta", kind="fact", expires_at=int(time.time()) - 60)
-        from lantern_git.query import RecordQuery
+        from lantern_git.model.query import RecordQuery
 
         queries = [
             RecordQuery(),

@@ -12,7 +12,7 @@ import pytest
 from reliability_support import make_store
 from test_serve_cli import LINE, serving
 
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
 
 TRANSCRIPT = (

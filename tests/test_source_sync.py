@@ -1,5 +1,5 @@
 """Sources merge without conflict markers (docs/sync.md, "How sources merge"): the pure rules of
-sourcemerge.py, then ``lantern sync`` and a plain ``git pull`` between real clones."""
+model/source_merge.py, then ``lantern sync`` and a plain ``git pull`` between real clones."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from lantern_git.cli.sync import find_source_body
 from lantern_git.errors import UncommittedChanges
 from lantern_git.git.repo import parse_trailers
-from lantern_git.merge import MergeError
-from lantern_git.source import (
+from lantern_git.model.record_merge import MergeError
+from lantern_git.model.source import (
     SourceManifest,
     body_path,
     compute_source_id,
@@ -28,8 +28,8 @@ from lantern_git.source import (
     manifest_path,
     media_type_for,
 )
-from lantern_git.sourcefile import describe, load_source, source_problems
-from lantern_git.sourcemerge import (
+from lantern_git.model.source_file import describe, load_source, source_problems
+from lantern_git.model.source_merge import (
     SourceVersion,
     merge_bodies,
     merge_manifest_files,

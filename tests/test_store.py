@@ -16,8 +16,8 @@ from lantern_git.errors import (
     UncommittedChanges,
     UnsupportedFormat,
 )
-from lantern_git.record import Record, compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record, compute_id
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

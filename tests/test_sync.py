@@ -16,9 +16,9 @@ from conftest import git, init_repo, lantern, snapshot
 from lantern_git.errors import GitError, InvalidInput, UncommittedChanges
 from lantern_git.git.config import merge_driver_command
 from lantern_git.git.repo import parse_trailers
-from lantern_git.merge import merge_records
-from lantern_git.record import Record
-from lantern_git.recordfile import read_record_file, record_path
+from lantern_git.model.record import Record
+from lantern_git.model.record_file import read_record_file, record_path
+from lantern_git.model.record_merge import merge_records
 from lantern_git.store import Store
 
 MARKERS = ("<<<<<<<", ">>>>>>>")
@@ -314,7 +314,7 @@ def test_a_record_deleted_by_hand_on_one_side_and_unchanged_on_the_other_is_remo
         assert "Lantern-Record" not in parse_trailers(merge_message(b))
     else:
         assert report["fast_forward"] and report["merge_commits"] == []
-    from lantern_git.render import sync_lines
+    from lantern_git.cli.render import sync_lines
 
     assert "records: 1 removed" in sync_lines(report)
     assert not (b.path / record_path(gone.id)).exists()

@@ -14,8 +14,8 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from test_sync import Host, clone_host, first_host, make_remote
 
 from lantern_git.errors import InvalidInput
-from lantern_git.record import compute_id
-from lantern_git.recordfile import read_record_file, record_path
+from lantern_git.model.record import compute_id
+from lantern_git.model.record_file import read_record_file, record_path
 
 CONTENTS = [
     "Ana prefers short answers.",

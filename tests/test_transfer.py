@@ -13,8 +13,8 @@ from conftest import git, init_repo, lantern, snapshot
 
 from lantern_git.errors import ValidationError
 from lantern_git.git.repo import parse_trailers
-from lantern_git.record import Record, compute_id
-from lantern_git.recordfile import record_path
+from lantern_git.model.record import Record, compute_id
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

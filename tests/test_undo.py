@@ -14,7 +14,7 @@ from conftest import git, lantern, snapshot
 
 from lantern_git.cli import cli
 from lantern_git.git.repo import parse_trailers
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from lantern_git.recordfile import record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 CLI = (sys.executable, "-m", "lantern_git")

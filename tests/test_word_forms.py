@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import lantern
 
-from lantern_git.evidence import SourceInput
+from lantern_git.evidence.sources import SourceInput
 
 
 def ids(hits) -> list[str]:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import __version__, render
-from ..fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
-from . import support
+from .. import __version__
+from ..core.fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
+from . import render, support
 from .support import (
     LanternGroup,
     add_options,
@@ -26,10 +26,10 @@ from .support import (
 )
 
 if TYPE_CHECKING:
-    from ..paging import Page
-    from ..record import Record
+    from ..core.paging import Page
+    from ..core.written import Written
+    from ..model.record import Record
     from ..store import Store
-    from ..written import Written
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,9 +49,9 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
 @writer
 def init(path: str | None, as_json: bool, store_path: str | None, author: str | None) -> None:
     """Create a store in PATH, or adopt the git repository there (default: current folder)."""
-    from .. import render
     from ..store import Store
-    from ..workspace import locate_store
+    from ..workspace.workspace import locate_store
+    from . import render
 
     # PATH, else the one discovery order (--store after or before the subcommand, then
     # $LANTERN_STORE), ending at the current folder: a new store is made where one stands.
@@ -152,7 +152,7 @@ def memory_list(
     **filters: Any,
 ) -> None:
     """Records in order: active first, then priority, urgency, newest, id."""
-    from ..query import RecordQuery
+    from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
     query = RecordQuery.from_options(**filters)
@@ -181,7 +181,7 @@ def memory_search(
     **filters: Any,
 ) -> None:
     """Records matching QUERY, most relevant first, each with its score."""
-    from ..query import RecordQuery
+    from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
     hits = store.search(
@@ -358,7 +358,7 @@ def memory_update(
     author: str | None,
 ) -> None:
     """Change a record's priority, urgency, confidence, expiry or source refs."""
-    from ..timespec import parse_expiry
+    from ..core.timespec import parse_expiry
 
     # An option left out is None to click; to update it means "keep", as UNSET.
     expiry = parse_expiry(UNSET if expires_at is None else expires_at)

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import render
-from . import support
+from . import render, support
 from .support import common, open_store, page_options, reason_option, writer
 
 if TYPE_CHECKING:
-    from ..paging import Page
+    from ..core.paging import Page
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -101,7 +100,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     def log(page: Page, as_json: bool, store_path: str | None) -> None:
         """The store's recent operations, from the commits' Lantern trailers."""
-        from ..history import OperationLog
+        from ..memory.history import OperationLog
 
         log = OperationLog(support.open_store(store_path).log(page.limit, page.offset))
         render.emit(log, as_json, render.log_lines)

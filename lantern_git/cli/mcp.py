@@ -27,7 +27,7 @@ def mcp_command(
     """
     from ..mcp.server import StoreTarget, serve
     from ..store import Store
-    from ..workspace import locate_store
+    from ..workspace.workspace import locate_store
 
     root_store = (ctx.find_root().obj or {}).get("store_path")
     path, is_default = locate_store(store_path or root_store)

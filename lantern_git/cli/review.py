@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .. import render
-from . import support
+from . import render, support
 from .support import common, page_options, reason_option, writer
 
 if TYPE_CHECKING:
-    from ..paging import Page
+    from ..core.paging import Page
 
 
 def register(cli: click.Group, memory: click.Group) -> None:

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import render
+from ..core.fields import HIT_FIELDS, MANIFEST_FIELDS
 from ..errors import InvalidInput
-from ..fields import HIT_FIELDS, MANIFEST_FIELDS
-from . import support
+from . import render, support
 from .support import (
     common,
     meta_pairs,
@@ -27,8 +26,8 @@ from .support import (
 )
 
 if TYPE_CHECKING:
-    from ..evidence import SourceInput
-    from ..paging import Page
+    from ..core.paging import Page
+    from ..evidence.sources import SourceInput
 
 # A progress bar is worth its line from this many documents on.
 PROGRESS_FROM = 20
@@ -50,7 +49,7 @@ def read_document(path: str, *, follow_symlinks: bool = False) -> Document:
     unless ``follow_symlinks``: as ``git add`` stores a link and not its target, lantern never
     ingests what a link points to behind the caller's back (a ``link.md`` to ``/etc/passwd``
     was stored as ``file:///etc/passwd``). Folders on the way are resolved as usual."""
-    from ..source import MAX_SOURCE_BYTES, too_large
+    from ..model.source import MAX_SOURCE_BYTES, too_large
 
     def refuse(why: str) -> InvalidInput:
         return InvalidInput(f"{path}: {why}", code="invalid_path")
@@ -101,7 +100,7 @@ def read_document(path: str, *, follow_symlinks: bool = False) -> Document:
 def read_stdin() -> bytes:
     """Stdin, read up to the largest source body; more than that is refused here, where all
     that is known is that it is larger."""
-    from ..source import MAX_SOURCE_BYTES, too_large
+    from ..model.source import MAX_SOURCE_BYTES, too_large
 
     data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
@@ -147,7 +146,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """
         from pathlib import Path
 
-        from ..evidence import SourceInput
+        from ..evidence.sources import SourceInput
 
         if (uri or title) and len(paths) > 1:
             raise InvalidInput("--uri and --title name one document; give one path with them")
@@ -202,7 +201,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         author: str | None,
     ) -> None:
         """Add the text on stdin at the end of a source, on a new line."""
-        from ..source import check_body
+        from ..model.source import check_body
 
         text = check_body(read_stdin(), "stdin")
         store = support.open_store(store_path, author)

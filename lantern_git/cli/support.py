@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..config import environment
-from ..errors import InvalidInput, LanternError
-from ..fields import (
+from ..core.config import environment
+from ..core.fields import (
     DEFAULT_CONFIDENCE,
     DEFAULT_PRIORITY,
     DEFAULT_SCOPE,
@@ -24,10 +23,11 @@ from ..fields import (
     KINDS,
     SEARCH_MODES,
 )
+from ..errors import InvalidInput, LanternError
 
 if TYPE_CHECKING:
-    from ..render import Output
     from ..store import Store
+    from .render import Output
 
 
 class LanternGroup(click.Group):
@@ -36,7 +36,7 @@ class LanternGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in args
-        from .. import render
+        from . import render
 
         try:
             code = super().main(
@@ -72,7 +72,7 @@ class LanternGroup(click.Group):
 def _internal_error(err: Exception, as_json: bool) -> int:
     """A bug, not a user error: one clear line, the traceback only when LANTERN_DEBUG=1."""
 
-    from .. import render
+    from . import render
 
     _debug_traceback()
     message = f"internal error: {type(err).__name__}: {err}"
@@ -200,7 +200,7 @@ def progress_bar(
 def read_content(content: str) -> str:
     """CONTENT as given, or stdin when it is ``-``."""
     if content == "-":
-        from ..fields import MAX_CONTENT_BYTES
+        from ..core.fields import MAX_CONTENT_BYTES
 
         # Bounded: a runaway pipe must not be read into memory before being refused.
         limit = 4 * MAX_CONTENT_BYTES
@@ -234,8 +234,8 @@ def given_options(values: dict[str, object]) -> dict[str, object]:
 
 def parse_time_option(value: str | None, name: str) -> int | None:
     """``--expires-at T`` for a new record (None when not given), as MCP's expires_at."""
-    from ..fields import Unset
-    from ..timespec import parse_expiry
+    from ..core.fields import Unset
+    from ..core.timespec import parse_expiry
 
     expiry = parse_expiry(value, name=name)
     return None if isinstance(expiry, Unset) else expiry
@@ -348,7 +348,7 @@ explain_option = click.option(
 
 def page_options(func: Callable | None = None, *, default: int | None = None) -> Any:
     """``--limit`` and ``--offset``: a page of any listing, given to the command as one
-    ``page`` (a :class:`~lantern_git.paging.Page`, checked by the one paging rule: 0 is no
+    ``page`` (a :class:`~lantern_git.core.paging.Page`, checked by the one paging rule: 0 is no
     limit, a negative value is a usage error). No ``--limit`` is ``default`` (None: no limit).
     Use as ``@page_options`` or ``@page_options(default=N)``."""
     import functools
@@ -356,7 +356,7 @@ def page_options(func: Callable | None = None, *, default: int | None = None) ->
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def command(*args: object, limit: int | None, offset: int, **kwargs: object) -> object:
-            from ..paging import Page
+            from ..core.paging import Page
 
             return func(*args, page=Page(limit, offset), **kwargs)
 
@@ -441,8 +441,8 @@ def make_output(
     wide: bool,
     allowed: tuple[str, ...],
 ) -> Output:
-    from .. import render
-    from ..fields import choose_fields
+    from ..core.fields import choose_fields
+    from . import render
 
     formats = [
         name

@@ -14,8 +14,7 @@ import sys
 
 import click
 
-from .. import render
-from . import support
+from . import render, support
 from .support import json_option, writer
 
 
@@ -87,8 +86,8 @@ def merge_file_command(
 
 def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int:
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
-    from ..merge import MergeError, expected_id, merge_records
-    from ..source import parse_source_path
+    from ..model.record_merge import MergeError, expected_id, merge_records
+    from ..model.source import parse_source_path
 
     source = parse_source_path(path) if path else None
     if source is not None:
@@ -119,8 +118,8 @@ def _merge_source_file(
     """One file of a source: a body by the body rules alone; a manifest with the bodies it
     describes looked up in the repository, so it describes the body git writes beside it
     (see :mod:`lantern_git.git.blobs` for why the driver cannot just read it)."""
-    from ..merge import MergeError
-    from ..sourcemerge import merge_bodies, merge_manifest_files
+    from ..model.record_merge import MergeError
+    from ..model.source_merge import merge_bodies, merge_manifest_files
 
     try:
         data = [_read(p) for p in (base, ours, theirs)]
@@ -155,7 +154,7 @@ def find_source_body(
     repository at ``root``; None when no such blob is there. The git layer searches, the
     source layout says where (its folder, and which of its files are bodies)."""
     from ..git.blobs import find_blob
-    from ..source import MANIFEST_SUFFIX, source_dir
+    from ..model.source import MANIFEST_SUFFIX, source_dir
 
     def is_body(name: str) -> bool:
         return name.startswith(source_id + ".") and not name.endswith(MANIFEST_SUFFIX)

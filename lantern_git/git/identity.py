@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..config import environment
+from ..core.config import environment
 
 if TYPE_CHECKING:
     import pygit2

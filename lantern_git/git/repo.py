@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode, Option, RepositoryState
 
-from ..config import environment
+from ..core.config import environment
+from ..core.fields import JOURNAL, TMP_SUFFIX
 from ..errors import GitError, InvalidInput, StoreError
-from ..fields import JOURNAL, TMP_SUFFIX
 
 # Test hook, not a feature: LANTERN_FAULT=<point> makes a write SIGKILL its own process at that
 # step (after-objects, after-journal, after-first-file, after-files, after-ref, after-index,
@@ -788,7 +788,7 @@ def resolve_point(git: GitRepo, at: str | int) -> tuple[pygit2.Commit | None, in
     moment (unix seconds, ISO 8601, a duration): then the newest commit on the first-parent
     line made at or before it. A revision is judged at its commit time.
     """
-    from ..timespec import parse_time
+    from ..core.timespec import parse_time
 
     repo = git.repo
     text = str(at).strip()

@@ -9,7 +9,7 @@ its change pattern (transcripts that grow by appends) differ from a record's.
 Keeping in step with the working tree: one ``scandir`` pass lstats every source file; a source
 whose files show the signature they had when last indexed (and had it long enough before that
 check that a later write must change it) is not read. Any other source is read through
-:func:`lantern_git.sourcefile.read_source_file` (never through a link, never blocking on a
+:func:`lantern_git.model.source_file.read_source_file` (never through a link, never blocking on a
 FIFO). A body whose sha256 is the indexed one is not re-indexed; a body that starts with the
 indexed one (an append) has only its tail re-chunked, from the *resume line* kept for it: the
 chunk rule's decisions look only at lines already read, so the chunks before that line are the
@@ -36,11 +36,11 @@ from typing import Any, NamedTuple
 from whoosh import query as Q
 from whoosh.fields import ID, NUMERIC, STORED, Schema
 
+from ..core.paging import Page
 from ..errors import InvalidInput
-from ..paging import Page
-from ..record import has_undecodable
-from ..recordfile import Problem
-from ..source import (
+from ..model.record import has_undecodable
+from ..model.record_file import Problem
+from ..model.source import (
     SOURCES_DIR,
     SourceRef,
     check_kind,
@@ -48,7 +48,7 @@ from ..source import (
     chunk_ranges,
     parse_source_path,
 )
-from ..sourcefile import SourceFile, read_source_file
+from ..model.source_file import SourceFile, read_source_file
 from . import bm25, clock
 from .analysis import text_query, word_forms
 from .derived import DerivedIndex, Layout, NeedsRebuild, debug, settled, writing

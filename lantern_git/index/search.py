@@ -36,11 +36,11 @@ from whoosh import query as Q
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, Schema
 
+from ..core.fields import STATUSES
 from ..errors import StoreError
-from ..fields import STATUSES
-from ..query import Hit, RecordQuery, order_key, order_minimums
-from ..record import Record
-from ..recordfile import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
+from ..model.query import Hit, RecordQuery, order_key, order_minimums
+from ..model.record import Record
+from ..model.record_file import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
 from . import bm25, clock, whoosh_compat
 from .analysis import text_query, word_forms
 from .derived import (

@@ -48,8 +48,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..embedders import Embedder
 from . import ranking, whoosh_compat
+from .embedders import Embedder
 from .search import SearchIndex
 
 # 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal

@@ -3,7 +3,7 @@
 The answers are the library's own dictionaries (``Record.to_dict``, ``Manifest.to_dict``, a
 page of them...), the same the CLI prints with ``--json``; these models describe them for a
 client (``tests/test_mcp.py`` checks answers against them); they are never built at run
-time. A record's fields come from the field table in :mod:`lantern_git.fields`, a
+time. A record's fields come from the field table in :mod:`lantern_git.core.fields`, a
 source's from the library's manifest schema, through :class:`~lantern_git.mcp.schemas.Table`.
 
 An object whose model is :class:`Closed` allows no other property; an :class:`Open` one says
@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
-from ..fields import NO_LIMIT, SEARCH_MODES
-from ..source import MANIFEST_SCHEMA, VERIFY_STATUSES
+from ..core.fields import NO_LIMIT, SEARCH_MODES
+from ..model.source import MANIFEST_SCHEMA, VERIFY_STATUSES
 from .schemas import Shown, Table, omitted
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..source import encode_body
-from ..written import Written
+from ..core.written import Written
+from ..model.source import encode_body
 from .answers import Hit, Manifest, Verification, View, listing
 from .schemas import (
     NoArguments,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def _add(store: Store, args: dict) -> Written[dict]:
-    from ..evidence import SourceInput
+    from ..evidence.sources import SourceInput
 
     item = SourceInput(
         encode_body(args["text"]),

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.fields import DEFAULT_LIMIT, DUPE_THRESHOLD, UNSET
+from ..core.paging import Page
+from ..core.timespec import parse_expiry
+from ..core.written import Written
 from ..errors import InvalidInput
-from ..fields import DEFAULT_LIMIT, DUPE_THRESHOLD, UNSET
-from ..paging import Page
-from ..query import RecordQuery
-from ..timespec import parse_expiry
-from ..written import Written
+from ..model.query import RecordQuery
 from .answers import (
     AnyObject,
     Deletion,
@@ -50,7 +50,7 @@ from .schemas import (
 from .spec import ToolSpec, page_of
 
 if TYPE_CHECKING:
-    from ..record import Record
+    from ..model.record import Record
     from ..store import Store
 
 # ---------------------------------------------------------------------------- handlers

@@ -1,10 +1,10 @@
 """What each MCP tool takes, as typed models: their JSON Schemas are generated from them, and a
 call's arguments are checked by them.
 
-A tool's arguments are a pydantic model: the Python type of each argument, whether it is
-required, its default. The record fields' limits, patterns, enums and descriptions come from the
-field table in :mod:`lantern_git.fields` (:class:`Table`), where they are written once; a tool's
-own arguments carry theirs beside their type (:class:`Shown`).
+A tool's arguments are a pydantic model: the Python type of each argument, whether it is required,
+its default. The record fields' limits, patterns, enums and descriptions come from the field table
+in :mod:`lantern_git.core.fields` (:class:`Table`), where they are written once; a tool's own
+arguments carry theirs beside their type (:class:`Shown`).
 
 Those keywords are *shown*, not checked here: a client reads them to refuse a bad call before
 sending it, and the server leaves the values to the library, which checks them for every surface
@@ -26,8 +26,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 
-from ..errors import InvalidInput
-from ..fields import (
+from ..core.fields import (
     DEFAULT_LIMIT,
     DEFAULT_STATUS,
     DUPE_THRESHOLD,
@@ -37,7 +36,8 @@ from ..fields import (
     SEARCH_MODES,
     choose_fields,
 )
-from ..source import MANIFEST_SCHEMA, SOURCE_KINDS
+from ..errors import InvalidInput
+from ..model.source import MANIFEST_SCHEMA, SOURCE_KINDS
 
 # The largest page a list or search tool returns; 0 (NO_LIMIT) asks for every match.
 MAX_LIMIT = 500

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..fields import DEFAULT_LIMIT
-from ..paging import Page
+from ..core.fields import DEFAULT_LIMIT
+from ..core.paging import Page
 from .schemas import MAX_LIMIT, Arguments, check_arguments, input_schema, json_schema
 
 if TYPE_CHECKING:
+    from ..core.written import Written
     from ..store import Store
-    from ..written import Written
 
 
 @dataclass(frozen=True)
@@ -55,5 +55,5 @@ class ToolSpec:
 
 def page_of(args: dict) -> Page:
     """The page a listing tool's ``limit`` and ``offset`` ask for, checked by the one paging
-    rule (:mod:`lantern_git.paging`); at most MAX_LIMIT per page."""
+    rule (:mod:`lantern_git.core.paging`); at most MAX_LIMIT per page."""
     return Page.of(args.get("limit", DEFAULT_LIMIT), args.get("offset", 0), maximum=MAX_LIMIT)

@@ -26,16 +26,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..core.fields import KINDS, SEARCH_MODES
+from ..core.paging import Page
 from ..errors import InvalidInput, LanternError, NotFound
-from ..fields import KINDS, SEARCH_MODES
-from ..paging import Page
-from ..query import RecordQuery
+from ..model.query import RecordQuery
+from ..model.source import SourceRef, is_source_ref
 from ..review import PendingVersion
-from ..source import SourceRef, is_source_ref
 from .security import WILDCARDS, Guard, allowed_hosts, csrf_ok
 
 if TYPE_CHECKING:
-    from ..record import Record
+    from ..model.record import Record
     from ..store import Store
 
 T = TypeVar("T")

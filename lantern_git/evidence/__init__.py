@@ -1,0 +1,1 @@
+"""The evidence half: sources, their chunks, and the references records make to them."""

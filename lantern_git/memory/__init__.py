@@ -1,0 +1,1 @@
+"""The memory half: what the store does with records."""

@@ -1,0 +1,1 @@
+"""The model: what a record and a source are, where their files live, how they merge."""
