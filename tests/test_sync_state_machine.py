@@ -154,6 +154,9 @@ def test_three_clones_converge_after_random_writes_and_syncs():
             max_examples=int(os.environ.get("SYNC_STATE_MACHINE_EXAMPLES", "8")),
             stateful_step_count=12,
             deadline=None,
+            # The same examples on every run: with a random draw, a run could pick no
+            # supersede step at all and fail the coverage check below by chance.
+            derandomize=True,
             suppress_health_check=list(HealthCheck),
         ),
     )
