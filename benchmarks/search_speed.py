@@ -8,10 +8,14 @@ A store of N records from the shared corpus generator (as ``run.py``), embedded 
 each checkout (``--before`` first, this one after, then both again, so that a machine's load
 falls on both alike), a fresh process opens the store as a long-running caller does
 (``Store.open(watch=True)``, the MCP server's way), warms each mode, and times ``search`` in
-keyword and hybrid mode over the corpus's query words (median, p95); then a real MCP client
-over stdio times ``lantern_memory_search`` round trips against ``lantern mcp``. Targets (issue
-22): 10k records, keyword <= 5 ms and hybrid <= 15 ms medians; 100k in the server, hybrid <=
-100 ms.
+keyword and hybrid mode over the corpus's query words (median, p95). Then the same searches
+through the MCP tool: in process (``ToolRunner.run``, what the server itself spends on a call:
+arguments checked, the store's search, the answer built), and as round trips from a real MCP
+client over stdio to ``lantern mcp``. Beside those, two peers with no lantern in them: the
+SDK's own round trip to a server whose one tool answers ``{}``, and to one that answers the
+very page lantern answered, with lantern's output schema (which the client checks each answer
+against): what a call costs before lantern does anything. Targets (issue 22): 10k records,
+keyword <= 5 ms and hybrid <= 15 ms medians; 100k in the server, hybrid <= 100 ms.
 """
 
 from __future__ import annotations
@@ -50,34 +54,106 @@ for mode in ("keyword", "hybrid"):
 print(json.dumps(out))
 """
 
+TOOL = r"""
+import json, statistics, sys, time
+from lantern_git.mcp.server import StoreTarget, ToolRunner
+root, words = sys.argv[1], json.loads(sys.argv[2])
+runner = ToolRunner(StoreTarget(root))
+out = {}
+for mode in ("keyword", "hybrid"):
+    for w in words[:3]:
+        runner.run("lantern_memory_search", {"query": w, "mode": mode})
+    times = []
+    for i, w in enumerate(words):
+        text = w if i % 2 else f"{w} {words[(i * 7) % len(words)]}"
+        start = time.perf_counter()
+        outcome = runner.run("lantern_memory_search", {"query": text, "mode": mode, "limit": 10})
+        times.append(time.perf_counter() - start)
+        assert not outcome.is_error, outcome.value
+    times.sort()
+    out[mode] = [statistics.median(times) * 1000, times[int(0.95 * (len(times) - 1))] * 1000]
+runner.close()
+print(json.dumps(out))
+"""
+
+# The MCP SDK alone: a server with one tool that returns a fixed answer, no lantern in it.
+# With {} it is the SDK's floor for any call; with a page lantern answered and the output
+# schema lantern declares, the floor for that answer (the client checks it against the schema).
+BARE = r"""
+import json, sys
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+with open(sys.argv[1], encoding="utf-8") as f:
+    fixed = json.load(f)
+answer, schema = fixed["answer"], fixed["schema"]
+tool = types.Tool(name="fixed", input_schema={"type": "object"}, output_schema=schema)
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[tool])
+async def call_tool(ctx, params):
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))],
+        structured_content=answer,
+    )
+server = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+async def main():
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+anyio.run(main)
+"""
+
 SERVER = r"""
-import json, os, statistics, sys, time
+import json, os, statistics, sys, tempfile, time
 import anyio
 from mcp import Client, StdioServerParameters
-root, words = sys.argv[1], json.loads(sys.argv[2])
-params = StdioServerParameters(
-    command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", root],
-    env={k: v for k, v in os.environ.items()
-         if k.startswith(("GIT_", "LANTERN_", "XDG_", "PYTHON")) or k in ("HOME", "PATH")},
-)
+root, words, bare = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+env = {k: v for k, v in os.environ.items()
+       if k.startswith(("GIT_", "LANTERN_", "XDG_", "PYTHON")) or k in ("HOME", "PATH")}
+def summary(times):
+    times = sorted(times)
+    return [statistics.median(times) * 1000, times[int(0.95 * (len(times) - 1))] * 1000]
+async def timed(client, name, arguments):
+    for i in range(3):
+        await client.call_tool(name, arguments(i, words[i]))
+    times, result = [], None
+    for i, w in enumerate(words):
+        start = time.perf_counter()
+        result = await client.call_tool(name, arguments(i, w))
+        times.append(time.perf_counter() - start)
+        assert not result.is_error, result.content[0].text
+    return times, result
+def query(mode):
+    def arguments(i, w):
+        text = w if i % 2 else f"{w} {words[(i * 7) % len(words)]}"
+        return {"query": text, "mode": mode, "limit": 10}
+    return arguments
 async def main():
     out = {}
+    answers = {}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", root], env=env
+    )
     async with Client(params) as client:
         for mode in ("keyword", "hybrid"):
-            for w in words[:3]:
-                await client.call_tool("lantern_memory_search", {"query": w, "mode": mode})
-            times = []
-            for i, w in enumerate(words):
-                text = w if i % 2 else f"{w} {words[(i * 7) % len(words)]}"
-                start = time.perf_counter()
-                result = await client.call_tool(
-                    "lantern_memory_search", {"query": text, "mode": mode, "limit": 10}
+            times, result = await timed(client, "lantern_memory_search", query(mode))
+            out[mode] = summary(times)
+            answers[mode] = result.structured_content
+        tools = (await client.list_tools()).tools
+        schema = next(t for t in tools if t.name == "lantern_memory_search").output_schema
+    for mode in ("keyword", "hybrid"):
+        for label, answer, declared in (("empty", {}, None), ("answer", answers[mode], schema)):
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                json.dump({"answer": answer, "schema": declared}, f)
+            try:
+                floor = StdioServerParameters(
+                    command=sys.executable, args=["-c", bare, f.name], env=env
                 )
-                times.append(time.perf_counter() - start)
-                assert not result.is_error, result.content[0].text
-            times.sort()
-            p95 = times[int(0.95 * (len(times) - 1))]
-            out[mode] = [statistics.median(times) * 1000, p95 * 1000]
+                async with Client(floor) as client:
+                    times, _ = await timed(client, "fixed", lambda i, w: {})
+            finally:
+                os.unlink(f.name)
+            out[f"{label}:{mode}"] = summary(times)
     print(json.dumps(out))
 anyio.run(main)
 """
@@ -105,8 +181,9 @@ def build(root: str, n: int) -> list[str]:
 def measure(checkout: str, script: str, root: str, words: list[str]) -> dict:
     env = dict(os.environ, PYTHONPATH=checkout, LANTERN_AUTHOR="Bench <bench@example.com>")
     env.pop("LANTERN_EMBEDDER", None)
+    extra = [BARE] if script is SERVER else []
     done = subprocess.run(
-        [sys.executable, "-c", script, root, json.dumps(words)],
+        [sys.executable, "-c", script, root, json.dumps(words), *extra],
         env=env,
         capture_output=True,
         text=True,
@@ -136,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             root = os.path.join(work, "store")
             words = build(root, n)
-            places = [("server", SERVER)]
+            places = [("MCP tool, in process", TOOL), ("MCP server", SERVER)]
             if n < args.server_only_from:
                 places.insert(0, ("library", LIBRARY))
             for where, script in places:
@@ -144,14 +221,18 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(2):  # before, after, before, after: the load falls on both
                     for name, path in checkouts:
                         found[name].append(measure(path, script, root, words))
-                for name, _ in checkouts:
-                    runs = found[name]
+                lines = [(where, name, found[name], "") for name, _ in checkouts]
+                if script is SERVER:  # the SDK's floors, from every run of either checkout
+                    runs = [r for name, _ in checkouts for r in found[name]]
+                    lines.append((f"{where}: SDK alone, an empty answer", "-", runs, "empty:"))
+                    lines.append((f"{where}: SDK alone, the same answers", "-", runs, "answer:"))
+                for label, name, runs, prefix in lines:
                     cells = []
                     for mode in ("keyword", "hybrid"):
-                        med = statistics.median(r[mode][0] for r in runs)
-                        p95 = statistics.median(r[mode][1] for r in runs)
+                        med = statistics.median(r[prefix + mode][0] for r in runs)
+                        p95 = statistics.median(r[prefix + mode][1] for r in runs)
                         cells.append(f"{med:.1f} / {p95:.1f}")
-                    row = f"| {n:,} | {where} | {name} | {cells[0]} | {cells[1]} |"
+                    row = f"| {n:,} | {label} | {name} | {cells[0]} | {cells[1]} |"
                     rows.append(row)
                     print(row, flush=True)
         finally:
