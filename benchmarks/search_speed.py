@@ -11,10 +11,12 @@ falls on both alike), a fresh process opens the store as a long-running caller d
 keyword and hybrid mode over the corpus's query words (median, p95). Then the same searches
 through the MCP tool: in process (``ToolRunner.run``, what the server itself spends on a call:
 arguments checked, the store's search, the answer built), and as round trips from a real MCP
-client over stdio to ``lantern mcp``. Beside those, two peers with no lantern in them: the
-SDK's own round trip to a server whose one tool answers ``{}``, and to one that answers the
-very page lantern answered, with lantern's output schema (which the client checks each answer
-against): what a call costs before lantern does anything. Targets (issue 22): 10k records,
+client over stdio to ``lantern mcp``: one client process talks to every checkout's server at
+once, each query sent to each in turn, so that the machine's load falls on all alike. Beside
+those, in the same turns, two peers with no lantern in them: the SDK's own round trip to a
+server whose one tool answers ``{}``, and to one that answers a page lantern answered, with
+lantern's output schema (which the client checks each answer against): what a call costs
+before lantern does anything. Targets (issue 22): 10k records,
 keyword <= 5 ms and hybrid <= 15 ms medians; 100k in the server, hybrid <= 100 ms.
 """
 
@@ -103,57 +105,73 @@ async def main():
 anyio.run(main)
 """
 
+# One client process talks to every server at once: lantern mcp from each checkout and the
+# bare SDK servers, each query sent to each in turn (the order rotating), so that a busy
+# machine's load falls on all of them alike within the same milliseconds.
 SERVER = r"""
-import json, os, statistics, sys, tempfile, time
+import contextlib, json, os, statistics, sys, tempfile, time
 import anyio
 from mcp import Client, StdioServerParameters
 root, words, bare = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+checkouts = json.loads(sys.argv[4])
 env = {k: v for k, v in os.environ.items()
        if k.startswith(("GIT_", "LANTERN_", "XDG_", "PYTHON")) or k in ("HOME", "PATH")}
-def summary(times):
-    times = sorted(times)
-    return [statistics.median(times) * 1000, times[int(0.95 * (len(times) - 1))] * 1000]
-async def timed(client, name, arguments):
-    for i in range(3):
-        await client.call_tool(name, arguments(i, words[i]))
-    times, result = [], None
-    for i, w in enumerate(words):
-        start = time.perf_counter()
-        result = await client.call_tool(name, arguments(i, w))
-        times.append(time.perf_counter() - start)
-        assert not result.is_error, result.content[0].text
-    return times, result
-def query(mode):
-    def arguments(i, w):
-        text = w if i % 2 else f"{w} {words[(i * 7) % len(words)]}"
-        return {"query": text, "mode": mode, "limit": 10}
-    return arguments
+def search(i, w, mode):
+    text = w if i % 2 else f"{w} {words[(i * 7) % len(words)]}"
+    return {"query": text, "mode": mode, "limit": 10}
 async def main():
     out = {}
-    answers = {}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", root], env=env
-    )
-    async with Client(params) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        lantern = {}
+        for name, path in checkouts:
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", root],
+                env=dict(env, PYTHONPATH=path),
+            )
+            lantern[name] = await stack.enter_async_context(Client(params))
+        answers = {}
         for mode in ("keyword", "hybrid"):
-            times, result = await timed(client, "lantern_memory_search", query(mode))
-            out[mode] = summary(times)
-            answers[mode] = result.structured_content
+            for name, client in lantern.items():
+                for i in range(3):
+                    arguments = search(i, words[i], mode)
+                    result = await client.call_tool("lantern_memory_search", arguments)
+                answers[mode] = result.structured_content
         tools = (await client.list_tools()).tools
         schema = next(t for t in tools if t.name == "lantern_memory_search").output_schema
-    for mode in ("keyword", "hybrid"):
-        for label, answer, declared in (("empty", {}, None), ("answer", answers[mode], schema)):
+        fixed = {}
+        for label, answer, declared in (
+            ("empty", {}, None),
+            ("answer:keyword", answers["keyword"], schema),
+            ("answer:hybrid", answers["hybrid"], schema),
+        ):
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
                 json.dump({"answer": answer, "schema": declared}, f)
-            try:
-                floor = StdioServerParameters(
-                    command=sys.executable, args=["-c", bare, f.name], env=env
-                )
-                async with Client(floor) as client:
-                    times, _ = await timed(client, "fixed", lambda i, w: {})
-            finally:
-                os.unlink(f.name)
-            out[f"{label}:{mode}"] = summary(times)
+            stack.callback(os.unlink, f.name)
+            params = StdioServerParameters(
+                command=sys.executable, args=["-c", bare, f.name], env=env
+            )
+            fixed[label] = await stack.enter_async_context(Client(params))
+            for _ in range(3):
+                await fixed[label].call_tool("fixed", {})
+        for mode in ("keyword", "hybrid"):
+            targets = [(name, client, True) for name, client in lantern.items()]
+            targets.append(("empty", fixed["empty"], False))
+            targets.append(("answer", fixed[f"answer:{mode}"], False))
+            times = {name: [] for name, _, _ in targets}
+            for i, w in enumerate(words):
+                turn = targets[i % len(targets):] + targets[:i % len(targets)]
+                for name, client, is_lantern in turn:
+                    start = time.perf_counter()
+                    if is_lantern:
+                        result = await client.call_tool("lantern_memory_search", search(i, w, mode))
+                    else:
+                        result = await client.call_tool("fixed", {})
+                    times[name].append(time.perf_counter() - start)
+                    assert not result.is_error, result.content[0].text
+            for name, taken in times.items():
+                taken.sort()
+                p95 = taken[int(0.95 * (len(taken) - 1))]
+                out.setdefault(name, {})[mode] = [statistics.median(taken) * 1000, p95 * 1000]
     print(json.dumps(out))
 anyio.run(main)
 """
@@ -178,10 +196,9 @@ def build(root: str, n: int) -> list[str]:
     return list(corpus.query_words(QUERIES))
 
 
-def measure(checkout: str, script: str, root: str, words: list[str]) -> dict:
+def measure(checkout: str, script: str, root: str, words: list[str], *extra: str) -> dict:
     env = dict(os.environ, PYTHONPATH=checkout, LANTERN_AUTHOR="Bench <bench@example.com>")
     env.pop("LANTERN_EMBEDDER", None)
-    extra = [BARE] if script is SERVER else []
     done = subprocess.run(
         [sys.executable, "-c", script, root, json.dumps(words), *extra],
         env=env,
@@ -219,20 +236,27 @@ def main(argv: list[str] | None = None) -> int:
             for where, script in places:
                 found: dict[str, list[dict]] = {name: [] for name, _ in checkouts}
                 for _ in range(2):  # before, after, before, after: the load falls on both
+                    if script is SERVER:  # all servers at once, from one client
+                        both = measure(REPO, SERVER, root, words, BARE, json.dumps(checkouts))
+                        for name in found:
+                            found[name].append(both[name])
+                        found.setdefault("empty", []).append(both["empty"])
+                        found.setdefault("answer", []).append(both["answer"])
+                        continue
                     for name, path in checkouts:
                         found[name].append(measure(path, script, root, words))
-                lines = [(where, name, found[name], "") for name, _ in checkouts]
-                if script is SERVER:  # the SDK's floors, from every run of either checkout
-                    runs = [r for name, _ in checkouts for r in found[name]]
-                    lines.append((f"{where}: SDK alone, an empty answer", "-", runs, "empty:"))
-                    lines.append((f"{where}: SDK alone, the same answers", "-", runs, "answer:"))
-                for label, name, runs, prefix in lines:
+                lines = [(where, name, found[name]) for name, _ in checkouts]
+                if script is SERVER:
+                    lines.append((f"{where}: SDK alone, an empty answer", "empty", found["empty"]))
+                    lines.append((f"{where}: SDK alone, the same page", "answer", found["answer"]))
+                for label, name, runs in lines:
                     cells = []
                     for mode in ("keyword", "hybrid"):
-                        med = statistics.median(r[prefix + mode][0] for r in runs)
-                        p95 = statistics.median(r[prefix + mode][1] for r in runs)
+                        med = statistics.median(r[mode][0] for r in runs)
+                        p95 = statistics.median(r[mode][1] for r in runs)
                         cells.append(f"{med:.1f} / {p95:.1f}")
-                    row = f"| {n:,} | {label} | {name} | {cells[0]} | {cells[1]} |"
+                    checkout = name if name in dict(checkouts) else "-"
+                    row = f"| {n:,} | {label} | {checkout} | {cells[0]} | {cells[1]} |"
                     rows.append(row)
                     print(row, flush=True)
         finally:
