@@ -19,7 +19,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .errors import InvalidInput, NoStore
 from .memory.records import Records
@@ -77,6 +77,35 @@ def _forwarded(
         return method(getattr(self, part), *args, **kwargs)
 
     return forward
+
+
+class _Shared(Generic[T]):
+    """An attribute of the Store's workspace, read through the Store: ``store.root`` is
+    ``store.workspace.root``. Settable only where the workspace's is meant to be replaced."""
+
+    def __init__(self, doc: str | None = None, *, settable: bool = False) -> None:
+        self.__doc__ = doc
+        self.settable = settable
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, store: None, owner: type) -> _Shared[T]: ...
+
+    @overload
+    def __get__(self, store: Store, owner: type | None = None) -> T: ...
+
+    def __get__(self, store: Store | None, owner: type | None = None) -> T | _Shared[T]:
+        if store is None:
+            return self
+        value: T = getattr(store.workspace, self.name)
+        return value
+
+    def __set__(self, store: Store, value: T) -> None:
+        if not self.settable:
+            raise AttributeError(f"the store's {self.name} cannot be set")
+        setattr(store.workspace, self.name, value)
 
 
 class Store:
@@ -204,86 +233,54 @@ class Store:
 
     # ------------------------------------------------------------------ the workspace
 
-    @property
-    def root(self) -> str:
-        return self.workspace.root
-
-    @property
-    def state_dir(self) -> str:
-        return self.workspace.state_dir
-
-    @property
-    def derived_dir(self) -> str:
-        """Where the indexes live: ``.lantern/``, or a temporary folder for a read-only store."""
-        return self.workspace.derived_dir
-
-    @property
-    def read_only(self) -> bool:
-        return self.workspace.read_only
-
-    @property
-    def exists(self) -> bool:
-        return self.workspace.exists
-
-    @property
-    def settings(self) -> StoreSettings | None:
-        """``lantern.yaml``'s keys (None: no store yet, every default)."""
-        return self.workspace.settings
-
-    @property
-    def actor(self) -> str:
-        return self.workspace.actor
-
-    @property
-    def author(self) -> str | None:
-        return self.workspace.author
-
-    @property
-    def create_on_write(self) -> bool:
-        return self.workspace.create_on_write
-
-    @property
-    def watch(self) -> bool:
-        return self.workspace.watch
-
-    @property
-    def warn(self) -> Callable[[str], None]:
-        """Where warnings go (stderr unless ``warn=`` says otherwise); it may be replaced."""
-        return self.workspace.warn
-
-    @warn.setter
-    def warn(self, value: Callable[[str], None]) -> None:
-        self.workspace.warn = value
-
-    @property
-    def registered_merge_driver(self) -> bool:
-        """Whether opening the store registered the record merge driver (a fresh clone)."""
-        return self.workspace.registered_merge_driver
-
-    @property
-    def progress(self) -> Callable[[int, str], Progress] | None:
-        """Given (total, what), a progress display for a long index job (set it before the
-        first read: the index takes it when it opens)."""
-        return self.workspace.progress
-
-    @progress.setter
-    def progress(self, value: Callable[[int, str], Progress] | None) -> None:
-        self.workspace.progress = value
-
-    @property
-    def git(self) -> GitRepo:
-        """The store's repository (opened on first use: pygit2 is imported only then)."""
-        return self.workspace.git
-
-    @property
-    def index(self) -> SearchIndex:
-        """The search index (opened on first use: Whoosh is imported only then)."""
-        return self.workspace.index
-
-    @property
-    def chunks(self) -> ChunkIndex:
-        """The index of source chunks (opened on first use, like :attr:`index`)."""
-        return self.workspace.chunks
+    root: _Shared[str] = _Shared()
+    state_dir: _Shared[str] = _Shared()
+    derived_dir: _Shared[str] = _Shared(
+        "Where the indexes live: ``.lantern/``, or a temporary folder for a read-only store."
+    )
+    read_only: _Shared[bool] = _Shared()
+    exists: _Shared[bool] = _Shared()
+    settings: _Shared[StoreSettings | None] = _Shared(
+        "``lantern.yaml``'s keys (None: no store yet, every default)."
+    )
+    actor: _Shared[str] = _Shared()
+    author: _Shared[str | None] = _Shared()
+    create_on_write: _Shared[bool] = _Shared()
+    watch: _Shared[bool] = _Shared()
+    warn: _Shared[Callable[[str], None]] = _Shared(
+        "Where warnings go (stderr unless ``warn=`` says otherwise); it may be replaced.",
+        settable=True,
+    )
+    registered_merge_driver: _Shared[bool] = _Shared(
+        "Whether opening the store registered the record merge driver (a fresh clone)."
+    )
+    progress: _Shared[Callable[[int, str], Progress] | None] = _Shared(
+        "Given (total, what), a progress display for a long index job (set it before the "
+        "first read: the index takes it when it opens).",
+        settable=True,
+    )
+    git: _Shared[GitRepo] = _Shared(
+        "The store's repository (opened on first use: pygit2 is imported then)."
+    )
+    index: _Shared[SearchIndex] = _Shared(
+        "The search index (opened on first use: Whoosh is imported then)."
+    )
+    chunks: _Shared[ChunkIndex] = _Shared(
+        "The index of source chunks (opened on first use, like ``index``)."
+    )
+    review_ref: _Shared[str | None] = _Shared(
+        "The review branch this store's writes go to, or None when review is off (see "
+        ":attr:`Workspace.review_ref <lantern_git.workspace.workspace.Workspace.review_ref>`)."
+    )
+    reviewer: _Shared[tuple[str, str]] = _Shared(
+        "Who accepts: (actor, review name), compared with a change's writer."
+    )
+    embedder_name: _Shared[str] = _Shared(
+        "The embedder this store uses (see :mod:`lantern_git.index.embedders`)."
+    )
+    semantic_available: _Shared[bool] = _Shared(
+        "Whether semantic and hybrid search can run (decides the default search mode)."
+    )
 
     # The workspace's lock and record index under the names the Store once held them by, for
     # the tests that look inside (the lock's timeout, the index's segments).
@@ -294,27 +291,6 @@ class Store:
     @property
     def _index(self) -> SearchIndex:
         return self.workspace.index
-
-    @property
-    def review_ref(self) -> str | None:
-        """The review branch this store's writes go to, or None when review is off (see
-        :attr:`Workspace.review_ref <lantern_git.workspace.workspace.Workspace.review_ref>`)."""
-        return self.workspace.review_ref
-
-    @property
-    def reviewer(self) -> tuple[str, str]:
-        """Who accepts: (actor, review name), compared with a change's writer."""
-        return self.workspace.reviewer
-
-    @property
-    def embedder_name(self) -> str:
-        """The embedder this store uses (see :mod:`lantern_git.index.embedders`)."""
-        return self.workspace.embedder_name
-
-    @property
-    def semantic_available(self) -> bool:
-        """Whether semantic and hybrid search can run (decides the default search mode)."""
-        return self.workspace.semantic_available
 
     close = _forwarded("workspace", Workspace.close)
     initialize = _forwarded("workspace", Workspace.initialize)

@@ -666,3 +666,18 @@ def trailer_of(store_path, commit: str) -> str:
     return git(
         store_path, "log", "-1", "--format=%(trailers:key=Lantern-Op,valueonly)", commit
     ).strip()
+
+
+def test_the_store_shows_its_workspace_and_only_warn_and_progress_can_be_replaced(
+    store, store_path
+):
+    # The Store is a front: what it says of its folder is the workspace's.
+    assert store.root == str(store_path) == store.workspace.root
+    assert store.exists and not store.read_only
+    heard: list[str] = []
+    store.warn = heard.append
+    store.workspace.warn("from the workspace")
+    assert heard == ["from the workspace"]
+    with pytest.raises(AttributeError, match="root cannot be set"):
+        store.root = "/elsewhere"
+    assert store.workspace.root == str(store_path)
