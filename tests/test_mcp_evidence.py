@@ -150,3 +150,37 @@ def test_source_list_and_search_page_like_the_record_tools(store_path):
     assert len(hits["hits"]) == 2 and hits["next_offset"] == 2
     assert len(rest["hits"]) == 1 and rest["next_offset"] is None
     assert {h["source_id"] for h in hits["hits"] + rest["hits"]} == ids
+
+
+def test_every_evidence_answer_matches_its_output_schema(store_path):
+    """The answers the client checks against each tool's declared output schema, a problem of
+    every kind verify reports included (a drifted reference carries ``moved_to``)."""
+    import jsonschema
+
+    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
+
+    runner = ToolRunner(StoreTarget(str(store_path)))
+
+    def call(name: str, **arguments) -> dict:
+        outcome = runner.run(name, arguments)
+        assert not outcome.is_error, outcome.value
+        jsonschema.validate(outcome.value, TOOLS_BY_NAME[name].output_schema)
+        return outcome.value
+
+    source = call("lantern_source_add", text=TRANSCRIPT, uri="session:1", meta={"n": "1"})
+    call("lantern_source_append", id=source["id"], text="User: bye")
+    call("lantern_source_list")
+    call("lantern_source_show", ref=source["id"])
+    hits = call("lantern_source_search", query="favourite editor", explain=True)
+    ref = hits["hits"][0]["ref"]
+    assert call("lantern_source_show", ref=ref)["text"]
+    runner.run(
+        "lantern_memory_add", {"content": "Uses helix", "kind": "fact", "source_refs": [ref]}
+    )
+    # The cited line moves down: the reference drifts, and verify says where the text went.
+    body = next((store_path / "sources").rglob("*.txt"))
+    body.write_text("User: hello\n" + body.read_text())
+    git(store_path, "commit", "-qam", "a line above")
+    verified = call("lantern_verify")
+    assert [p["problem"] for p in verified["problems"]] == ["drifted"]
+    assert verified["problems"][0]["moved_to"]

@@ -207,7 +207,14 @@ class View(Manifest):
     """A source, or the lines a reference names."""
 
     ref: str = omitted("The reference, pinned to the version read.")
-    lines: LineRange  # type: ignore[assignment]
+    # A whole source keeps the manifest's line count; a reference with lines names its range.
+    lines: Annotated[  # type: ignore[assignment]
+        int | LineRange,
+        Shown(
+            description="The source's number of lines; for a reference with lines, the first "
+            "and last line it names."
+        ),
+    ]
     text: str = omitted("The lines, newlines kept.")
 
 
