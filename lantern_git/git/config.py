@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pygit2
 
 DRIVER = "lantern"
-DRIVER_NAME = "lantern record merge (field by field; see lantern's README)"
+DRIVER_NAME = "lantern record merge (field by field; see lantern's docs/sync.md)"
 DRIVER_KEY = f"merge.{DRIVER}.driver"
 # Either of these, set anywhere (system, global, the repository), says how the user wants a
 # diverged `git pull` reconciled; without both, git 2.27+ stops with "Need to specify how to
