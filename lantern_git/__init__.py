@@ -60,15 +60,15 @@ if TYPE_CHECKING:
 # The public classes and the module that defines each, imported on first use.
 _LAZY = {
     "Store": ".store",
-    "Record": ".record",
-    "RecordQuery": ".query",
-    "Hit": ".query",
-    "HistoryEntry": ".history",
-    "LogEntry": ".history",
-    "RecordHistory": ".history",
-    "OperationLog": ".history",
+    "Record": ".model.record",
+    "RecordQuery": ".model.query",
+    "Hit": ".model.query",
+    "HistoryEntry": ".memory.history",
+    "LogEntry": ".memory.history",
+    "RecordHistory": ".memory.history",
+    "OperationLog": ".memory.history",
     "SyncReport": ".sync",
-    "CheckReport": ".checker",
+    "CheckReport": ".memory.checker",
 }
 
 
