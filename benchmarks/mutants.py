@@ -73,9 +73,11 @@ PLANTS = [
     ),
     Plant(
         "record hybrid search drops the keyword side",
-        "lantern_git/store.py",
-        "id_of, keyword_docs, keyword_scores = self.index.raw_scored_docs(whole)",
-        "id_of, keyword_docs, keyword_scores = self.index.raw_scored_docs(whole)[0], [], []",
+        "lantern_git/memory/records.py",
+        "id_of, keyword_docs, keyword_scores = self.workspace.index.raw_scored_docs(whole)",
+        "id_of, keyword_docs, keyword_scores = (\n"
+        "            self.workspace.index.raw_scored_docs(whole)[0], [], []\n"
+        "        )",
         (
             "tests/test_hybrid_fusion.py::"
             "test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone",
@@ -178,7 +180,7 @@ PLANTS = [
     ),
     Plant(
         "hybrid pages through search: the first page from the semantic ranking alone",
-        "lantern_git/store.py",
+        "lantern_git/memory/records.py",
         "current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor",
         "current, wanted, candidates, id_of, [], [], end, floor",
         (
