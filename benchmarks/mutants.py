@@ -188,6 +188,28 @@ PLANTS = [
             "test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order",
         ),
     ),
+    # -- found when the record and chunk indexes took one base class
+    Plant(
+        "a kept searcher renewed with Searcher.refresh(), which keeps a replaced chunk",
+        "lantern_git/index/derived.py",
+        "            self._kept = None\n"
+        "            kept.close()\n"
+        "        self._kept = ix.searcher()",
+        "            self._kept = kept.refresh()\n            return self._kept\n"
+        "        self._kept = ix.searcher()",
+        ("tests/test_chunk_index.py::test_a_long_lived_index_never_answers_with_a_replaced_chunk",),
+    ),
+    Plant(
+        "a damaged table of contents reaches the user as an internal error",
+        "lantern_git/index/derived.py",
+        "            except Exception as err:\n"
+        '                raise NeedsRebuild(f"unreadable ({type(err).__name__})") from None\n'
+        "            if not exists:",
+        "            except KeyError as err:\n"
+        '                raise NeedsRebuild(f"unreadable ({type(err).__name__})") from None\n'
+        "            if not exists:",
+        ("tests/test_faults.py::test_a_damaged_index_is_rebuilt_and_lists_correctly",),
+    ),
 ]
 
 
