@@ -339,8 +339,8 @@ class DerivedIndex(abc.ABC, Generic[Report]):
 
     def _start_over(self) -> Report:
         """After an update failed: the index is damaged (a read of it failed) or its files are
-        (a commit failed); the files are the truth, so it is rebuilt from them."""
-        self._forget()
+        (a commit failed); the files are the truth, so it is rebuilt from them (the rebuild drops
+        what was read from the old folder first)."""
         return self.rebuild()
 
     def rebuild(self) -> Report:
