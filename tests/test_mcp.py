@@ -647,6 +647,45 @@ def test_concurrent_tool_calls_lose_nothing(store_path):
     assert all("Lantern-Actor: mcp" in m for m in commit_messages(store_path, 11))
 
 
+def test_the_server_answers_pings_and_reads_while_a_write_waits(store_path):
+    """Quick reads run on the server's event loop, writes in a worker thread: a write that
+    waits (here for the store's lock, held by this test) must not stop the server from
+    answering a ping, nor leave a read that arrives meanwhile holding the loop."""
+    from lantern_git.workspace.lock import WriterLock
+
+    lock = WriterLock(str(Path(store_path) / ".lantern" / "lock"), timeout=5)
+
+    async def body(client):
+        await ok(client, "lantern_memory_add", content="Before the lock was taken.", kind="fact")
+        await ok(client, "lantern_memory_list")  # the store is open: reads run on the loop
+        done: dict[str, object] = {}
+
+        async def call(name, tool, arguments):
+            done[name] = await client.call_tool(tool, arguments)
+
+        with contextlib.ExitStack() as held:
+            lock.acquire()
+            held.callback(lock.release)
+            async with anyio.create_task_group() as group:
+                added = {"content": "Written once the lock is free.", "kind": "fact"}
+                group.start_soon(call, "add", "lantern_memory_add", added)
+                await anyio.sleep(0.5)  # the add is sent first, and waits for the lock
+                group.start_soon(call, "list", "lantern_memory_list", {})
+                await anyio.sleep(0.2)
+                with anyio.fail_after(3):
+                    await client.send_ping()
+                assert done == {}, "the add waits for the lock, and the list behind the add"
+                held.close()
+        return done
+
+    # Ping is a legacy-protocol request (the newest protocol dropped it).
+    done = run(body)(store_path, legacy=True)
+    assert not done["add"].is_error and not done["list"].is_error
+    assert "Written once the lock is free." in [
+        r["content"] for r in done["list"].structured_content["records"]
+    ]
+
+
 def test_server_and_cli_writing_at_once_lose_nothing(store_path):
     count_before = int(git(store_path, "rev-list", "--count", "HEAD"))
 

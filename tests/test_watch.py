@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 
+from lantern_git.index.watch import Quiet
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
@@ -40,6 +41,48 @@ def test_nothing_changed_is_answered_without_a_sweep(store, watched):
     watched.refresh()
     report = watched.refresh()
     assert (report.how, report.unchanged, report.scanned) == ("notified", True, 0)
+
+
+def test_a_read_with_nothing_changed_waits_for_no_barrier(store, watched):
+    record = store.add("The deploy window is Tuesday.", kind="fact")
+    assert watched.refresh().waited, "a record was written since the last read"
+    for _ in range(3):
+        report = watched.refresh()
+        assert (report.waited, report.unchanged) == (False, True)
+    edit(store.root, record.id, "Tuesday", "Fridays")
+    report = watched.refresh()
+    assert (report.waited, report.updated) == (True, 1)
+    assert watched.refresh().waited is False
+
+
+def test_a_change_in_a_folder_made_after_the_watch_began_is_noticed(tmp_path):
+    """The quiet descriptor is read in the reader's thread, without waiting for watchdog: it
+    must watch each shard folder made after it began, or an edit there would go unnoticed."""
+    root = tmp_path / "store"
+    root.mkdir()
+    quiet = Quiet.start(str(root))
+    assert quiet is not None, "inotify is not available here"
+    try:
+        assert quiet.still()
+        (root / "memory").mkdir()
+        assert not quiet.still() and quiet.still()
+        (root / "memory" / "ab").mkdir()
+        assert not quiet.still() and quiet.still()
+        (root / "memory" / "ab" / "ab12.md").write_text("made\n")
+        assert not quiet.still() and quiet.still()
+        with open(root / "memory" / "ab" / "ab12.md", "a") as handle:
+            handle.write("appended\n")
+        assert not quiet.still() and quiet.still()
+        (root / "memory" / "ab" / "ab12.md").unlink()
+        assert not quiet.still() and quiet.still()
+        # Elsewhere (lantern's own folder, git's): not a record folder.
+        (root / ".lantern").mkdir()
+        assert not quiet.still() and quiet.still()
+        (root / ".lantern" / "barrier").write_text("")
+        (root / ".lantern" / "barrier").unlink()
+        assert quiet.still()
+    finally:
+        quiet.close()
 
 
 def test_a_hand_edit_is_checked_from_its_event_alone(store, watched):

@@ -6,8 +6,11 @@ import json
 
 import pytest
 from conftest import lantern
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lantern_git.evidence.sources import SourceInput
+from lantern_git.index.analysis import parsed_query, plain_words_query, text_query
 
 
 def ids(hits) -> list[str]:
@@ -73,3 +76,55 @@ def test_a_stem_beside_its_word_does_not_make_a_record_longer(store):
     hits = store.search("ana")
     assert {hit.record.id for hit in hits} == {inflected.id, plain.id}
     assert hits[0].score == hits[1].score
+
+
+# Words a query is made of, stop words and operators' look-alikes among them, and characters
+# the parser does not take for syntax.
+WORDS = st.sampled_from(
+    [
+        "the",
+        "a",
+        "of",
+        "running",
+        "deploys",
+        "Ana's",
+        "dogs'",
+        "'quoted'",
+        "AND",
+        "x-ray",
+        "e.g.",
+        "3.14",
+        "café",
+        "STRASSE",
+        "İstanbul",
+        "naïve",
+        "中文",
+        "and",
+        "or",
+        "not",
+        "ANDROID",
+        "ORacle",
+        "NOTE",
+        "_",
+        "--",
+    ]
+)
+CHARS = st.text(
+    alphabet=st.sampled_from(list("abcXYZé0 '9\t\n\u00a0\u2003.,;!-/&%$#@+=<>~|_\\")),
+    max_size=12,
+)
+SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\u00a0", " \u2003 "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(WORDS, CHARS), max_size=8), st.lists(SPACES, min_size=8, max_size=8))
+def test_plain_words_are_read_as_the_parser_reads_them(words, spaces):
+    text = "".join(word + space for word, space in zip(words, spaces))
+    fast, parsed = text_query(text), parsed_query(text)
+    assert (fast, repr(fast)) == (parsed, repr(parsed)), text
+
+
+def test_query_syntax_still_goes_to_the_parser():
+    syntax = ('"deploy window"', "deploy*", "deploy^2", "deploy AND window", "deploy NOT window")
+    for text in syntax:
+        assert repr(text_query(text)) != repr(plain_words_query(text)), text

@@ -37,7 +37,8 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
+from operator import add, mul, truediv
 from typing import Any
 
 from whoosh import query as Q
@@ -260,10 +261,12 @@ def _bulk(
             if len(words) == 1:
                 ids, weights = postings[0]
                 factor = idfs[words[0]] * weight
-                scores = [
-                    factor * ((tf * k1_plus) / (tf + norms[codes[docnum]]))
-                    for docnum, tf in zip(ids, weights)
-                ]
+                # factor * ((tf * k1_plus) / (tf + norm)), in that order (the same floats), a
+                # posting at a time in C: a third of the time of a comprehension.
+                norm_of = map(norms.__getitem__, map(codes.__getitem__, ids))
+                saturated = map(add, weights, norm_of)
+                scaled = map(truediv, map(mul, weights, repeat(k1_plus)), saturated)
+                scores = list(map(mul, repeat(factor), scaled))
                 if deleted:
                     kept = [docnum not in deleted for docnum in ids]
                     ids, scores = list(compress(ids, kept)), list(compress(scores, kept))
@@ -271,10 +274,10 @@ def _bulk(
                     flat_docs.extend(map(base.__add__, ids))
                     flat_scores.extend(scores)
                     continue
-                get = totals.get
-                for docnum, score in zip(ids, scores):
-                    doc = base + docnum
-                    totals[doc] = get(doc, 0.0) + score
+                docs = list(map(base.__add__, ids))
+                # totals[doc] = totals.get(doc, 0.0) + score for each, in C (a word's postings
+                # name each document once, so no sum reads one this update has written).
+                totals.update(zip(docs, map(add, map(totals.get, docs, repeat(0.0)), scores)))
                 continue
             freqs = [dict(zip(ids, weights)) for ids, weights in postings]
             common = set(freqs[0]).intersection(*freqs[1:]).difference(deleted)

@@ -126,6 +126,9 @@ class RefreshReport:
     unchanged: bool = False
     # Under a watch: "notified" (only the paths events named were checked) or "swept"
     how: str = ""
+    # Under a watch: the check waited for the watcher's barrier (something had changed in the
+    # record folders since the last check, or it could not tell).
+    waited: bool = False
 
 
 def changed_since(
@@ -450,6 +453,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         report = RefreshReport()
         started = clock.now_ns(self.dir)
         changes = self._watcher.take() if self._watcher is not None else None
+        report.waited = changes is not None and changes.waited
         if changes is None or changes.unknown:
             # The stamp and the manifest on disk are the other processes' word too.
             self._manifest = None

@@ -137,6 +137,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_list,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_source_show",
@@ -153,6 +154,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_show,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_source_search",
@@ -170,6 +172,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_search,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_verify",

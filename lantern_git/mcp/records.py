@@ -255,6 +255,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_show,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_memory_list",
@@ -273,6 +274,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_list,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_memory_search",
@@ -291,6 +293,7 @@ RECORD_TOOLS: tuple[ToolSpec, ...] = (
         destructive=False,
         idempotent=True,
         call=_search,
+        quick=True,
     ),
     ToolSpec(
         name="lantern_memory_similar",

@@ -37,6 +37,9 @@ class ToolSpec:
     destructive: bool
     idempotent: bool
     call: Callable[[Store, dict], Written[dict]]
+    # A page read from the open store (show, list, search): quick enough for the server to run
+    # on its event loop rather than in a worker thread (lantern_git.mcp.server).
+    quick: bool = False
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
