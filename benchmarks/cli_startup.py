@@ -5,9 +5,11 @@
     python benchmarks/cli_startup.py --also OLD_CHECKOUT  # the same runs with another copy of
                                                           # lantern_git (e.g. `git worktree add`)
 
-A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode,
-numpy and the embedder's load before one query is embedded. The target is a hybrid search
-within 1.5 x a keyword one. The store is the labelled recall set (benchmarks/recall/, 296
+A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode, numpy
+and the embedder's load before one query is embedded. The target is a hybrid search within 1.5
+x a keyword one. Alternating with them, two bare processes give the floor of that ratio: one
+that only starts Python, and one that imports numpy and loads wordllama's tokenizer as the
+embedder does, and nothing else. The store is the labelled recall set (benchmarks/recall/, 296
 records) in a temporary folder, with its index and vectors built once before timing. The runs
 of each mode (and each copy, with ``--also``) alternate, so a busy machine slows them alike;
 the figures are wall-clock medians and the peak RSS of the median-time run. The processes may
@@ -54,6 +56,32 @@ def lantern(code: str, store: str, *args: str) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss
 
 
+# What hybrid pays on top of keyword before lantern does anything: numpy's import and the
+# default embedder's tokenizer (wordllama's, read by ``tokenizers``), in a bare process timed
+# against one that only starts Python.
+FLOOR = """
+import os, numpy, tokenizers
+from importlib.util import find_spec
+folder = next(iter(find_spec("wordllama").submodule_search_locations))
+tokenizers.Tokenizer.from_file(
+    os.path.join(folder, "tokenizers", "l2_supercat_tokenizer_config.json")
+)
+"""
+
+
+def bare(code: str) -> float:
+    """Seconds of one ``python -c code`` process."""
+    start = time.perf_counter()
+    # One OpenBLAS thread unless told otherwise, as lantern's CLI sets it (lantern_git/cli)
+    env = dict(os.environ)
+    if not any(
+        name in env for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    ):
+        env["OPENBLAS_NUM_THREADS"] = "1"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    return time.perf_counter() - start
+
+
 def build(root: str) -> str:
     store = os.path.join(root, "store")
     records = os.path.join(root, "records.jsonl")
@@ -86,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             for mode in MODES:
                 lantern(code, store, "memory", "search", QUERY, "--mode", mode)
         runs: dict[tuple[str, str], list[tuple[float, int]]] = {}
+        floor: dict[str, list[float]] = {"python": [], "numpy and tokenizer": []}
         for _ in range(args.runs):
             for label, code in copies:
                 for mode in MODES:
@@ -93,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                     runs.setdefault(key, []).append(
                         lantern(code, store, "memory", "search", QUERY, "--mode", mode)
                     )
+            floor["python"].append(bare("pass"))
+            floor["numpy and tokenizer"].append(bare(FLOOR))
     print(f"lantern memory search, {args.runs} runs of each, alternating (median wall clock)")
     print("| code | mode | median s | min s | peak RSS MiB | hybrid / keyword |")
     print("|---|---|---|---|---|---|")
@@ -107,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {label} | {mode} | {medians[mode]:.3f} | {times[0][0]:.3f} | {rss:.0f} "
                 f"| {ratio} |"
             )
+    python, loads = (statistics.median(floor[key]) for key in ("python", "numpy and tokenizer"))
+    keyword = statistics.median(t for t, _ in runs[("this", "keyword")])
+    print(
+        f"numpy's import and wordllama's tokenizer alone: {loads - python:.3f} s over Python's "
+        f"start ({python:.3f} s), so no hybrid search can take less than "
+        f"{(keyword + loads - python) / keyword:.2f}x this keyword search"
+    )
     return 0
 
 
