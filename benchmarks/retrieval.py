@@ -358,15 +358,17 @@ def tune(cv: bool, calibrate: bool) -> int:
         print(f"the floor without a lexical anchor: {ranking.DEFAULT_FLOORS.alone}")
     if cv:
         found = cross_validate(items)
+        print("How lantern chose its floor, with the constant weight it had then:")
         print("\n| held out | weight chosen | floor chosen | R@5 held out |")
         print("|---|---|---|---|")
         for row in found["folds"]:
             print(f"| {row['held_out']} | {row['weight']} | {row['floor']} | {row['R@5']:.3f} |")
-        print(f"\ncross-validated hybrid R@5: {found['R@5']:.3f}")
+        print(f"\ncross-validated hybrid R@5 with a constant weight: {found['R@5']:.3f}")
         print(
-            f"lantern ships weight {ranking.KEYWORD_WEIGHT}, floor "
-            f"{ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
+            "lantern ships a keyword weight by the words each hit holds (no parameter) and the "
+            f"floor {ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
         )
+        print(floor_check(items))
         print(rules_report(items))
     return 0
 
@@ -416,8 +418,9 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
     each question: ``coverage``, the share of its words' idf (as BM25 counts it, over the
     records it searches) that its best keyword hit holds, as written or by stem (0 without a
     keyword hit); ``most``, the sum of those idfs, the BM25 a record holding each word once
-    at the average length would score; and per candidate, ``held``, the share of the
-    question's words (as ``--explain`` counts them: ``typed_words``) that it holds."""
+    at the average length would score; ``words``, how many words it has as ``--explain``
+    counts them (``typed_words``); and per candidate, ``count``, how many of them it holds, and
+    ``held``, their share (0 for a candidate that is no keyword match)."""
     import math
 
     import numpy as np
@@ -451,19 +454,22 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
             held = terms[min(hits, key=lambda h: (-h[1], h[0]))[0]]
             mine = sum(v for w, v in weights.items() if w in held or stem(w) in held)
             item["coverage"] = mine / item["most"]
-        item["held"] = np.asarray(
+        item["words"] = len(words)
+        item["count"] = np.asarray(
             [
-                len(matched_words(item["text"], content[k])) / len(words) if b > 0 else 0.0
+                len(matched_words(item["text"], content[k])) if b > 0 else 0
                 for k, b in zip(item["keys"], item["bm25"])
             ]
         )
+        item["held"] = item["count"] / max(len(words), 1)
 
 
 # ---------------------------------------------------------------- fusion rules tried
 #
 # Each family scores a question's candidates (keyword matches and records at or above the
 # floor, 0.15) from its BM25 scores, cosines and the features above; ties go by cosine, then
-# key, as lantern's fuse does. The constant weight is lantern's formula (ranking.py).
+# key, as lantern's fuse does. The weight by words held is lantern's formula (ranking.py); the
+# constant weight 0.1 the one it had before.
 
 COVERAGE_RULES = [
     (a, b, p) for a in (0.05, 0.1) for b in (0.25, 0.45, 0.7, 1.0, 1.5) for p in (1, 2, 4, 6)
@@ -481,6 +487,14 @@ RULES: dict[str, list[tuple]] = {
     ],
     # the question's weight a + b x coverage^p (at most 0.95), tried in an earlier round
     "weight by coverage (idf)": list(COVERAGE_RULES),
+    # the keyword weight of each hit the share of the query's words it holds: lantern's
+    "keyword weight = words held (lantern's)": [()],
+    # the same share to a power p, a family around lantern's p = 1
+    "keyword weight = (words held)^p": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
+    # the constant weight 0.1, but the hits holding every word of the query first
+    "tier: every word held first": [()],
+    # the constant weight 0.1, but the hits holding the most words (two or more) held first
+    "tier: most words held first": [()],
     # the weight hi for a hit holding at least theta of the query's words, lo for the others
     "weight by words held": [
         (lo, hi, theta)
@@ -525,6 +539,18 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     elif family == "weight by coverage (idf)":
         a, b, p = rule
         weight = min(a + b * item["coverage"] ** p, 0.95)
+    elif family == "keyword weight = words held (lantern's)":
+        weight = np.round(item["held"], 6)
+    elif family == "keyword weight = (words held)^p":
+        weight = item["held"] ** rule[0]
+    elif family.startswith("tier: "):
+        count = item["count"]
+        if family == "tier: every word held first":
+            first = matched & (count == item["words"])
+        else:
+            first = matched & (count == count.max()) & (count >= 2)
+        fused = 0.1 * share + 0.9 * semantic + np.where(first, 2.0, 0.0)  # fused is at most 1
+        return np.where(matched | placed, fused, -np.inf)
     else:
         lo, hi, theta = rule
         weight = np.where(item["held"] >= theta, hi, lo)
@@ -542,7 +568,7 @@ def rule_keys(family: str, rule: tuple, item: dict) -> list[str]:
     return [keys[i] for i in order[:LIMIT]]
 
 
-KEYWORD = 0.1  # lantern's weight (ranking.KEYWORD_WEIGHT), checked against vectors.fuse
+LANTERNS = "keyword weight = words held (lantern's)"  # checked against vectors.fuse
 LEXICAL = ("lexical", "keyword")  # the two sets' names for questions in their answers' words
 
 
@@ -603,12 +629,9 @@ def rules_report(items: list[dict]) -> str:
                 )
 
     whole("keyword", "", keyword)
-    alike = sum(
-        rule_keys("constant weight", (KEYWORD,), item) == fused_keys(item, KEYWORD, 0.15)
-        for item in items
-    )
-    # lantern's own choice first: the constant weight by R@5 alone, as cross_validate makes it
-    runs = [("constant weight, by R@5 alone (lantern's)", "constant weight", False)]
+    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, 0.15) for item in items)
+    # The constant weight as lantern chose it before, by R@5 alone, as cross_validate does
+    runs = [("constant weight, by R@5 alone (lantern's before)", "constant weight", False)]
     runs += [(family, family, True) for family in RULES]
     for label, family, level_kept in runs:
         rules = RULES[family]
@@ -652,7 +675,7 @@ def rules_report(items: list[dict]) -> str:
             "\nThe rule most folds chose, on the whole sets (lexical: the conversations'"
             " lexical questions, the recall set's keyword queries):",
             *whole_rows,
-            f"\nThe constant weight {KEYWORD} ranks here as lantern's fuse does on {alike} of"
+            f"\nThe weight by words held ranks here as lantern's fuse does on {alike} of"
             f" {len(items)} questions.\nFolds' choices:",
             *choices,
             "\nEvery rule's R@5 on the whole sets (recall: all, lexical; conversations: all,"
@@ -662,9 +685,11 @@ def rules_report(items: list[dict]) -> str:
     )
 
 
-def fused_keys(item: dict, weight: float, floor: float) -> list[str]:
+def fused_keys(item: dict, weight: float | None, floor: float) -> list[str]:
     """The first ten keys of lantern's hybrid ranking (``vectors.fuse``, the formula in
-    ``lantern_git/index/ranking.py``) with this keyword weight and floor."""
+    ``lantern_git/index/ranking.py``) with this floor, each keyword hit weighed as lantern
+    weighs it (``weight`` None: the share of the question's words it holds) or by the
+    constant ``weight`` (the formula lantern had before)."""
     from lantern_git.index import ranking
     from lantern_git.index.vectors import fuse
 
@@ -676,19 +701,52 @@ def fused_keys(item: dict, weight: float, floor: float) -> list[str]:
         ((keys[i], round(float(c), 6)) for i, c in enumerate(cos) if c >= floor and c > 0),
         key=_best,
     )
-    return [key for key, _ in fuse(keyword, semantic, weight)[:LIMIT]]
+    if weight is None:
+        held = dict(zip(keys, item["count"]))
+        weights = {k: ranking.keyword_weight(int(held[k]), item["words"]) for k, _ in keyword}
+    else:
+        weights = {k: weight for k, _ in keyword}
+    return [key for key, _ in fuse(keyword, semantic, weights)[:LIMIT]]
 
 
 def _best(item: tuple[str, float]) -> tuple[float, str]:
     return -item[1], item[0]
 
 
-def recall_at(items: list[dict], weight: float, floor: float, k: int = 5) -> float:
-    total = 0.0
-    for item in items:
-        top = fused_keys(item, weight, floor)[:k]
-        total += sum(1 for t in item["targets"] if t in top) / len(item["targets"])
-    return total / len(items) if items else 0.0
+def floor_check(items: list[dict]) -> str:
+    """The floor under lantern's rule (each keyword hit weighed by the words it holds): each
+    set's R@5 and R@10 at every floor, and the floor cross_validate's procedure chooses in
+    each fold (the highest whose R@10 on the other folds stays within 0.5 points of none)."""
+    table = {}
+    for floor in FLOORS:
+        for n, item in enumerate(items):
+            top = fused_keys(item, None, floor)
+            hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
+            table[floor, n] = tuple(sum(h) / len(h) for h in hits)
+
+    def mean(floor: float, ns: list[int], at: int) -> float:
+        return sum(table[floor, n][at] for n in ns) / len(ns)
+
+    rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in SETS) + " |"]
+    rows.append("|---" * (1 + 2 * len(SETS)) + "|")
+    for floor in FLOORS:
+        cells = []
+        for name in SETS:
+            ns = [n for n, i in enumerate(items) if i["set"] == name]
+            cells += [f"{mean(floor, ns, 0):.3f}", f"{mean(floor, ns, 1):.3f}"]
+        rows.append(f"| {floor} | " + " | ".join(cells) + " |")
+    chosen = []
+    for fold in sorted({item["fold"] for item in items}):
+        train = [n for n, i in enumerate(items) if i["fold"] != fold]
+        base = mean(0.0, train, 1)
+        chosen.append(f"{fold} {max(f for f in FLOORS if mean(f, train, 1) >= base - 0.005)}")
+    return "\n".join(
+        [
+            "\nThe floor under lantern's rule (each keyword hit weighed by the words it holds):",
+            *rows,
+            "Each fold's choice by the same procedure: " + "; ".join(chosen),
+        ]
+    )
 
 
 def cross_validate(items: list[dict]) -> dict:

@@ -852,8 +852,10 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     weights = explain["weights"]
     best = explain.get("bm25_best")
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
+    held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
     return (
-        f"{weights['keyword']:g} x {keyword} + {weights['semantic']:g} x {cos}; matched: {matched}"
+        f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x {cos}; "
+        f"matched {held}: {matched}"
     )
 
 
