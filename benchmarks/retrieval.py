@@ -20,18 +20,20 @@ evidence found in its first k hits, averaged over questions; MRR the mean of 1/r
 first evidence hit within 10; ms/query the median wall time of one search (lantern: the whole
 library call, warm).
 
-Hybrid's keyword weight and the similarity floor are lantern's constants
-(``lantern_git/index/ranking.py``). They were chosen by leave-one-out cross-validation over
-eleven folds, each conversation of the conversational set and the recall set as one more:
-``--cv`` prints, for each held-out fold, the weight with the best R@5 on the other folds, the
-highest floor whose R@10 there stays within half a point of no floor, and the R@5 they give on
-the held-out fold. The shipped values are those most folds chose, never fitted on the figures
-of a held-out fold. ``--cv`` then tries other fusion rules (``RULES``: reciprocal rank fusion,
-BM25 over the query's most, a higher weight for a confident keyword hit, a weight by the
-question's coverage, a weight by the share of the question's words a hit holds), each family's
-parameters chosen by the same folds under one more condition: the other folds' lexical
-questions keep keyword's R@5. It prints the folds' choices, each family's held-out R@5 by set
-and question type, and the rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
+Hybrid weighs each keyword hit by the share of the query's words it holds (no parameter) and
+keeps the similarity floor (``lantern_git/index/ranking.py``). The floor was chosen by
+leave-one-out cross-validation over eleven folds, each conversation of the conversational set
+and the recall set as one more, with the constant keyword weight hybrid had then: ``--cv``
+prints, for each held-out fold, the weight with the best R@5 on the other folds, the highest
+floor whose R@10 there stays within half a point of no floor, and the R@5 they give on the
+held-out fold; then each set's R@5 and R@10 at every floor under today's rule, and the floor
+each fold would choose under it. ``--cv`` then tries fusion rules (``RULES``: constant weights,
+reciprocal rank fusion, BM25 over the query's most, a higher weight for a confident keyword
+hit, a weight by the question's coverage, lantern's weight by words held and a power of it,
+two tiers by words held, a step weight by words held), each family's parameters chosen by the
+same folds under one more condition: the other folds' lexical questions keep keyword's R@5.
+It prints the folds' choices, each family's held-out R@5 by set and question type, and the
+rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
 ``--calibrate`` prints the cosines that words in no record reach, which set
 the floor for a query that shares no word with the records searched.
 """
@@ -310,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(reports, indent=2))
         return 0
     print(
-        "Hybrid's weight and floor were chosen by leave-one-out cross-validation over the"
+        "Hybrid weighs each keyword hit by the share of the query's words it holds (no"
+        " parameter); its floor was chosen by leave-one-out cross-validation over the"
         " conversations and the recall set (--cv), not fitted on these figures.\n"
     )
     for report in reports:
@@ -419,8 +422,9 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
     records it searches) that its best keyword hit holds, as written or by stem (0 without a
     keyword hit); ``most``, the sum of those idfs, the BM25 a record holding each word once
     at the average length would score; ``words``, how many words it has as ``--explain``
-    counts them (``typed_words``); and per candidate, ``count``, how many of them it holds, and
-    ``held``, their share (0 for a candidate that is no keyword match)."""
+    counts them (``typed_words``); and per candidate, ``count``, how many of them it holds,
+    ``held``, their share, and ``cover``, their share of the question's idf (all 0 for a
+    candidate that is no keyword match)."""
     import math
 
     import numpy as np
@@ -455,13 +459,15 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
             mine = sum(v for w, v in weights.items() if w in held or stem(w) in held)
             item["coverage"] = mine / item["most"]
         item["words"] = len(words)
-        item["count"] = np.asarray(
-            [
-                len(matched_words(item["text"], content[k])) if b > 0 else 0
-                for k, b in zip(item["keys"], item["bm25"])
-            ]
-        )
+        matched = [
+            matched_words(item["text"], content[k]) if b > 0 else []
+            for k, b in zip(item["keys"], item["bm25"])
+        ]
+        item["count"] = np.asarray([len(m) for m in matched])
         item["held"] = item["count"] / max(len(words), 1)
+        item["cover"] = np.asarray(
+            [sum(weights[w] for w in m) / (item["most"] or 1.0) for m in matched]
+        )
 
 
 # ---------------------------------------------------------------- fusion rules tried
@@ -495,6 +501,8 @@ RULES: dict[str, list[tuple]] = {
     "tier: every word held first": [()],
     # the constant weight 0.1, but the hits holding the most words (two or more) held first
     "tier: most words held first": [()],
+    # the constant weight 0.1, but the hits holding at least theta of the query's idf first
+    "tier: idf share held first": [(t,) for t in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)],
     # the weight hi for a hit holding at least theta of the query's words, lo for the others
     "weight by words held": [
         (lo, hi, theta)
@@ -547,6 +555,8 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
         count = item["count"]
         if family == "tier: every word held first":
             first = matched & (count == item["words"])
+        elif family == "tier: idf share held first":
+            first = matched & (item["cover"] >= rule[0] - 1e-9)
         else:
             first = matched & (count == count.max()) & (count >= 2)
         fused = 0.1 * share + 0.9 * semantic + np.where(first, 2.0, 0.0)  # fused is at most 1

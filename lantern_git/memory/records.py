@@ -345,20 +345,21 @@ class Records:
         floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword_docs))
         bm25: dict[str, float] = {}
         best: float | None = None
-        weights: builtins.list[float] = []
+        # Each keyword hit's weight in hybrid mode: the share of the query's words it holds
+        shares: builtins.list[float] = []
         weight_of: dict[str, float] = {}  # the shown hits' (semantic mode: none, 0)
-        if mode == "hybrid":  # each keyword hit's weight: the share of the words it holds
+        if mode == "hybrid":
             words, held = self.workspace.index.words_held(query.text, keyword_docs)
-            weights = [ranking.keyword_weight(count, words) for count in held]
+            shares = [ranking.keyword_weight(count, words) for count in held]
         if paged:
             assert end is not None
             fused = fuse_page(
-                current, wanted, candidates, id_of, keyword_docs, keyword_scores, weights, end, floor
+                current, wanted, candidates, id_of, keyword_docs, keyword_scores, shares, end, floor
             )
             ranked, bm25, best, weight_of = fused.ranked, fused.bm25, fused.best, fused.weights
         else:
             if mode == "hybrid":
-                weight_of = dict(zip((id_of[d] for d in keyword_docs), weights))
+                weight_of = dict(zip((id_of[d] for d in keyword_docs), shares))
             keyword: builtins.list[tuple[str, float]] = []
             if mode == "hybrid" or explain:
                 keyword = sorted(
