@@ -104,6 +104,32 @@ PLANTS = [
         ),
     ),
     Plant(
+        "a word a hit holds lowers its hybrid score below its cosine",
+        "lantern_git/index/vectors.py",
+        "return round(max(counted, weight * share + ranking.semantic_weight(weight) * counted), 6)",
+        "return round(weight * share + ranking.semantic_weight(weight) * counted, 6)",
+        (
+            "tests/test_hybrid_fusion.py::"
+            "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
+            "tests/test_semantic.py::"
+            "test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
+        ),
+    ),
+    Plant(
+        "a hybrid page's shortlist lets a word held lower a hit below its cosine",
+        "lantern_git/index/vectors.py",
+        "        fused[at] = np.maximum(\n"
+        "            counted, weight * np.round(found, 6) / divisor"
+        " + np.round(1.0 - weight, 6) * counted\n"
+        "        )",
+        "        fused[at] = weight * np.round(found, 6) / divisor"
+        " + np.round(1.0 - weight, 6) * counted",
+        (
+            "tests/test_semantic.py::"
+            "test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
+        ),
+    ),
+    Plant(
         "a query word held only by its stem not counted as held",
         "lantern_git/index/bm25.py",
         "for term in word_terms(word):",

@@ -29,8 +29,9 @@ floor whose R@10 there stays within half a point of no floor, and the R@5 they g
 held-out fold; then each set's R@5 and R@10 at every floor under today's rule, and the floor
 each fold would choose under it. ``--cv`` then tries fusion rules (``RULES``: constant weights,
 reciprocal rank fusion, BM25 over the query's most, a higher weight for a confident keyword
-hit, a weight by the question's coverage, lantern's weight by words held and a power of it,
-two tiers by words held, a step weight by words held), each family's parameters chosen by the
+hit, a weight by the question's coverage, lantern's weight by words held never below the
+cosine and a power of it, that weight's sum alone, the cosine plus the words held, three tiers
+by words held, a step weight by words held), each family's parameters chosen by the
 same folds under one more condition: the other folds' lexical questions keep keyword's R@5.
 It prints the folds' choices, each family's held-out R@5 by set and question type, and the
 rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
@@ -474,8 +475,8 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
 #
 # Each family scores a question's candidates (keyword matches and records at or above the
 # floor, 0.15) from its BM25 scores, cosines and the features above; ties go by cosine, then
-# key, as lantern's fuse does. The weight by words held is lantern's formula (ranking.py); the
-# constant weight 0.1 the one it had before.
+# key, as lantern's fuse does. The weight by words held, never below the cosine, is lantern's
+# formula (ranking.py); the constant weight 0.1 the one it had before.
 
 COVERAGE_RULES = [
     (a, b, p) for a in (0.05, 0.1) for b in (0.25, 0.45, 0.7, 1.0, 1.5) for p in (1, 2, 4, 6)
@@ -493,10 +494,16 @@ RULES: dict[str, list[tuple]] = {
     ],
     # the question's weight a + b x coverage^p (at most 0.95), tried in an earlier round
     "weight by coverage (idf)": list(COVERAGE_RULES),
-    # the keyword weight of each hit the share of the query's words it holds: lantern's
-    "keyword weight = words held (lantern's)": [()],
-    # the same share to a power p, a family around lantern's p = 1
-    "keyword weight = (words held)^p": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
+    # the keyword weight of each hit the share of the query's words it holds, the score never
+    # below the cosine alone: max(cosine, w x bm25 / best + (1 - w) x cosine): lantern's
+    "words held, never below the cosine (lantern's)": [()],
+    # the same with the share to a power p, a family around lantern's p = 1
+    "(words held)^p, never below the cosine": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
+    # the weight by words held, the sum alone (a hit holding few words can fall under its
+    # cosine)
+    "keyword weight = words held": [()],
+    # the cosine plus the share of the query's words held (the BM25's size left out)
+    "cosine + words held": [()],
     # the constant weight 0.1, but the hits holding every word of the query first
     "tier: every word held first": [()],
     # the constant weight 0.1, but the hits holding the most words (two or more) held first
@@ -547,10 +554,21 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     elif family == "weight by coverage (idf)":
         a, b, p = rule
         weight = min(a + b * item["coverage"] ** p, 0.95)
-    elif family == "keyword weight = words held (lantern's)":
+    elif family in (
+        "words held, never below the cosine (lantern's)",
+        "keyword weight = words held",
+    ):
         weight = np.round(item["held"], 6)
-    elif family == "keyword weight = (words held)^p":
+        fused = weight * share + np.round(1 - weight, 6) * semantic
+        if family != "keyword weight = words held":
+            fused = np.maximum(semantic, fused)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "(words held)^p, never below the cosine":
         weight = item["held"] ** rule[0]
+        fused = np.maximum(semantic, weight * share + (1 - weight) * semantic)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "cosine + words held":
+        return np.where(matched | placed, semantic + item["held"], -np.inf)
     elif family.startswith("tier: "):
         count = item["count"]
         if family == "tier: every word held first":
@@ -578,7 +596,7 @@ def rule_keys(family: str, rule: tuple, item: dict) -> list[str]:
     return [keys[i] for i in order[:LIMIT]]
 
 
-LANTERNS = "keyword weight = words held (lantern's)"  # checked against vectors.fuse
+LANTERNS = "words held, never below the cosine (lantern's)"  # checked against vectors.fuse
 LEXICAL = ("lexical", "keyword")  # the two sets' names for questions in their answers' words
 
 

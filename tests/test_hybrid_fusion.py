@@ -1,9 +1,9 @@
 """Hybrid search fuses both rankings, for records and for source chunks, as docs/search.md
-defines it: ``w × BM25 / (the best BM25 among the candidates) + (1 − w) × cosine``, where ``w``
-is the share of the query's words (as typed, stop words aside) that the text holds, as written
-or by stem; the cosine counted only at or above the similarity floor (0.15 for wordllama when
-the query shares a word with the texts searched, as here), over the keyword matches and the
-texts at or above the floor, best first.
+defines it: ``max(cosine, w × BM25 / (the best BM25 among the candidates) + (1 − w) × cosine)``,
+where ``w`` is the share of the query's words (as typed, stop words aside) that the text
+holds, as written or by stem; the cosine counted only at or above the similarity floor (0.15
+for wordllama when the query shares a word with the texts searched, as here), over the keyword
+matches and the texts at or above the floor, best first.
 
 The expected order and scores are computed here from that formula: the cosine from the
 embedder's own vectors (numpy, the model rather than the code under test), the BM25 scores from
@@ -70,13 +70,16 @@ def fused(
     bm25: dict[str, float], cosine: dict[str, float], held: dict[str, int], words: int
 ) -> dict[str, float]:
     """The documented formula, over the candidates: keyword matches and texts at the floor,
-    each keyword match weighed by the share of the query's ``words`` it holds."""
+    each keyword match weighed by the share of the query's ``words`` it holds, never below
+    its cosine (0 under the floor)."""
     best = max(bm25.values())
     counted = above_floor(cosine)
     scores = {}
     for text in set(bm25) | set(counted):
         weight = held[text] / words if text in bm25 else 0.0
-        scores[text] = weight * bm25.get(text, 0.0) / best + (1 - weight) * counted.get(text, 0.0)
+        semantic = counted.get(text, 0.0)
+        mixed = weight * bm25.get(text, 0.0) / best + (1 - weight) * semantic
+        scores[text] = max(semantic, mixed)
     return scores
 
 
@@ -158,12 +161,13 @@ QUESTION = "What was Priya promoted to?"
 ANSWER = "Priya: I got promoted to senior designer, the raise is small but the title is nice."
 TURNS = [
     ANSWER,
-    "Priya: I love that for you!",
     "Priya: That must have been a lot to deal with.",
     "Priya: Let me know how it goes, okay?",
     "Priya: Wow, tell me more about that.",
-    "Tomas: They keep promoting that new cafe downtown.",
-    "Tomas: The ferry was late again this morning.",
+    "Tomas: They keep promoting that new cafe downtown, on every street corner, every single "
+    "week of the year.",
+    "Tomas: The ferry was late again this morning, and the one after it got cancelled, so I "
+    "walked to work in the rain.",
 ]
 # The question's words as typed: what, was, priya, promoted ("to" is a stop word). Each turn
 # after the answer holds one: priya; "promoted" by its stem ("promoting"); "was".
@@ -179,15 +183,18 @@ def test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_i
     cosine = cosines(QUESTION, TURNS)
     # The premise: by meaning the answer is behind every name-only turn, and so it is under
     # one constant keyword weight of 0.1 (the formula hybrid had before).
-    assert all(cosine[turn] > cosine[ANSWER] + 0.1 for turn in TURNS[1:5])
+    assert all(cosine[turn] > cosine[ANSWER] + 0.1 for turn in TURNS[1:4])
     best = max(bm25.values())
     constant = {t: 0.1 * bm25[t] / best + 0.9 * above_floor(cosine).get(t, 0.0) for t in TURNS}
     assert by_score(constant)[0] != ANSWER
     expected = fused(bm25, cosine, TURN_HELD, 4)
     assert by_score(expected)[0] == ANSWER
     assert expected[ANSWER] - max(expected[turn] for turn in TURNS[1:]) > 0.01  # not rounding
-    # The last turn holds "was" with a cosine under the floor: its keyword part alone.
-    assert cosine[TURNS[-1]] < FLOOR and expected[TURNS[-1]] == bm25[TURNS[-1]] / best / 4
+    # A name-only turn keeps its cosine: the word it holds never lowers its score.
+    assert all(expected[turn] == cosine[turn] for turn in TURNS[1:4])
+    # The last two turns hold a word each with a cosine under the floor: their keyword part.
+    for turn in TURNS[4:]:
+        assert cosine[turn] < FLOOR and expected[turn] == bm25[turn] / best / 4
 
     whole = [(h.record.content, h.score) for h in store.search(QUESTION, mode="hybrid")]
     assert len(whole) == len(expected)

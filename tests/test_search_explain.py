@@ -204,8 +204,8 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
     for mode in ("hybrid", "semantic"):
         assert _cli_json(store_path, "memory", "search", "quokka", "--mode", mode, env=env) == []
     # A query sharing a word with the records has the lower floor, and every hit explains it:
-    # docs/search.md, w x BM25 / best BM25 + (1 - w) x cosine, w the share of the query's two
-    # words the hit holds (counted here by hand).
+    # docs/search.md, max(cosine, w x BM25 / best BM25 + (1 - w) x cosine), w the share of the
+    # query's two words the hit holds (counted here by hand).
     held = {
         "Ana prefers short answers.": ["ana", "answers"],
         "Bob answers support tickets on Mondays.": ["answers"],
@@ -222,7 +222,7 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
         assert why["weights"] == {"keyword": weight, "semantic": 1 - weight}
         assert why["floor"] == ranking.floors("wordllama").floor
         semantic = why["cosine"] if why["cosine"] >= why["floor"] else 0.0
-        want = weight * why["bm25"] / why["bm25_best"] + (1 - weight) * semantic
+        want = max(semantic, weight * why["bm25"] / why["bm25_best"] + (1 - weight) * semantic)
         assert hit["score"] == pytest.approx(want, abs=2e-6)
     # The table shows each hit's weights and how many of the words it holds.
     table = lantern(
@@ -232,7 +232,7 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
     [bob] = [hit for hit in hits if hit["content"].startswith("Bob")]
     why = bob["explain"]
     line = (
-        f"0.5 x bm25 {why['bm25']:.3f}/{why['bm25_best']:.3f} + 0.5 x cosine "
-        f"{why['cosine']:.3f} (floor 0.15); matched 1 of 2 words: answers"
+        f"max(cosine, 0.5 x bm25 {why['bm25']:.3f}/{why['bm25_best']:.3f} + 0.5 x cosine), "
+        f"cosine {why['cosine']:.3f} (floor 0.15); matched 1 of 2 words: answers"
     )
     assert table[1 + 2 * hits.index(bob) + 1].strip() == line

@@ -363,23 +363,25 @@ def test_pending_records_are_searched_by_keyword_only(store, store_path):
 def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
     from lantern_git.index.vectors import fuse
 
-    keyword = [("a", 8.0), ("b", 4.0)]
-    semantic = [("c", 0.7), ("b", 0.5), ("a", -0.2)]
-    # Each keyword hit's weight (docs/search.md: the share of the query's words it holds)
-    weights = {"a": 0.25, "b": 0.75}
+    keyword = [("a", 8.0), ("b", 4.0), ("d", 1.6)]
+    semantic = [("c", 0.7), ("d", 0.6), ("b", 0.5), ("a", -0.2)]
+    # Each keyword hit's weight (docs/search.md: the share of the query's words it holds); a
+    # hit scores max(cosine, w x bm25 / best + (1 - w) x cosine).
+    weights = {"a": 0.25, "b": 0.75, "d": 0.5}
     fused = dict(fuse(keyword, semantic, weights))
     assert fused["a"] == 0.25 * 1.0  # a negative cosine adds nothing
     assert fused["b"] == round(0.75 * 0.5 + 0.25 * 0.5, 6)
     assert fused["c"] == 0.7  # no keyword match: the cosine alone
-    assert [key for key, _ in fuse(keyword, semantic, weights)] == ["c", "b", "a"]
+    assert fused["d"] == 0.6  # 0.5 x 0.2 + 0.5 x 0.6 = 0.4: never below its cosine
+    assert [key for key, _ in fuse(keyword, semantic, weights)] == ["c", "d", "b", "a"]
     # A record only the keyword ranking places first does not tie with the cosine's first:
-    # 0.25 x 1 + 0.75 x 0.3 = 0.475 against 0.25 x 1/3 + 0.75 x 0.6 = 0.533333.
+    # max(0.3, 0.25 x 1 + 0.75 x 0.3) = 0.475 against max(0.6, 0.25 x 1/3 + 0.75 x 0.6) = 0.6.
     named = fuse(
         [("shares-the-name", 3.0), ("target", 1.0)],
         [("target", 0.6), ("shares-the-name", 0.3)],
         {"shares-the-name": 0.25, "target": 0.25},
     )
-    assert named == [("target", 0.533333), ("shares-the-name", 0.475)]
+    assert named == [("target", 0.6), ("shares-the-name", 0.475)]
     # Equal sums: the semantic ranking's order, whatever the ids.
     assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)], {})] == ["z", "y"]
 
@@ -393,9 +395,10 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
     # Row i's cosine with the query (the first axis) is COSINES[i], exactly in float32; None:
     # a row at 0 (no cosine, under any floor). BM25 scores, best 2.0, and keyword weights.
     cosines = {"a": 0.25, "b": 0.5, "c": 0.375, "d": None, "e": None, "f": 0.0625, "g": 0.5}
-    cosines |= {"h": None, "i": 0.0625, "k": 0.25, "m": 0.3125}
-    bm25 = {"a": 2.0, "c": 1.0, "d": 0.5, "e": 0.5, "f": 0.5, "h": 0.5, "k": 1.125}
+    cosines |= {"h": None, "i": 0.0625, "k": 0.25, "m": 0.3125, "n": 0.4375}
+    bm25 = {"a": 2.0, "c": 1.0, "d": 0.5, "e": 0.5, "f": 0.5, "h": 0.5, "k": 1.125, "n": 0.25}
     weights = {"a": 0.5, "c": 0.25, "d": 0.5, "e": 0.25, "f": 0.75, "h": 0.25, "k": 0.2}
+    weights["n"] = 0.5  # 0.5 x 0.125 + 0.5 x 0.4375 is under its cosine: it scores 0.4375
     ids = sorted(cosines)
     matrix = np.zeros((len(ids), 4), dtype=np.float32)
     for row, key in enumerate(ids):
@@ -405,15 +408,15 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
     query = np.asarray([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
 
     def expected(floor: float) -> list[tuple[str, float]]:
-        # docs/search.md: w x bm25 / best + (1 - w) x cosine, the cosine counted when it
-        # reaches the floor (and is above 0), w the hit's keyword weight (0 without a keyword
-        # match); equal sums in the semantic order (cosine, then id), the records it leaves
-        # out after, by id.
+        # docs/search.md: max(cosine, w x bm25 / best + (1 - w) x cosine), the cosine counted
+        # when it reaches the floor (and is above 0), w the hit's keyword weight (0 without a
+        # keyword match); equal sums in the semantic order (cosine, then id), the records it
+        # leaves out after, by id.
         placed = {k: c for k, c in cosines.items() if c is not None and c > 0 and c >= floor}
         scored = []
         for key in set(placed) | set(bm25):
-            weight = weights.get(key, 0.0)
-            total = weight * bm25.get(key, 0.0) / 2.0 + (1 - weight) * placed.get(key, 0.0)
+            weight, cosine = weights.get(key, 0.0), placed.get(key, 0.0)
+            total = max(cosine, weight * bm25.get(key, 0.0) / 2.0 + (1 - weight) * cosine)
             tie = (0, -placed[key]) if key in placed else (1, 0.0)
             scored.append((-round(total, 6), tie, key))
         return [(key, -score) for score, _, key in sorted(scored)]
@@ -428,7 +431,7 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
         # two keyword hits with no cosine (e, h).
         assert score["k"] == score["m"] and score["b"] == score["g"]
         assert floor > 0.0625 or score["i"] == score["h"]
-        assert score["e"] == score["h"]
+        assert score["e"] == score["h"] and score["n"] == 0.4375
         shares = [weights[key] for key in bm25]
         for end in range(1, len(whole) + 2):
             page = fuse_page(

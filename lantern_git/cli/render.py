@@ -853,10 +853,8 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     best = explain.get("bm25_best")
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
     held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
-    return (
-        f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x {cos}; "
-        f"matched {held}: {matched}"
-    )
+    mixed = f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x cosine"
+    return f"max(cosine, {mixed}), {cos}; matched {held}: {matched}"
 
 
 def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:

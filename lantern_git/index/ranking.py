@@ -3,15 +3,17 @@ one place for records and source chunks (``vectors.fuse`` and ``vectors.rank`` a
 
 Hybrid scores each candidate::
 
-    hybrid = w * bm25 / best bm25 + (1 - w) * cosine,   w = words held / words
+    hybrid = max(cosine, w * bm25 / best bm25 + (1 - w) * cosine),   w = words held / words
 
 where ``bm25`` is the record's keyword score (0 when no query word is in it), ``best bm25``
 the highest among the candidates, ``cosine`` the similarity of its embedding with the query's,
 counted only when it reaches the floor (else 0), and ``w``, the keyword weight, is the share of
 the query's words (as typed, stop words aside: ``analysis.typed_words``) that the record holds,
-as written or by stem (``--explain``'s ``matched``). A record holding every word is ranked by
-its BM25 alone, one holding none by its cosine alone. The candidates are the keyword matches and
-the records whose cosine reaches the floor; semantic search ranks the latter by cosine alone.
+as written or by stem (``--explain``'s ``matched``). A record holding every word of the query
+scores the larger of its BM25 share and its cosine; one holding none, its cosine: a word held
+can raise a record above its cosine, never lower it. The candidates are the keyword matches
+and the records whose cosine reaches the floor; semantic search ranks the latter by cosine
+alone.
 
 Why the weight is the record's and not one constant: on questions in their answers' words, a
 constant weight small enough for paraphrases to gain (0.1, the best by cross-validation) let
@@ -20,7 +22,7 @@ cosine ("What was Priya promoted to?": "Priya: I love that for you!", cosine 0.8
 "Priya: I got promoted to senior designer", 0.62), and one large enough to keep those questions
 level (0.4) gave up most of the gain. The weight by words held has no parameter to choose; on
 ``benchmarks/retrieval.py``'s two sets it keeps both sets' lexical questions at keyword's
-recall and stays above keyword and the peers' BM25 by 7 to 19 points of recall@5
+recall and stays above keyword and the peers' BM25 by 8 to 19 points of recall@5
 (docs/search.md, "Other fusion rules"; ``--cv`` prints it beside every rule tried).
 
 The floor depends on the query: a query sharing at least one word with the records searched
@@ -94,8 +96,8 @@ def explained(
     keyword weight the ranking gave it: ``len(matched) / len(words)``); the ``floor`` the
     cosine had to reach (None in keyword mode); in hybrid mode ``bm25_best``, the best BM25
     score among the candidates, which ``bm25`` is divided by. In hybrid mode the score is
-    ``weights.keyword * bm25 / bm25_best + weights.semantic * cosine`` (the cosine counted when
-    at least ``floor``)."""
+    ``max(cosine, weights.keyword * bm25 / bm25_best + weights.semantic * cosine)`` (the
+    cosine counted when at least ``floor``, else 0)."""
     from .analysis import matched_words, typed_words
 
     if mode == "keyword":

@@ -759,9 +759,9 @@ def fuse_page(
         at, found, weight = at[has], raw[has], weights[has]
         bm25_of[at] = found
         weight_of[at] = weight
-        semantic = np.round(1.0 - weight, 6) * np.maximum(cosine_of[at], 0.0)
-        fused[at] = weight * np.round(found, 6) / divisor + np.where(
-            np.isnan(cosine_of[at]), 0.0, semantic
+        counted = np.where(np.isnan(cosine_of[at]), 0.0, np.maximum(cosine_of[at], 0.0))
+        fused[at] = np.maximum(
+            counted, weight * np.round(found, 6) / divisor + np.round(1.0 - weight, 6) * counted
         )
         alone = [
             (ids_by_docnum[int(d)], float(s), float(w))
@@ -814,10 +814,11 @@ def fuse(
 ) -> builtins.list[tuple[str, float]]:
     """The hybrid ranking of the keyword (BM25, best first) and semantic (cosine, best first,
     those under the floor already left out by :func:`rank`) rankings of the same candidates:
-    each id scores ``w * bm25 / best bm25 + (1 - w) * cosine`` (rounded to 6 places;
-    ``ranking.py``), ``w`` its keyword weight in ``weights`` (``ranking.keyword_weight``; 0
-    for an id the keyword ranking does not hold); best first, ties by the semantic ranking's
-    order, then id. An id the semantic ranking leaves out keeps its keyword part."""
+    each id scores ``max(cosine, w * bm25 / best bm25 + (1 - w) * cosine)`` (rounded to 6
+    places; ``ranking.py``), ``w`` its keyword weight in ``weights``
+    (``ranking.keyword_weight``; 0 for an id the keyword ranking does not hold); best first,
+    ties by the semantic ranking's order, then id. An id the semantic ranking leaves out has
+    a cosine of 0 here: its keyword part."""
     best = keyword[0][1] if keyword and keyword[0][1] > 0 else 1.0
     bm25 = dict(keyword)
     cosines = dict(semantic)
@@ -835,10 +836,8 @@ def fuse(
 def _fused(weight: float, share: float, cosine: float | None) -> float:
     """One candidate's hybrid score (``ranking.py``), rounded to 6 places: ``share`` its BM25
     over the best, ``cosine`` None when it is not a semantic candidate (under the floor)."""
-    total = weight * share
-    if cosine is not None:
-        total = total + ranking.semantic_weight(weight) * max(cosine, 0.0)
-    return round(total, 6)
+    counted = 0.0 if cosine is None else max(cosine, 0.0)
+    return round(max(counted, weight * share + ranking.semantic_weight(weight) * counted), 6)
 
 
 def pairs_above(

@@ -314,8 +314,9 @@ SearchMode = Annotated[
         enum=list(SEARCH_MODES),
         description=(
             "keyword: BM25 over the words. semantic: cosine of text embeddings (finds "
-            "paraphrases). hybrid: w x BM25 over the best BM25 + (1 - w) x cosine, w the share "
-            "of the query's words the hit holds, cosines under the similarity floor left out. "
+            "paraphrases). hybrid: w x BM25 over the best BM25 + (1 - w) x cosine, never below "
+            "the cosine, w the share of the query's words the hit holds, cosines under the "
+            "similarity floor left out. "
             "Default: hybrid when the server has the semantic "
             "extra, keyword otherwise; semantic and hybrid fail with semantic_unavailable "
             "without it."

@@ -253,10 +253,10 @@ class Records:
         - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
           the records the filters select; records under the similarity floor are left out
           (:mod:`~lantern_git.index.ranking`); ``score`` is the cosine.
-        - ``hybrid``: ``w * bm25 / best bm25 + (1 - w) * cosine``, ``w`` the share of the
-          query's words the record holds (:mod:`~lantern_git.index.ranking`, where the rule is
-          chosen), the cosine counted only at or above the floor, over the keyword matches and
-          the records at or above the floor; ``score`` is that sum, between 0 and 1.
+        - ``hybrid``: ``max(cosine, w * bm25 / best bm25 + (1 - w) * cosine)``, ``w`` the
+          share of the query's words the record holds (:mod:`~lantern_git.index.ranking`,
+          where the rule is chosen), the cosine counted only at or above the floor, over the
+          keyword matches and the records at or above the floor; ``score`` is between 0 and 1.
 
         ``explain``: each hit's ``explain`` says what made its score (mode, bm25, the query
         words matched, cosine, weights, floor).
