@@ -132,6 +132,17 @@ def test_source_search_explain_on_the_cli(store, store_path):
     assert f"bm25 {hit['score']:.3f}; matched: ferry" in text.stdout
 
 
+def test_a_chunk_explains_the_words_its_source_title_holds(store):
+    # The index reads a chunk's words from its text and its source's title, and so does BM25:
+    # "ferry" is only in the title, "noon" only in the text.
+    body = b"User: it leaves at noon\nBot: noted\n"
+    store.sources.add([SourceInput(body, "a.md", title="Ferry times")])
+    [hit] = store.sources.search("ferry noon", mode="keyword", explain=True)
+    assert hit.explain is not None
+    assert hit.explain["words"] == ["ferry", "noon"]
+    assert hit.explain["matched"] == ["ferry", "noon"]
+
+
 def test_mcp_explain_on_both_search_tools(store, store_path):
     contents = filled(store)
     store.sources.add([SourceInput(b"User: the ferry leaves at noon\nBot: noted\n", "a.md")])
