@@ -86,11 +86,57 @@ PLANTS = [
     Plant(
         "source hybrid search drops the keyword side",
         "lantern_git/evidence/sources.py",
-        "ranked = fuse(keyword, ranked)",
-        "ranked = fuse([], ranked)",
+        "ranked = fuse(keyword, ranked, weights)",
+        "ranked = fuse([], ranked, weights)",
         (
             "tests/test_hybrid_fusion.py::"
             "test_source_hybrid_search_ranks_chunks_by_the_fused_score_not_the_cosine_alone",
+        ),
+    ),
+    Plant(
+        "hybrid weighs every keyword hit by one constant 0.1, not by the words it holds",
+        "lantern_git/index/ranking.py",
+        "return round(held / words, 6) if words > 0 else 0.0",
+        "return 0.1",
+        (
+            "tests/test_hybrid_fusion.py::"
+            "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
+        ),
+    ),
+    Plant(
+        "a word a hit holds lowers its hybrid score below its cosine",
+        "lantern_git/index/vectors.py",
+        "return round(max(counted, weight * share + ranking.semantic_weight(weight) * counted), 6)",
+        "return round(weight * share + ranking.semantic_weight(weight) * counted, 6)",
+        (
+            "tests/test_hybrid_fusion.py::"
+            "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
+            "tests/test_semantic.py::"
+            "test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
+        ),
+    ),
+    Plant(
+        "a hybrid page's shortlist lets a word held lower a hit below its cosine",
+        "lantern_git/index/vectors.py",
+        "        fused[at] = np.maximum(\n"
+        "            counted, weight * np.round(found, 6) / divisor"
+        " + np.round(1.0 - weight, 6) * counted\n"
+        "        )",
+        "        fused[at] = weight * np.round(found, 6) / divisor"
+        " + np.round(1.0 - weight, 6) * counted",
+        (
+            "tests/test_semantic.py::"
+            "test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
+        ),
+    ),
+    Plant(
+        "a query word held only by its stem not counted as held",
+        "lantern_git/index/bm25.py",
+        "for term in word_terms(word):",
+        "for term in word_terms(word)[:1]:",
+        (
+            "tests/test_hybrid_fusion.py::"
+            "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
         ),
     ),
     Plant(
@@ -181,8 +227,8 @@ PLANTS = [
     Plant(
         "hybrid pages through search: the first page from the semantic ranking alone",
         "lantern_git/memory/records.py",
-        "current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor",
-        "current, wanted, candidates, id_of, [], [], end, floor",
+        "current, wanted, candidates, id_of, keyword_docs, keyword_scores, shares, end, floor",
+        "current, wanted, candidates, id_of, [], [], [], end, floor",
         (
             "tests/test_semantic.py::"
             "test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order",

@@ -20,18 +20,21 @@ evidence found in its first k hits, averaged over questions; MRR the mean of 1/r
 first evidence hit within 10; ms/query the median wall time of one search (lantern: the whole
 library call, warm).
 
-Hybrid's keyword weight and the similarity floor are lantern's constants
-(``lantern_git/index/ranking.py``). They were chosen by leave-one-out cross-validation over
-eleven folds, each conversation of the conversational set and the recall set as one more:
-``--cv`` prints, for each held-out fold, the weight with the best R@5 on the other folds, the
-highest floor whose R@10 there stays within half a point of no floor, and the R@5 they give on
-the held-out fold. The shipped values are those most folds chose, never fitted on the figures
-of a held-out fold. ``--cv`` then tries other fusion rules (``RULES``: reciprocal rank fusion,
-BM25 over the query's most, a higher weight for a confident keyword hit, a weight by the
-question's coverage, a weight by the share of the question's words a hit holds), each family's
-parameters chosen by the same folds under one more condition: the other folds' lexical
-questions keep keyword's R@5. It prints the folds' choices, each family's held-out R@5 by set
-and question type, and the rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
+Hybrid weighs each keyword hit by the share of the query's words it holds (no parameter) and
+keeps the similarity floor (``lantern_git/index/ranking.py``). The floor was chosen by
+leave-one-out cross-validation over eleven folds, each conversation of the conversational set
+and the recall set as one more, with the constant keyword weight hybrid had then: ``--cv``
+prints, for each held-out fold, the weight with the best R@5 on the other folds, the highest
+floor whose R@10 there stays within half a point of no floor, and the R@5 they give on the
+held-out fold; then each set's R@5 and R@10 at every floor under today's rule, and the floor
+each fold would choose under it. ``--cv`` then tries fusion rules (``RULES``: constant weights,
+reciprocal rank fusion, BM25 over the query's most, a higher weight for a confident keyword
+hit, a weight by the question's coverage, lantern's weight by words held never below the
+cosine and a power of it, that weight's sum alone, the cosine plus the words held, three tiers
+by words held, a step weight by words held), each family's parameters chosen by the
+same folds under one more condition: the other folds' lexical questions keep keyword's R@5.
+It prints the folds' choices, each family's held-out R@5 by set and question type, and the
+rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
 ``--calibrate`` prints the cosines that words in no record reach, which set
 the floor for a query that shares no word with the records searched.
 """
@@ -310,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(reports, indent=2))
         return 0
     print(
-        "Hybrid's weight and floor were chosen by leave-one-out cross-validation over the"
+        "Hybrid weighs each keyword hit by the share of the query's words it holds (no"
+        " parameter); its floor was chosen by leave-one-out cross-validation over the"
         " conversations and the recall set (--cv), not fitted on these figures.\n"
     )
     for report in reports:
@@ -358,15 +362,17 @@ def tune(cv: bool, calibrate: bool) -> int:
         print(f"the floor without a lexical anchor: {ranking.DEFAULT_FLOORS.alone}")
     if cv:
         found = cross_validate(items)
+        print("How lantern chose its floor, with the constant weight it had then:")
         print("\n| held out | weight chosen | floor chosen | R@5 held out |")
         print("|---|---|---|---|")
         for row in found["folds"]:
             print(f"| {row['held_out']} | {row['weight']} | {row['floor']} | {row['R@5']:.3f} |")
-        print(f"\ncross-validated hybrid R@5: {found['R@5']:.3f}")
+        print(f"\ncross-validated hybrid R@5 with a constant weight: {found['R@5']:.3f}")
         print(
-            f"lantern ships weight {ranking.KEYWORD_WEIGHT}, floor "
-            f"{ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
+            "lantern ships a keyword weight by the words each hit holds (no parameter) and the "
+            f"floor {ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
         )
+        print(floor_check(items))
         print(rules_report(items))
     return 0
 
@@ -416,8 +422,10 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
     each question: ``coverage``, the share of its words' idf (as BM25 counts it, over the
     records it searches) that its best keyword hit holds, as written or by stem (0 without a
     keyword hit); ``most``, the sum of those idfs, the BM25 a record holding each word once
-    at the average length would score; and per candidate, ``held``, the share of the
-    question's words (as ``--explain`` counts them: ``typed_words``) that it holds."""
+    at the average length would score; ``words``, how many words it has as ``--explain``
+    counts them (``typed_words``); and per candidate, ``count``, how many of them it holds,
+    ``held``, their share, and ``cover``, their share of the question's idf (all 0 for a
+    candidate that is no keyword match)."""
     import math
 
     import numpy as np
@@ -451,11 +459,15 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
             held = terms[min(hits, key=lambda h: (-h[1], h[0]))[0]]
             mine = sum(v for w, v in weights.items() if w in held or stem(w) in held)
             item["coverage"] = mine / item["most"]
-        item["held"] = np.asarray(
-            [
-                len(matched_words(item["text"], content[k])) / len(words) if b > 0 else 0.0
-                for k, b in zip(item["keys"], item["bm25"])
-            ]
+        item["words"] = len(words)
+        matched = [
+            matched_words(item["text"], content[k]) if b > 0 else []
+            for k, b in zip(item["keys"], item["bm25"])
+        ]
+        item["count"] = np.asarray([len(m) for m in matched])
+        item["held"] = item["count"] / max(len(words), 1)
+        item["cover"] = np.asarray(
+            [sum(weights[w] for w in m) / (item["most"] or 1.0) for m in matched]
         )
 
 
@@ -463,7 +475,8 @@ def add_features(items: list[dict], docs: list[dict], keys: dict[str, str]) -> N
 #
 # Each family scores a question's candidates (keyword matches and records at or above the
 # floor, 0.15) from its BM25 scores, cosines and the features above; ties go by cosine, then
-# key, as lantern's fuse does. The constant weight is lantern's formula (ranking.py).
+# key, as lantern's fuse does. The weight by words held, never below the cosine, is lantern's
+# formula (ranking.py); the constant weight 0.1 the one it had before.
 
 COVERAGE_RULES = [
     (a, b, p) for a in (0.05, 0.1) for b in (0.25, 0.45, 0.7, 1.0, 1.5) for p in (1, 2, 4, 6)
@@ -481,6 +494,22 @@ RULES: dict[str, list[tuple]] = {
     ],
     # the question's weight a + b x coverage^p (at most 0.95), tried in an earlier round
     "weight by coverage (idf)": list(COVERAGE_RULES),
+    # the keyword weight of each hit the share of the query's words it holds, the score never
+    # below the cosine alone: max(cosine, w x bm25 / best + (1 - w) x cosine): lantern's
+    "words held, never below the cosine (lantern's)": [()],
+    # the same with the share to a power p, a family around lantern's p = 1
+    "(words held)^p, never below the cosine": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
+    # the weight by words held, the sum alone (a hit holding few words can fall under its
+    # cosine)
+    "keyword weight = words held": [()],
+    # the cosine plus the share of the query's words held (the BM25's size left out)
+    "cosine + words held": [()],
+    # the constant weight 0.1, but the hits holding every word of the query first
+    "tier: every word held first": [()],
+    # the constant weight 0.1, but the hits holding the most words (two or more) held first
+    "tier: most words held first": [()],
+    # the constant weight 0.1, but the hits holding at least theta of the query's idf first
+    "tier: idf share held first": [(t,) for t in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)],
     # the weight hi for a hit holding at least theta of the query's words, lo for the others
     "weight by words held": [
         (lo, hi, theta)
@@ -525,6 +554,31 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     elif family == "weight by coverage (idf)":
         a, b, p = rule
         weight = min(a + b * item["coverage"] ** p, 0.95)
+    elif family in (
+        "words held, never below the cosine (lantern's)",
+        "keyword weight = words held",
+    ):
+        weight = np.round(item["held"], 6)
+        fused = weight * share + np.round(1 - weight, 6) * semantic
+        if family != "keyword weight = words held":
+            fused = np.maximum(semantic, fused)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "(words held)^p, never below the cosine":
+        weight = item["held"] ** rule[0]
+        fused = np.maximum(semantic, weight * share + (1 - weight) * semantic)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "cosine + words held":
+        return np.where(matched | placed, semantic + item["held"], -np.inf)
+    elif family.startswith("tier: "):
+        count = item["count"]
+        if family == "tier: every word held first":
+            first = matched & (count == item["words"])
+        elif family == "tier: idf share held first":
+            first = matched & (item["cover"] >= rule[0] - 1e-9)
+        else:
+            first = matched & (count == count.max()) & (count >= 2)
+        fused = 0.1 * share + 0.9 * semantic + np.where(first, 2.0, 0.0)  # fused is at most 1
+        return np.where(matched | placed, fused, -np.inf)
     else:
         lo, hi, theta = rule
         weight = np.where(item["held"] >= theta, hi, lo)
@@ -542,7 +596,7 @@ def rule_keys(family: str, rule: tuple, item: dict) -> list[str]:
     return [keys[i] for i in order[:LIMIT]]
 
 
-KEYWORD = 0.1  # lantern's weight (ranking.KEYWORD_WEIGHT), checked against vectors.fuse
+LANTERNS = "words held, never below the cosine (lantern's)"  # checked against vectors.fuse
 LEXICAL = ("lexical", "keyword")  # the two sets' names for questions in their answers' words
 
 
@@ -603,12 +657,9 @@ def rules_report(items: list[dict]) -> str:
                 )
 
     whole("keyword", "", keyword)
-    alike = sum(
-        rule_keys("constant weight", (KEYWORD,), item) == fused_keys(item, KEYWORD, 0.15)
-        for item in items
-    )
-    # lantern's own choice first: the constant weight by R@5 alone, as cross_validate makes it
-    runs = [("constant weight, by R@5 alone (lantern's)", "constant weight", False)]
+    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, 0.15) for item in items)
+    # The constant weight as lantern chose it before, by R@5 alone, as cross_validate does
+    runs = [("constant weight, by R@5 alone (lantern's before)", "constant weight", False)]
     runs += [(family, family, True) for family in RULES]
     for label, family, level_kept in runs:
         rules = RULES[family]
@@ -652,7 +703,7 @@ def rules_report(items: list[dict]) -> str:
             "\nThe rule most folds chose, on the whole sets (lexical: the conversations'"
             " lexical questions, the recall set's keyword queries):",
             *whole_rows,
-            f"\nThe constant weight {KEYWORD} ranks here as lantern's fuse does on {alike} of"
+            f"\nThe weight by words held ranks here as lantern's fuse does on {alike} of"
             f" {len(items)} questions.\nFolds' choices:",
             *choices,
             "\nEvery rule's R@5 on the whole sets (recall: all, lexical; conversations: all,"
@@ -662,9 +713,11 @@ def rules_report(items: list[dict]) -> str:
     )
 
 
-def fused_keys(item: dict, weight: float, floor: float) -> list[str]:
+def fused_keys(item: dict, weight: float | None, floor: float) -> list[str]:
     """The first ten keys of lantern's hybrid ranking (``vectors.fuse``, the formula in
-    ``lantern_git/index/ranking.py``) with this keyword weight and floor."""
+    ``lantern_git/index/ranking.py``) with this floor, each keyword hit weighed as lantern
+    weighs it (``weight`` None: the share of the question's words it holds) or by the
+    constant ``weight`` (the formula lantern had before)."""
     from lantern_git.index import ranking
     from lantern_git.index.vectors import fuse
 
@@ -676,19 +729,52 @@ def fused_keys(item: dict, weight: float, floor: float) -> list[str]:
         ((keys[i], round(float(c), 6)) for i, c in enumerate(cos) if c >= floor and c > 0),
         key=_best,
     )
-    return [key for key, _ in fuse(keyword, semantic, weight)[:LIMIT]]
+    if weight is None:
+        held = dict(zip(keys, item["count"]))
+        weights = {k: ranking.keyword_weight(int(held[k]), item["words"]) for k, _ in keyword}
+    else:
+        weights = {k: weight for k, _ in keyword}
+    return [key for key, _ in fuse(keyword, semantic, weights)[:LIMIT]]
 
 
 def _best(item: tuple[str, float]) -> tuple[float, str]:
     return -item[1], item[0]
 
 
-def recall_at(items: list[dict], weight: float, floor: float, k: int = 5) -> float:
-    total = 0.0
-    for item in items:
-        top = fused_keys(item, weight, floor)[:k]
-        total += sum(1 for t in item["targets"] if t in top) / len(item["targets"])
-    return total / len(items) if items else 0.0
+def floor_check(items: list[dict]) -> str:
+    """The floor under lantern's rule (each keyword hit weighed by the words it holds): each
+    set's R@5 and R@10 at every floor, and the floor cross_validate's procedure chooses in
+    each fold (the highest whose R@10 on the other folds stays within 0.5 points of none)."""
+    table = {}
+    for floor in FLOORS:
+        for n, item in enumerate(items):
+            top = fused_keys(item, None, floor)
+            hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
+            table[floor, n] = tuple(sum(h) / len(h) for h in hits)
+
+    def mean(floor: float, ns: list[int], at: int) -> float:
+        return sum(table[floor, n][at] for n in ns) / len(ns)
+
+    rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in SETS) + " |"]
+    rows.append("|---" * (1 + 2 * len(SETS)) + "|")
+    for floor in FLOORS:
+        cells = []
+        for name in SETS:
+            ns = [n for n, i in enumerate(items) if i["set"] == name]
+            cells += [f"{mean(floor, ns, 0):.3f}", f"{mean(floor, ns, 1):.3f}"]
+        rows.append(f"| {floor} | " + " | ".join(cells) + " |")
+    chosen = []
+    for fold in sorted({item["fold"] for item in items}):
+        train = [n for n, i in enumerate(items) if i["fold"] != fold]
+        base = mean(0.0, train, 1)
+        chosen.append(f"{fold} {max(f for f in FLOORS if mean(f, train, 1) >= base - 0.005)}")
+    return "\n".join(
+        [
+            "\nThe floor under lantern's rule (each keyword hit weighed by the words it holds):",
+            *rows,
+            "Each fold's choice by the same procedure: " + "; ".join(chosen),
+        ]
+    )
 
 
 def cross_validate(items: list[dict]) -> dict:

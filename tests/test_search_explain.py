@@ -132,6 +132,17 @@ def test_source_search_explain_on_the_cli(store, store_path):
     assert f"bm25 {hit['score']:.3f}; matched: ferry" in text.stdout
 
 
+def test_a_chunk_explains_the_words_its_source_title_holds(store):
+    # The index reads a chunk's words from its text and its source's title, and so does BM25:
+    # "ferry" is only in the title, "noon" only in the text.
+    body = b"User: it leaves at noon\nBot: noted\n"
+    store.sources.add([SourceInput(body, "a.md", title="Ferry times")])
+    [hit] = store.sources.search("ferry noon", mode="keyword", explain=True)
+    assert hit.explain is not None
+    assert hit.explain["words"] == ["ferry", "noon"]
+    assert hit.explain["matched"] == ["ferry", "noon"]
+
+
 def test_mcp_explain_on_both_search_tools(store, store_path):
     contents = filled(store)
     store.sources.add([SourceInput(b"User: the ferry leaves at noon\nBot: noted\n", "a.md")])
@@ -198,20 +209,41 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
     from lantern_git.index import ranking
 
     store.add("Ana prefers short answers.", kind="preference", scope="user:ana")
+    store.add("Bob answers support tickets on Mondays.", kind="fact", scope="user:bob")
     store.add("The deploy runs every night at 2am.", kind="fact", scope="project:beta")
     env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
     for mode in ("hybrid", "semantic"):
         assert _cli_json(store_path, "memory", "search", "quokka", "--mode", mode, env=env) == []
-    # A query sharing a word with the records has the lower floor, and every hit explains it.
+    # A query sharing a word with the records has the lower floor, and every hit explains it:
+    # docs/search.md, max(cosine, w x BM25 / best BM25 + (1 - w) x cosine), w the share of the
+    # query's two words the hit holds (counted here by hand).
+    held = {
+        "Ana prefers short answers.": ["ana", "answers"],
+        "Bob answers support tickets on Mondays.": ["answers"],
+        "The deploy runs every night at 2am.": [],
+    }
     hits = _cli_json(
         store_path, "memory", "search", "Ana answers", "--mode", "hybrid", "--explain", env=env
     )
-    assert hits
-    weight = 0.1  # docs/search.md: 0.1 x BM25 / best BM25 + 0.9 x cosine
+    assert {hit["content"] for hit in hits} >= set(list(held)[:2])
     for hit in hits:
         why = hit["explain"]
+        weight = len(held[hit["content"]]) / 2
+        assert why["words"] == ["ana", "answers"] and why["matched"] == held[hit["content"]]
         assert why["weights"] == {"keyword": weight, "semantic": 1 - weight}
         assert why["floor"] == ranking.floors("wordllama").floor
         semantic = why["cosine"] if why["cosine"] >= why["floor"] else 0.0
-        want = weight * why["bm25"] / why["bm25_best"] + (1 - weight) * semantic
+        want = max(semantic, weight * why["bm25"] / why["bm25_best"] + (1 - weight) * semantic)
         assert hit["score"] == pytest.approx(want, abs=2e-6)
+    # The table shows each hit's weights and how many of the words it holds.
+    table = lantern(
+        "--store", str(store_path), "memory", "search", "Ana answers", "--mode", "hybrid",
+        "--explain", env={**env, "COLUMNS": "200"},
+    ).stdout.splitlines()  # fmt: skip
+    [bob] = [hit for hit in hits if hit["content"].startswith("Bob")]
+    why = bob["explain"]
+    line = (
+        f"max(cosine, 0.5 x bm25 {why['bm25']:.3f}/{why['bm25_best']:.3f} + 0.5 x cosine), "
+        f"cosine {why['cosine']:.3f} (floor 0.15); matched 1 of 2 words: answers"
+    )
+    assert table[1 + 2 * hits.index(bob) + 1].strip() == line

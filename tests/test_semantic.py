@@ -361,35 +361,44 @@ def test_pending_records_are_searched_by_keyword_only(store, store_path):
 
 @pytest.mark.semantic
 def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
-    from lantern_git.index.vectors import KEYWORD_WEIGHT, fuse
+    from lantern_git.index.vectors import fuse
 
-    keyword = [("a", 8.0), ("b", 4.0)]
-    semantic = [("c", 0.7), ("b", 0.5), ("a", -0.2)]
-    fused = dict(fuse(keyword, semantic))
-    assert fused["a"] == round(KEYWORD_WEIGHT * 1.0, 6)  # a negative cosine adds nothing
-    assert fused["b"] == round(KEYWORD_WEIGHT * 0.5 + (1 - KEYWORD_WEIGHT) * 0.5, 6)
-    assert fused["c"] == round((1 - KEYWORD_WEIGHT) * 0.7, 6)  # no keyword match
-    assert [key for key, _ in fuse(keyword, semantic)] == ["c", "b", "a"]
-    # A record only the keyword ranking places first does not tie with the cosine's first.
+    keyword = [("a", 8.0), ("b", 4.0), ("d", 1.6)]
+    semantic = [("c", 0.7), ("d", 0.6), ("b", 0.5), ("a", -0.2)]
+    # Each keyword hit's weight (docs/search.md: the share of the query's words it holds); a
+    # hit scores max(cosine, w x bm25 / best + (1 - w) x cosine).
+    weights = {"a": 0.25, "b": 0.75, "d": 0.5}
+    fused = dict(fuse(keyword, semantic, weights))
+    assert fused["a"] == 0.25 * 1.0  # a negative cosine adds nothing
+    assert fused["b"] == round(0.75 * 0.5 + 0.25 * 0.5, 6)
+    assert fused["c"] == 0.7  # no keyword match: the cosine alone
+    assert fused["d"] == 0.6  # 0.5 x 0.2 + 0.5 x 0.6 = 0.4: never below its cosine
+    assert [key for key, _ in fuse(keyword, semantic, weights)] == ["c", "d", "b", "a"]
+    # A record only the keyword ranking places first does not tie with the cosine's first:
+    # max(0.3, 0.25 x 1 + 0.75 x 0.3) = 0.475 against max(0.6, 0.25 x 1/3 + 0.75 x 0.6) = 0.6.
     named = fuse(
-        [("shares-the-name", 3.0), ("target", 1.0)], [("target", 0.6), ("shares-the-name", 0.3)]
+        [("shares-the-name", 3.0), ("target", 1.0)],
+        [("target", 0.6), ("shares-the-name", 0.3)],
+        {"shares-the-name": 0.25, "target": 0.25},
     )
-    assert [key for key, _ in named] == ["target", "shares-the-name"]
+    assert named == [("target", 0.6), ("shares-the-name", 0.475)]
     # Equal sums: the semantic ranking's order, whatever the ids.
-    assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)])] == ["z", "y"]
+    assert [k for k, _ in fuse([], [("z", 0.5), ("y", 0.5)], {})] == ["z", "y"]
 
 
 @pytest.mark.semantic
 def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id():
     import numpy as np
 
-    from lantern_git.index.vectors import KEYWORD_WEIGHT, VectorSet, fuse_page
+    from lantern_git.index.vectors import VectorSet, fuse_page
 
     # Row i's cosine with the query (the first axis) is COSINES[i], exactly in float32; None:
-    # a row at 0 (no cosine, under any floor). BM25 scores, best 2.0.
+    # a row at 0 (no cosine, under any floor). BM25 scores, best 2.0, and keyword weights.
     cosines = {"a": 0.25, "b": 0.5, "c": 0.375, "d": None, "e": None, "f": 0.0625, "g": 0.5}
-    cosines |= {"h": None, "i": 0.0625, "k": 0.25, "m": 0.3125}
-    bm25 = {"a": 2.0, "c": 1.0, "d": 0.5, "e": 0.5, "f": 0.5, "h": 1.125, "k": 1.125}
+    cosines |= {"h": None, "i": 0.0625, "k": 0.25, "m": 0.3125, "n": 0.4375}
+    bm25 = {"a": 2.0, "c": 1.0, "d": 0.5, "e": 0.5, "f": 0.5, "h": 0.5, "k": 1.125, "n": 0.25}
+    weights = {"a": 0.5, "c": 0.25, "d": 0.5, "e": 0.25, "f": 0.75, "h": 0.25, "k": 0.2}
+    weights["n"] = 0.5  # 0.5 x 0.125 + 0.5 x 0.4375 is under its cosine: it scores 0.4375
     ids = sorted(cosines)
     matrix = np.zeros((len(ids), 4), dtype=np.float32)
     for row, key in enumerate(ids):
@@ -399,14 +408,15 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
     query = np.asarray([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
 
     def expected(floor: float) -> list[tuple[str, float]]:
-        # docs/search.md: weight x bm25 / best + (1 - weight) x cosine, the cosine counted when
-        # it reaches the floor (and is above 0); equal sums in the semantic order (cosine, then
-        # id), the records it leaves out after, by id.
+        # docs/search.md: max(cosine, w x bm25 / best + (1 - w) x cosine), the cosine counted
+        # when it reaches the floor (and is above 0), w the hit's keyword weight (0 without a
+        # keyword match); equal sums in the semantic order (cosine, then id), the records it
+        # leaves out after, by id.
         placed = {k: c for k, c in cosines.items() if c is not None and c > 0 and c >= floor}
         scored = []
         for key in set(placed) | set(bm25):
-            total = KEYWORD_WEIGHT * bm25.get(key, 0.0) / 2.0
-            total += (1 - KEYWORD_WEIGHT) * placed.get(key, 0.0)
+            weight, cosine = weights.get(key, 0.0), placed.get(key, 0.0)
+            total = max(cosine, weight * bm25.get(key, 0.0) / 2.0 + (1 - weight) * cosine)
             tie = (0, -placed[key]) if key in placed else (1, 0.0)
             scored.append((-round(total, 6), tie, key))
         return [(key, -score) for score, _, key in sorted(scored)]
@@ -417,12 +427,19 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
         whole = expected(floor)
         score = dict(whole)
         # The test's premise: equal sums of two cosines (k's with BM25 and m's without), of
-        # equal cosines (b, g), of a cosine and a keyword hit the floor leaves out (i, h).
+        # equal cosines (b, g), of a cosine and a keyword hit the floor leaves out (i, h), of
+        # two keyword hits with no cosine (e, h).
         assert score["k"] == score["m"] and score["b"] == score["g"]
         assert floor > 0.0625 or score["i"] == score["h"]
+        assert score["e"] == score["h"] and score["n"] == 0.4375
+        shares = [weights[key] for key in bm25]
         for end in range(1, len(whole) + 2):
-            page = fuse_page(vectors, query, rows, ids, docs, list(bm25.values()), end, floor)
+            page = fuse_page(
+                vectors, query, rows, ids, docs, list(bm25.values()), shares, end, floor
+            )
             assert page.ranked == whole[:end], (floor, end)
+            on_page = [key for key, _ in page.ranked if key in bm25]
+            assert page.weights == {key: weights[key] for key in on_page}
 
 
 # ---------------------------------------------------------------------------- choosing
@@ -829,28 +846,42 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
     from lantern_git.model.query import RecordQuery
 
     words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
+    contents = {}
     for number in range(40):
         # Repeated texts tie on cosine; shared words tie on BM25.
         text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
-        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:beta")
+        record = store.add(f"{text} note {number % 7}.", kind="fact", scope="project:beta")
+        contents[record.id] = text
     store.search(QUESTION, mode="semantic")
     for number in range(0, 40, 3):  # journal rows too, their cosines tied with base rows'
         text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
-        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:gamma")
+        record = store.add(f"{text} note {number % 7}.", kind="fact", scope="project:gamma")
+        contents[record.id] = text
+    # Each query's words as typed, stop words ("at", "it") aside; each record's keyword weight
+    # is the share of them it holds (docs/search.md), none a stem of another word here.
+    queries = {
+        "Ana short answers": ["ana", "short", "answers"],
+        "deploy at night": ["deploy", "night"],
+        "Bob": ["bob"],
+        "nothing like it": ["nothing", "like"],
+    }
     store.refresh()
     vectors = store.record_vectors()
     current = vectors.current()
     assert len(current.extra)
     candidates = store.index.matching_ids(RecordQuery())
-    for text in ("Ana short answers", "deploy at night", "Bob", "nothing like it"):
+    for text, asked in queries.items():
         keyword = store.index.scored_ids(RecordQuery(text=text))
+        held = {key: sum(w in contents[key].lower().split() for w in asked) for key, _ in keyword}
+        weights = {key: round(count / len(asked), 6) for key, count in held.items()}
+        assert all(count > 0 for count in held.values())
         wanted = vectors.embed_query(text)
         # The floor docs/search.md gives wordllama: 0.15 with a query word in some record,
         # 0.36 without one.
         floor = 0.15 if keyword else 0.36
         ranked = rank(current, wanted, candidates, floor=floor)
         assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))  # ties by id
-        whole = fuse(keyword, ranked)
+        whole = fuse(keyword, ranked, weights)
         # Through search: every page is the same slice of the whole hybrid ranking, which
         # is the fusion of the two whole rankings.
         searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
@@ -859,7 +890,8 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         id_of, docs, raw = store.index.raw_scored_docs(RecordQuery(text=text))
         rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
         for end in (1, 3, 10, 25, 100):
-            top = fuse_page(current, wanted, rows, id_of, docs, raw, end, floor)
+            shares = [weights[id_of[doc]] for doc in docs]
+            top = fuse_page(current, wanted, rows, id_of, docs, raw, shares, end, floor)
             assert top.ranked == whole[:end], (text, end)
             assert top.bm25 == {key: scores[key] for key, _ in whole[:end] if key in scores}
             assert top.best == (keyword[0][1] if keyword else None)

@@ -852,9 +852,9 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     weights = explain["weights"]
     best = explain.get("bm25_best")
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
-    return (
-        f"{weights['keyword']:g} x {keyword} + {weights['semantic']:g} x {cos}; matched: {matched}"
-    )
+    held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
+    mixed = f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x cosine"
+    return f"max(cosine, {mixed}), {cos}; matched {held}: {matched}"
 
 
 def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:

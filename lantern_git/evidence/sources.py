@@ -585,10 +585,13 @@ class Sources:
                 text, kinds=kinds, sources=source_ids, limit=page.limit, offset=page.offset
             )
             if explain:
+                from ..index.chunks import indexed_text
                 from ..index.ranking import explained
 
                 for hit in hits:
-                    hit.explain = explained(mode, text, hit.text, hit.score, None, None, None)
+                    hit.explain = explained(
+                        mode, text, indexed_text(hit.text, hit.title), hit.score, None, None, None
+                    )
         else:
             hits = self._search_vectors(text, kinds, source_ids, page, mode, explain)
         for hit in hits:
@@ -605,6 +608,7 @@ class Sources:
         explain: bool = False,
     ) -> builtins.list[ChunkHit]:
         from ..index import ranking
+        from ..index.chunks import indexed_text
         from ..index.vectors import fuse, rank
 
         index = self.workspace.chunks
@@ -616,8 +620,11 @@ class Sources:
         ]
         floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword))
         ranked = rank(current, wanted, index.chunk_keys(kinds, sources), floor=floor)
-        if mode == "hybrid":
-            ranked = fuse(keyword, ranked)
+        weights: dict[str, float] = {}
+        if mode == "hybrid":  # each keyword hit's weight: the share of the words it holds
+            words, held = index.words_held(text, [key for key, _ in keyword])
+            weights = {key: ranking.keyword_weight(count, words) for key, count in held.items()}
+            ranked = fuse(keyword, ranked, weights)
         hits = index.hits(page.take(ranked))
         if explain:
             scores = dict(keyword)
@@ -625,8 +632,9 @@ class Sources:
             for hit in hits:
                 key = index.key(hit)
                 cosine = round(float(current.vector(key) @ wanted), 6)
+                content = indexed_text(hit.text, hit.title)
                 hit.explain = ranking.explained(
-                    mode, text, hit.text, scores.get(key), best, cosine, floor
+                    mode, text, content, scores.get(key), best, cosine, floor, weights.get(key, 0.0)
                 )
         return hits
 

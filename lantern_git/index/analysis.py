@@ -176,12 +176,19 @@ def typed_words(text: str) -> list[str]:
     return seen
 
 
+def word_terms(word: str) -> tuple[str, ...]:
+    """The index terms a query word (as :func:`typed_words` gives it) is found by: the word as
+    written, and its stem where that differs."""
+    stemmed = _stem(word)
+    return (word,) if stemmed == word else (word, stemmed)
+
+
 def matched_words(text: str, content: str) -> list[str]:
     """The words of the query ``text`` as typed (see :func:`typed_words`) that ``content``
     holds, as written or by stem: the BM25 part's matches, as ``--explain`` shows them."""
     held = {token.text for token in word_forms().analyzer(content)}
     found = []
     for word in typed_words(text):
-        if word in held or _stem(word) in held:
+        if any(term in held for term in word_terms(word)):
             found.append(word)
     return found

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, mul, truediv
@@ -45,6 +46,7 @@ from whoosh import query as Q
 from whoosh.scoring import WeightingModel, WeightLengthScorer
 
 from . import whoosh_compat
+from .analysis import typed_words, word_terms
 
 K1 = 1.2
 B = 0.75
@@ -121,6 +123,26 @@ class _Scorer(WeightLengthScorer):
 
 
 Parts = list[tuple[tuple[str, ...], float]]
+
+
+def words_held(searcher: Any, text: str) -> tuple[int, dict[int, int]]:
+    """(the number of words of the query ``text`` as typed, ``analysis.typed_words``; for each
+    document holding at least one of them, how many it holds, as written or by stem): what
+    ``analysis.matched_words`` counts in a document's text, read from the postings instead
+    (hybrid search weighs each keyword hit by it, see ``ranking``). Deleted documents may be
+    counted: a caller looks up the documents it found."""
+    words = typed_words(text)
+    held: Counter[int] = Counter()
+    leaves = [(r, base) for r, base in searcher.reader().leaf_readers() if r.doc_count_all()]
+    for word in words:
+        holders: set[int] = set()
+        for reader, base in leaves:
+            for term in word_terms(word):
+                if (FIELD, term) in reader:
+                    ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
+                    holders.update(map(base.__add__, ids))
+        held.update(holders)
+    return len(words), dict(held)
 
 
 def plain_parts(query: Any) -> Parts | None:

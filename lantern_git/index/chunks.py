@@ -438,6 +438,28 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         return self._answer(read)
 
+    def words_held(self, text: str, keys: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(how many words the query ``text`` has as typed; how many of them each chunk of
+        ``keys`` holds, in its text or its source's title, for those holding any):
+        ``bm25.words_held``."""
+        wanted = set(keys)
+
+        def read() -> tuple[int, dict[str, int]]:
+            searcher = self._searcher()
+            reader = searcher.reader()
+            words, held = bm25.words_held(searcher, text)
+            found = {}
+            for docnum, count in held.items():
+                if reader.is_deleted(docnum):  # an older version of a chunk: same key
+                    continue
+                fields = searcher.stored_fields(docnum)
+                key = f"{fields['source']}:{fields['a']}"
+                if key in wanted:
+                    found[key] = count
+            return words, found
+
+        return self._answer(read) if wanted else (0, {})
+
     def hits(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
         """The chunks of these (key, score) pairs as hits with those scores, in that order."""
         found = self._stored({key for key, _ in scored})
@@ -594,6 +616,11 @@ def _plan(found: SourceFile, old: _Indexed | None) -> tuple[int, int] | None:
     return (1, 0)
 
 
+def indexed_text(text: str, title: str | None) -> str:
+    """What the index reads a chunk's words from: its text, and its source's title."""
+    return f"{text}\n{title}" if title else text
+
+
 def _write_chunks(
     writer: Any,
     sid: str,
@@ -625,7 +652,7 @@ def _write_chunks(
             a=a,
             b=b,
             text=text,
-            content=f"{text}\n{title}" if title else text,
+            content=indexed_text(text, title),
         )
     # The resume line: the first chunk whose making looked at a line an append can change.
     # A complete last line never changes, so only the last chunk is redone; a last line

@@ -942,6 +942,16 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
+    def words_held(self, text: str, docs: builtins.list[int]) -> tuple[int, builtins.list[int]]:
+        """(how many words the query ``text`` has as typed; how many of them each of ``docs``,
+        document numbers as :meth:`raw_scored_docs` gives them, holds): ``bm25.words_held``."""
+
+        def read() -> tuple[int, builtins.list[int]]:
+            words, held = bm25.words_held(self._searcher(), text)
+            return words, [held.get(doc, 0) for doc in docs]
+
+        return self._answer(read)
+
     def _masked(self, searcher: Any, mask: Any) -> set[int] | None:
         """``_mask_docs``, kept for the last searcher and mask asked about: a hybrid search
         asks twice (candidates, then keyword scores) within the same second."""

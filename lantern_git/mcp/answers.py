@@ -87,6 +87,7 @@ class Explain(Open):
 
     mode: Mode
     bm25: Annotated[float, Shown(description="The BM25 score (0: no query word).")]
+    words: Annotated[list[str], Shown(description="The query's words, as typed, stop words aside.")]
     matched: Annotated[
         list[str], Shown(description="The query's words, as typed, that the hit holds.")
     ]

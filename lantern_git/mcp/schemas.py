@@ -314,8 +314,10 @@ SearchMode = Annotated[
         enum=list(SEARCH_MODES),
         description=(
             "keyword: BM25 over the words. semantic: cosine of text embeddings (finds "
-            "paraphrases). hybrid: 0.1 x BM25 over the best BM25 + 0.9 x cosine, cosines under "
-            "the similarity floor left out. Default: hybrid when the server has the semantic "
+            "paraphrases). hybrid: w x BM25 over the best BM25 + (1 - w) x cosine, never below "
+            "the cosine, w the share of the query's words the hit holds, cosines under the "
+            "similarity floor left out. "
+            "Default: hybrid when the server has the semantic "
             "extra, keyword otherwise; semantic and hybrid fail with semantic_unavailable "
             "without it."
         ),
@@ -327,7 +329,7 @@ ExplainFlag = Annotated[
     Shown(
         description=(
             "Add to each hit an `explain` object saying what made its score: mode, bm25, the "
-            "query words matched, cosine, the weights and the similarity floor."
+            "query's words and those matched, cosine, the weights and the similarity floor."
         )
     ),
 ]

@@ -253,10 +253,10 @@ class Records:
         - ``semantic``: cosine of the embeddings of ``text`` and each record's content, among
           the records the filters select; records under the similarity floor are left out
           (:mod:`~lantern_git.index.ranking`); ``score`` is the cosine.
-        - ``hybrid``: ``KEYWORD_WEIGHT * bm25 / best bm25 + (1 - KEYWORD_WEIGHT) * cosine``
-          (``KEYWORD_WEIGHT`` = 0.1, :mod:`~lantern_git.index.ranking`, where it is chosen),
-          the cosine counted only at or above the floor, over the keyword matches and the
-          records at or above the floor; ``score`` is that sum, between 0 and 1.
+        - ``hybrid``: ``max(cosine, w * bm25 / best bm25 + (1 - w) * cosine)``, ``w`` the
+          share of the query's words the record holds (:mod:`~lantern_git.index.ranking`,
+          where the rule is chosen), the cosine counted only at or above the floor, over the
+          keyword matches and the records at or above the floor; ``score`` is between 0 and 1.
 
         ``explain``: each hit's ``explain`` says what made its score (mode, bm25, the query
         words matched, cosine, weights, floor).
@@ -345,13 +345,21 @@ class Records:
         floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword_docs))
         bm25: dict[str, float] = {}
         best: float | None = None
+        # Each keyword hit's weight in hybrid mode: the share of the query's words it holds
+        shares: builtins.list[float] = []
+        weight_of: dict[str, float] = {}  # the shown hits' (semantic mode: none, 0)
+        if mode == "hybrid":
+            words, held = self.workspace.index.words_held(query.text, keyword_docs)
+            shares = [ranking.keyword_weight(count, words) for count in held]
         if paged:
             assert end is not None
             fused = fuse_page(
-                current, wanted, candidates, id_of, keyword_docs, keyword_scores, end, floor
+                current, wanted, candidates, id_of, keyword_docs, keyword_scores, shares, end, floor
             )
-            ranked, bm25, best = fused.ranked, fused.bm25, fused.best
+            ranked, bm25, best, weight_of = fused.ranked, fused.bm25, fused.best, fused.weights
         else:
+            if mode == "hybrid":
+                weight_of = dict(zip((id_of[d] for d in keyword_docs), shares))
             keyword: builtins.list[tuple[str, float]] = []
             if mode == "hybrid" or explain:
                 keyword = sorted(
@@ -360,7 +368,7 @@ class Records:
                 )
                 bm25, best = dict(keyword), (keyword[0][1] if keyword else None)
             if mode == "hybrid":  # every record: whole rankings fused
-                ranked = fuse(keyword, rank(current, wanted, candidates, floor=floor))
+                ranked = fuse(keyword, rank(current, wanted, candidates, floor=floor), weight_of)
             else:  # semantic needs only the page
                 ranked = rank(current, wanted, candidates, end, floor)
         page = ranked[query.offset : end]
@@ -377,6 +385,7 @@ class Records:
                     best,
                     cosine,
                     floor,
+                    weight_of.get(hit.record.id, 0.0),
                 )
         return hits
 
