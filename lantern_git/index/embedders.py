@@ -112,9 +112,10 @@ class WordLlamaEmbedder:
             raise SemanticUnavailable(
                 f"wordllama's table {weights} has shape {self._table.shape}, not (n, {self.DIM})"
             )
-        # The tokenizer (a third of a CLI search's time) loads in the background while the
-        # caller opens its index and vectors; the first embed waits for it.
-        self._loading = _Background(lambda: _tokenizer(tokenizers, tokenizer))
+        # The tokenizer (a third of a CLI search's time) is read by the first embed: a store
+        # whose vectors are current embeds nothing but the query. Reading it in a thread
+        # overlaps nothing: ``tokenizers`` holds Python's lock while it reads the file.
+        self._load_tokenizer = lambda: _tokenizer(tokenizers, tokenizer)
         self._tokenizer: Any = None
         self._np = np
         self.dim = self.DIM
@@ -125,7 +126,7 @@ class WordLlamaEmbedder:
         np = self._np
         if self._tokenizer is None:
             try:
-                self._tokenizer = self._loading.result()
+                self._tokenizer = self._load_tokenizer()
             except Exception as err:
                 raise SemanticUnavailable(f"wordllama's tokenizer cannot be read: {err}") from None
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -152,32 +153,6 @@ def _tokenizer(tokenizers: Any, path: str) -> Any:
     tokenizer.enable_padding()
     tokenizer.no_truncation()
     return tokenizer
-
-
-class _Background:
-    """``work()`` run in a daemon thread; :meth:`result` waits for it, then returns its value
-    or raises its exception."""
-
-    def __init__(self, work: Any) -> None:
-        import threading
-
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._value = work()
-            except BaseException as err:
-                self._error = err
-
-        self._thread = threading.Thread(target=run, name="lantern-tokenizer", daemon=True)
-        self._thread.start()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _safetensors_table(path: str, tensor: str) -> np.ndarray:
