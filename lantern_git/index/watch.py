@@ -60,7 +60,7 @@ class Changes:
     relative to the store (``memory/ab/<id>.md``, ``memory/ab``, ``memory``), or ``None``
     when only a full sweep can tell."""
 
-    def __init__(self, paths: set[str] | None, waited: bool = True):
+    def __init__(self, paths: set[str] | None, waited: bool):
         self.paths = paths
         # Whether the take waited for its barrier: False when nothing changed in the record
         # folders since the take before.
@@ -312,14 +312,8 @@ class Quiet:
     def still(self) -> bool:
         if self._fd < 0:
             return False
-        try:
-            os.read(self._fd, 65536)
-        except BlockingIOError:
-            return True
-        except OSError:
-            self.close()
-            return False
-        while True:  # drain, so that the next call speaks only of what comes after this one
+        changed = False
+        while True:  # drained, so that the next call speaks only of what comes after this one
             try:
                 os.read(self._fd, 65536)
             except BlockingIOError:
@@ -327,9 +321,10 @@ class Quiet:
             except OSError:
                 self.close()
                 return False
-        if not self._watch_folders():
+            changed = True
+        if changed and not self._watch_folders():
             self.close()
-        return False
+        return not changed
 
     def _watch_folders(self) -> bool:
         """Watch the root, ``memory/`` and every folder in it (a folder already watched keeps
