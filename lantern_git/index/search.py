@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from itertools import chain, compress, filterfalse, groupby
+from itertools import chain, compress, filterfalse, groupby, repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
 from whoosh import query as Q
@@ -948,7 +948,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         def read() -> tuple[int, builtins.list[int]]:
             words, held = bm25.words_held(self._searcher(), text)
-            return words, [held.get(doc, 0) for doc in docs]
+            return words, list(map(held.get, docs, repeat(0)))
 
         return self._answer(read)
 

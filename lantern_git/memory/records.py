@@ -350,7 +350,9 @@ class Records:
         weight_of: dict[str, float] = {}  # the shown hits' (semantic mode: none, 0)
         if mode == "hybrid":
             words, held = self.workspace.index.words_held(query.text, keyword_docs)
-            shares = [ranking.keyword_weight(count, words) for count in held]
+            # One weight per count (0 to the query's words): a common word has 10k hits at 100k
+            by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
+            shares = list(map(by_count.__getitem__, held))
         if paged:
             assert end is not None
             fused = fuse_page(
