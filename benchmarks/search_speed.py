@@ -178,8 +178,8 @@ async def main():
             # Warm: each server answers every query in a row, as one agent's session calls its
             # one server; the servers take turns, twice, in rotating order.
             runs = {name: [] for name, _, _ in targets}
-            for round in range(2):
-                for name, client, is_lantern in targets[round:] + targets[:round]:
+            for turn in range(2):
+                for name, client, is_lantern in targets[turn:] + targets[:turn]:
                     for i, w in enumerate(words):
                         start = time.perf_counter()
                         if is_lantern:
