@@ -156,6 +156,20 @@ async def main():
             fixed[label] = await stack.enter_async_context(Client(params))
             for _ in range(3):
                 await fixed[label].call_tool("fixed", {})
+        async def timed(client, is_lantern, i, w, mode):
+            start = time.perf_counter()
+            if is_lantern:
+                result = await client.call_tool("lantern_memory_search", search(i, w, mode))
+            else:
+                result = await client.call_tool("fixed", {})
+            taken = time.perf_counter() - start
+            assert not result.is_error, result.content[0].text
+            return taken
+
+        def figures(taken):
+            taken = sorted(taken)
+            return [statistics.median(taken) * 1000, taken[int(0.95 * (len(taken) - 1))] * 1000]
+
         for mode in ("keyword", "hybrid"):
             targets = [(name, client, True) for name, client in lantern.items()]
             targets.append(("empty", fixed["empty"], False))
@@ -164,35 +178,17 @@ async def main():
             for i, w in enumerate(words):
                 turn = targets[i % len(targets):] + targets[:i % len(targets)]
                 for name, client, is_lantern in turn:
-                    start = time.perf_counter()
-                    if is_lantern:
-                        result = await client.call_tool("lantern_memory_search", search(i, w, mode))
-                    else:
-                        result = await client.call_tool("fixed", {})
-                    times[name].append(time.perf_counter() - start)
-                    assert not result.is_error, result.content[0].text
-            for name, taken in times.items():
-                taken.sort()
-                p95 = taken[int(0.95 * (len(taken) - 1))]
-                out.setdefault(name, {})[mode] = [statistics.median(taken) * 1000, p95 * 1000]
+                    times[name].append(await timed(client, is_lantern, i, w, mode))
             # Warm: each server answers every query in a row, as one agent's session calls its
             # one server; the servers take turns, twice, in rotating order.
             runs = {name: [] for name, _, _ in targets}
             for turn in range(2):
                 for name, client, is_lantern in targets[turn:] + targets[:turn]:
                     for i, w in enumerate(words):
-                        start = time.perf_counter()
-                        if is_lantern:
-                            arguments = search(i, w, mode)
-                            result = await client.call_tool("lantern_memory_search", arguments)
-                        else:
-                            result = await client.call_tool("fixed", {})
-                        runs[name].append(time.perf_counter() - start)
-            for name, taken in runs.items():
-                taken.sort()
-                p95 = taken[int(0.95 * (len(taken) - 1))]
-                row = [statistics.median(taken) * 1000, p95 * 1000]
-                out.setdefault(name + " in a row", {})[mode] = row
+                        runs[name].append(await timed(client, is_lantern, i, w, mode))
+            for name in times:
+                out.setdefault(name, {})[mode] = figures(times[name])
+                out.setdefault(name + " in a row", {})[mode] = figures(runs[name])
     print(json.dumps(out))
 anyio.run(main)
 """
