@@ -136,3 +136,22 @@ def as_plain_user() -> None:
     for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
         if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def schema_checked_calls(store_path):
+    """``call(tool, **arguments)``: the MCP tool run in process (``ToolRunner.run``, what the
+    server runs), its answer required not to be an error and to match the tool's declared
+    output schema, then returned."""
+    import jsonschema
+
+    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
+
+    runner = ToolRunner(StoreTarget(str(store_path)))
+
+    def call(name: str, **arguments) -> dict:
+        outcome = runner.run(name, arguments)
+        assert not outcome.is_error, outcome.value
+        jsonschema.validate(outcome.value, TOOLS_BY_NAME[name].output_schema)
+        return outcome.value
+
+    return call

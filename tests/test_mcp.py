@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import jsonschema
 import pytest
-from conftest import git, lantern, snapshot
+from conftest import git, lantern, schema_checked_calls, snapshot
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -952,15 +952,7 @@ def test_schemas_come_from_the_field_table_and_the_librarys_defaults():
 
 
 def test_every_answer_matches_its_output_schema_and_none_clears_an_expiry(store_path):
-    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
-
-    runner = ToolRunner(StoreTarget(str(store_path)))
-
-    def call(name: str, **arguments) -> dict:
-        outcome = runner.run(name, arguments)
-        assert not outcome.is_error, outcome.value
-        jsonschema.validate(outcome.value, TOOLS_BY_NAME[name].output_schema)
-        return outcome.value
+    call = schema_checked_calls(store_path)
 
     old = call(
         "lantern_memory_add",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, lantern, snapshot
+from conftest import git, lantern, schema_checked_calls, snapshot
 from test_mcp import fail, ok, run
 
 from lantern_git.core.fields import HIT_FIELDS
@@ -155,17 +155,7 @@ def test_source_list_and_search_page_like_the_record_tools(store_path):
 def test_every_evidence_answer_matches_its_output_schema(store_path):
     """The answers the client checks against each tool's declared output schema, a problem of
     every kind verify reports included (a drifted reference carries ``moved_to``)."""
-    import jsonschema
-
-    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
-
-    runner = ToolRunner(StoreTarget(str(store_path)))
-
-    def call(name: str, **arguments) -> dict:
-        outcome = runner.run(name, arguments)
-        assert not outcome.is_error, outcome.value
-        jsonschema.validate(outcome.value, TOOLS_BY_NAME[name].output_schema)
-        return outcome.value
+    call = schema_checked_calls(store_path)
 
     source = call("lantern_source_add", text=TRANSCRIPT, uri="session:1", meta={"n": "1"})
     call("lantern_source_append", id=source["id"], text="User: bye")
@@ -174,9 +164,7 @@ def test_every_evidence_answer_matches_its_output_schema(store_path):
     hits = call("lantern_source_search", query="favourite editor", explain=True)
     ref = hits["hits"][0]["ref"]
     assert call("lantern_source_show", ref=ref)["text"]
-    runner.run(
-        "lantern_memory_add", {"content": "Uses helix", "kind": "fact", "source_refs": [ref]}
-    )
+    call("lantern_memory_add", content="Uses helix", kind="fact", source_refs=[ref])
     # The cited line moves down: the reference drifts, and verify says where the text went.
     body = next((store_path / "sources").rglob("*.txt"))
     body.write_text("User: hello\n" + body.read_text())
