@@ -265,7 +265,7 @@ def test_lock_timeout_defaults_to_10_seconds_and_ignores_bad_values(
     assert lock_timeout() == expected
     # The value is read when the store opens: what every write then waits for.
     store = Store.open(str(store_path))
-    assert store._lock.timeout == expected
+    assert store.workspace.lock.timeout == expected
     store.close()
 
 
