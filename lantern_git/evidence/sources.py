@@ -6,7 +6,7 @@ journaled and recovered exactly as a record is. What a reference says is checked
 objects, not the working tree alone: a pinned reference names a blob, and that blob stays readable
 after later versions and after the source is removed.
 
-The evidence half stands on the workspace alone and knows nothing of the records: the Store hands
+The evidence part stands on the workspace alone and knows nothing of the records: the Store hands
 the records :meth:`Sources.pin` and :meth:`Sources.resolve` (as
 :class:`~lantern_git.workspace.workspace.Citations`), and hands :meth:`Sources.verify` the records
 whose references it checks.

@@ -1,9 +1,9 @@
-"""The memory half: every read and write of a store's records.
+"""The memory part: every read and write of a store's records.
 
 :class:`Records` is what ``store.add``, ``store.list``, ``store.search`` and the other record
 methods of :class:`~lantern_git.store.Store` run. It stands on a
 :class:`~lantern_git.workspace.workspace.Workspace` (the files, git, the indexes, the write path)
-and knows nothing of the evidence half or of review: pinning the ``source:`` references a record
+and knows nothing of the evidence part or of review: pinning the ``source:`` references a record
 cites and resolving a source id prefix are asked of the
 :class:`~lantern_git.workspace.workspace.Citations` the Store hands it, and the records as the
 review branches would make them (``include_pending``) of a reader the Store hands it too.
@@ -67,8 +67,8 @@ class Deletion:
 class Records:
     """The records of one store (see the module's docstring).
 
-    ``citations``: the evidence half's pinning and resolving, asked for when first needed (so
-    that a store that never cites a source never loads the evidence half). ``pending``: every
+    ``citations``: the evidence part's pinning and resolving, asked for when first needed (so
+    that a store that never cites a source never loads the evidence part). ``pending``: every
     record the review branches change, as it would be once accepted (None: removed there), read
     when a read includes pending records.
     """
@@ -216,7 +216,7 @@ class Records:
 
     def _resolved(self, query: RecordQuery) -> RecordQuery:
         """``query`` with its ``cites`` a full source id: the one place a prefix is resolved
-        (asked of the evidence half), for every list and search."""
+        (asked of the evidence part), for every list and search."""
         if query.cites is not None and len(query.cites) < 16:
             return dataclasses.replace(query, cites=self._citations().resolve(query.cites))
         return query
