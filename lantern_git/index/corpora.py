@@ -46,7 +46,8 @@ class RecordCorpus:
         self._refresh = refresh
         self._vectors = vectors
         self.embedder = embedder
-        # The documents the filters select, as (ids by document number, documents), once
+        # The documents the filters select, as (ids by document number, documents): read once,
+        # as a corpus is made for one search
         self._selected: tuple[list[str], list[int]] | None = None
 
     @staticmethod

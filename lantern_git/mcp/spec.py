@@ -81,9 +81,10 @@ class Tools:
         quick: bool = False,
     ) -> Callable[[Handler[A]], Handler[A]]:
         def declare(handler: Handler[A]) -> Handler[A]:
-            # The annotation is a string (postponed annotations): the model of that name in
-            # the handler's module.
-            arguments = handler.__globals__[handler.__annotations__["args"]]
+            # Under postponed annotations the annotation is a string: the model of that name
+            # in the handler's module.
+            named = handler.__annotations__["args"]
+            arguments = handler.__globals__[named] if isinstance(named, str) else named
             spec = ToolSpec(
                 name=name,
                 title=title,
