@@ -60,10 +60,15 @@ class RecordCorpus:
 
     def keyword_page(self, request: RecordRequest) -> list[Hit]:
         page = request.page
-        query = dataclasses.replace(
-            request.filters, text=request.text, limit=page.limit, offset=page.offset
-        )
-        return self.index.fresh(query, True, self._refresh)
+        if request.filters.cites is None:
+            query = dataclasses.replace(
+                request.filters, text=request.text, limit=page.limit, offset=page.offset
+            )
+            return self.index.fresh(query, True, self._refresh)
+        # Citations are not indexed: the whole keyword ranking is checked on its records,
+        # then paged, so an offset counts cited hits only.
+        hits = self.index.fresh(self._query(request), True, self._refresh)
+        return page.take([h for h in hits if request.filters.matches_cites(h.record)])
 
     def _select(self, request: RecordRequest) -> tuple[list[str], list[int]]:
         if self._selected is None:

@@ -283,6 +283,7 @@ class Records:
         if include_pending:
             corpus = PendingRecordCorpus(self.workspace.index, self._pending_records(query))
         elif mode == "keyword":
+            query = self._resolved(query)
             corpus = RecordCorpus(self.workspace.index, self.workspace.refresh)
         else:
             query = self._resolved(query)
