@@ -11,13 +11,14 @@ transaction does the writing, so every writer takes the same path with review on
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from .core.config import value
-from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
+from .errors import AmbiguousId, InvalidInput, NotFound, ReviewChanged, SelfApproval
 from .model.record import Record
 from .model.record_file import record_path
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref
@@ -66,6 +67,17 @@ class PendingRecord:
     commits: list[str] = field(default_factory=list)
     actors: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)
+    # The writers' reasons (``--reason`` of the writes, from their ``Lantern-Reason``
+    # trailers), oldest first.
+    reasons: list[str] = field(default_factory=list)
+    # The other pending records decided with this one, as one unit (a supersede's new record
+    # and its old record's status change): an accept or reject of one takes them all.
+    decided_with: list[str] = field(default_factory=list)
+
+    @property
+    def supersedes(self) -> str | None:
+        """The record this pending version supersedes, if it says so."""
+        return self.record.supersedes_id if self.record is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +86,8 @@ class PendingRecord:
             "record": self.record.to_dict() if self.record is not None else None,
             "changes": [c.to_dict() for c in self.changes],
             "moved": self.moved,
+            "decided_with": list(self.decided_with),
+            "reasons": list(self.reasons),
             **_written_by(self),
         }
 
@@ -137,6 +151,23 @@ class ReviewBranch:
             "sources": [s.to_dict() for s in self.sources],
             "problems": [p.to_dict() for p in self.problems],
         }
+
+    def units(self) -> list[list[PendingRecord]]:
+        """The pending records as the reviewer decides them: one list per unit (a record with
+        the records decided with it), the one that supersedes first, units in id order."""
+        by_id = {r.id: r for r in self.records}
+        units: list[list[PendingRecord]] = []
+        seen: set[str] = set()
+        for pending in self.records:
+            if pending.id in seen:
+                continue
+            members = [pending, *(by_id[i] for i in pending.decided_with if i in by_id)]
+            seen.update(m.id for m in members)
+            # The newest link of a chain first: the record nothing in the unit supersedes.
+            superseded = {m.supersedes for m in members}
+            members.sort(key=lambda m: (m.id in superseded, m.id))
+            units.append(members)
+        return units
 
 
 @dataclass
@@ -207,9 +238,11 @@ def review_list(git: GitRepo) -> ReviewList:
                     commits=[c.commit for c in who],
                     actors=sorted({c.actor for c in who if c.actor}),
                     authors=sorted({c.author for c in who}),
+                    reasons=list(dict.fromkeys(c.reason for c in reversed(who) if c.reason)),
                 )
             )
         records.sort(key=lambda r: r.id)
+        _link_units(records)
         tip_tree = git.repo[tip].peel(pygit2.Tree)
         sources = _pending_sources(git, since_tree, tip_tree, head_tree, commits, touched)
         answer.branches.append(
@@ -225,6 +258,28 @@ def review_list(git: GitRepo) -> ReviewList:
             )
         )
     return answer
+
+
+def _link_units(records: list[PendingRecord]) -> None:
+    """Fill each pending record's ``decided_with``: a record that supersedes another record
+    pending on the same branch is decided with it (and with the whole chain, when a
+    supersede was superseded again). Accepting the new record alone would leave the old one
+    active beside it; accepting the old one's status change alone, a record superseded by
+    nothing."""
+    ids = {r.id for r in records}
+    links: dict[str, set[str]] = {r.id: set() for r in records}
+    for pending in records:
+        old = pending.supersedes
+        if old is not None and old != pending.id and old in ids:
+            links[pending.id].add(old)
+            links[old].add(pending.id)
+    for pending in records:
+        unit, todo = {pending.id}, [pending.id]
+        while todo:
+            for other in links[todo.pop()] - unit:
+                unit.add(other)
+                todo.append(other)
+        pending.decided_with = sorted(unit - {pending.id})
 
 
 def _pending_sources(
@@ -324,15 +379,22 @@ class Choice:
     sources: list[PendingSource]
 
 
-def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choice:
+def choose(
+    git: GitRepo, ids: Sequence[str] | None, branch: str | None, expect: str | None = None
+) -> Choice:
     """The review branch and its pending records and sources that ``ids`` (record or source
-    ids or prefixes; None: all of the branch's) name. One decision is about one branch:
-    ``branch`` names it when the ids, or ``--all``, would otherwise span several."""
+    ids or prefixes; None: all of the branch's) name, with the records decided with them. One
+    decision is about one branch: ``branch`` names it when the ids, or ``--all``, would
+    otherwise span several. ``expect`` (the tip the person saw, a commit id or a prefix of 7
+    or more) names the branch too, and refuses (``review_changed``) when it moved since."""
     from .model.record import check_id_prefix
 
-    branches = review_list(git).branches
     if branch is not None:
         check_review_name(branch)
+    if expect is not None:
+        branch = expected_branch(git, expect, branch)
+    branches = review_list(git).branches
+    if branch is not None:
         branches = [b for b in branches if b.name == branch]
         if not branches:
             raise NotFound(f"nothing awaits review on lantern/review/{branch}")
@@ -378,11 +440,86 @@ def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choic
         )
     first = next(iter(found.values()))[0]
     chosen_items = [item for _, item in sorted(found.values(), key=lambda pair: pair[1].id)]
+    named = {r.id for r in chosen_items if isinstance(r, PendingRecord)}
+    with_units = named | {
+        i for r in chosen_items if isinstance(r, PendingRecord) for i in r.decided_with
+    }
     return Choice(
         first,
-        [r for r in chosen_items if isinstance(r, PendingRecord)],
+        [r for r in first.records if r.id in with_units],
         [r for r in chosen_items if isinstance(r, PendingSource)],
     )
+
+
+_TIP = re.compile(r"[0-9a-f]{7,40}")
+
+
+def expected_branch(git: GitRepo, expect: str, name: str | None) -> str:
+    """The review branch whose tip is ``expect`` (a commit id, or a prefix of 7 or more hex
+    digits), among the one ``name`` names when given: the tip the person saw when they chose.
+    When no branch's tip is it any more, ``review_changed``, naming what arrived since on the
+    branch that moved on from it; nothing is decided."""
+    from .memory.history import branch_log
+
+    wanted = expect.strip().lower()
+    if not _TIP.fullmatch(wanted):
+        raise InvalidInput(
+            f"--expect: expected a review branch's tip (a commit id, or a prefix of 7 or more "
+            f"hex digits, as lantern review --json gives it), got {expect!r}",
+            code="usage_error",
+        )
+    tips = {
+        branch: git.branch_tip(ref)
+        for branch, ref in review_branches(git)
+        if name in (None, branch)
+    }
+    same = sorted(b for b, t in tips.items() if t is not None and str(t).startswith(wanted))
+    if len(same) == 1:
+        return same[0]
+    if same:
+        raise InvalidInput(
+            f"the tip {wanted} is the tip of several review branches ({', '.join(same)}); "
+            "name one with --branch NAME",
+            code="ambiguous_branch",
+        )
+    seen = _commit(git, wanted)
+    for branch, now in sorted(tips.items()):
+        if now is None or seen is None or not git.repo.descendant_of(now, seen):
+            continue
+        arrived = branch_log(git, now, seen)
+        listed = "; ".join(
+            f"{e.commit[:10]} {e.op or '-'} by {e.actor or e.author}: {e.summary}"
+            + (f" [{', '.join(e.records + e.sources)}]" if e.records or e.sources else "")
+            for e in arrived
+        )
+        count = len(arrived)
+        raise ReviewChanged(
+            f"lantern/review/{branch} changed since {wanted} (the tip you saw): its tip is now "
+            f"{str(now)[:10]}, {count} commit{'s' if count != 1 else ''} arrived since: {listed}. "
+            "Nothing was decided; look at the review again (lantern review) and decide",
+            tip=str(now),
+            arrived=[e.commit for e in arrived],
+        )
+    where = f"lantern/review/{name}" if name is not None else "no review branch"
+    now_tip = tips.get(name) if name is not None else None
+    raise ReviewChanged(
+        (
+            f"{where}'s tip is {str(now_tip)[:10] if now_tip else 'gone'}, not {wanted} (the tip "
+            "you saw), and it did not come from there"
+            if name is not None
+            else f"no review branch's tip is {wanted} (the tip you saw), or comes from it"
+        )
+        + ". Nothing was decided; look at the review again (lantern review) and decide",
+        tip=str(now_tip) if now_tip else None,
+    )
+
+
+def _commit(git: GitRepo, prefix: str) -> pygit2.Oid | None:
+    """The commit a hex prefix names, None when it names none or several."""
+    try:
+        return git.repo.revparse_single(prefix).peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
 
 
 def accept(

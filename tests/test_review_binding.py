@@ -1,0 +1,358 @@
+"""Review binds to what the person saw (docs/review.md, "What you decide is what you saw"):
+a decision carries the review branch's tip it was made on and changes nothing when anything
+arrived since; a pending supersede is decided whole; the reviewer sees the writer's reason, the
+content against the store's version and the evidence; hidden characters are shown and flagged.
+
+Each test is black-box: real stores in temporary git repositories, the real CLI in a
+subprocess, the web app over Starlette's test client, agents writing through the library as
+``lantern mcp --review`` does."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import snapshot
+from reliability_support import cli, make_store
+from serve_support import Markup, served
+
+from lantern_git.errors import ReviewChanged
+from lantern_git.git.repo import parse_trailers
+from lantern_git.store import Store
+
+MCP_BRANCH = "refs/heads/lantern/review/mcp"
+
+
+@pytest.fixture
+def path(tmp_path) -> Path:
+    return make_store(tmp_path / "store")
+
+
+@contextmanager
+def opened(path: Path, **kwargs):
+    store = Store(str(path), **{"actor": "cli", **kwargs})
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def agent(path: Path):
+    """An agent's store: its writes wait on lantern/review/mcp."""
+    with opened(path, actor="mcp", review=True) as store:
+        yield store
+
+
+def state(path: Path) -> dict:
+    """Everything a refused decision must leave as it was: the store's branch, its files, git
+    status, and every review branch's tip."""
+    repo = pygit2.Repository(str(path))
+    refs = {r: str(repo.references[r].target) for r in repo.references if "review" in r}
+    return {**snapshot(path), "refs": refs}
+
+
+def branch_tip(path: Path, ref: str = MCP_BRANCH) -> str:
+    repo = pygit2.Repository(str(path))
+    return str(repo.references[ref].target)
+
+
+def head_trailers(path: Path) -> dict[str, list[str]]:
+    repo = pygit2.Repository(str(path))
+    return parse_trailers(repo[repo.head.target].peel(pygit2.Commit).message)
+
+
+def listed(path: Path) -> dict[str, dict]:
+    """The store's branch's records (archived and superseded too), by id."""
+    with opened(path) as store:
+        return {r["id"]: r for r in (x.to_dict() for x in store.list(status="all"))}
+
+
+def review_document(path: Path) -> dict:
+    shown = cli(path, "review", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def error_of(result) -> dict:
+    return json.loads(result.stderr)["error"]
+
+
+# ---------------------------------------------------------------------------- 1. the tip
+
+
+def test_review_json_gives_each_branch_its_full_tip(path):
+    with agent(path) as store:
+        store.add("an agent's fact", kind="fact")
+    (branch,) = review_document(path)["branches"]
+    assert branch["tip"] == branch_tip(path)
+    assert len(branch["tip"]) == 40
+    text = cli(path, "review")
+    assert f"  tip {branch_tip(path)} " in text.stdout
+
+
+def test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_nothing(path):
+    """The race of the issue, on the CLI: the person reads `lantern review --json`, the agent
+    then raises the record's priority, injects a reference and archives it; the person's
+    accept with the tip they saw is refused, naming what arrived, and nothing changes."""
+    with agent(path) as store:
+        record = store.add("deploys go out on tuesdays", kind="fact", priority=10).id
+    (branch,) = review_document(path)["branches"]
+    seen = branch["tip"]
+    assert [r["record"]["priority"] for r in branch["records"]] == [10]
+    with agent(path) as store:
+        store.update(record, priority=99, add_source_refs=["note:injected-after-review"])
+        store.archive(record)
+    arrived = pygit2.Repository(str(path)).walk(pygit2.Oid(hex=branch_tip(path)))
+    arrived_ids = [str(c.id) for c in arrived][:2]
+    before = state(path)
+    for op in ("accept", "reject"):
+        for expect in (seen, seen[:7]):
+            refused = cli(path, "review", op, record, "--expect", expect, "--json")
+            assert refused.returncode == 1, refused.stderr
+            error = error_of(refused)
+            assert error["code"] == "review_changed"
+            for commit in arrived_ids:
+                assert commit[:10] in error["message"]
+            assert "2 commits arrived" in error["message"] and record in error["message"]
+            assert refused.stdout == ""
+            assert state(path) == before
+    # Text too: the message on stderr, exit 1.
+    plain = cli(path, "review", "accept", "--all", "--expect", seen)
+    assert plain.returncode == 1 and plain.stderr.startswith("Error: lantern/review/mcp changed")
+    assert state(path) == before
+    # With the tip as it is now, the accept goes through: what it takes is what is listed now.
+    now = review_document(path)["branches"][0]["tip"]
+    done = cli(path, "review", "accept", record, "--expect", now[:12], "--json")
+    assert done.returncode == 0, done.stderr
+    assert listed(path)[record]["status"] == "archived"
+    assert listed(path)[record]["priority"] == 99
+
+
+def test_accept_all_with_the_tip_seen_never_takes_a_record_that_arrived_later(path):
+    with agent(path) as store:
+        first = store.add("the one record the person saw", kind="fact").id
+    seen = review_document(path)["branches"][0]["tip"]
+    with agent(path) as store:
+        later = store.add("a record added after the person looked", kind="fact").id
+    before = state(path)
+    refused = cli(path, "review", "accept", "--all", "--expect", seen, "--json")
+    assert refused.returncode == 1 and error_of(refused)["code"] == "review_changed"
+    assert later in error_of(refused)["message"]
+    assert state(path) == before
+    assert first not in listed(path) and later not in listed(path)
+
+
+def test_the_library_takes_expect_and_raises_review_changed_with_what_arrived(path):
+    with agent(path) as store:
+        record = store.add("a fact", kind="fact").id
+    seen = branch_tip(path)
+    with agent(path) as store:
+        store.update(record, priority=90)
+    news = branch_tip(path)
+    before = state(path)
+    with opened(path) as store:
+        with pytest.raises(ReviewChanged) as raised:
+            store.review_accept([record], expect=seen)
+        assert raised.value.code == "review_changed" and raised.value.exit_code == 1
+        assert raised.value.tip == news and raised.value.arrived == [news]
+        with pytest.raises(ReviewChanged):
+            store.review_reject(None, branch="mcp", expect=seen, reason="stale")
+        assert state(path) == before
+        decision = store.review_accept([record], expect=news)
+    assert decision.records == [record]
+
+
+@pytest.mark.parametrize(
+    ("expect", "code", "exit_code"),
+    [
+        ("abc12", "usage_error", 2),  # too short to name a commit
+        ("not-a-commit", "usage_error", 2),
+        ("0" * 40, "review_changed", 1),  # a well-formed tip that is no branch's
+    ],
+)
+def test_a_bad_or_unknown_expect_is_refused_and_changes_nothing(path, expect, code, exit_code):
+    with agent(path) as store:
+        record = store.add("a fact", kind="fact").id
+    before = state(path)
+    refused = cli(path, "review", "accept", record, "--expect", expect, "--json")
+    assert refused.returncode == exit_code, refused.stderr
+    assert error_of(refused)["code"] == code
+    assert state(path) == before
+
+
+def test_the_mcp_review_list_carries_the_tip(path):
+    from lantern_git.mcp.records import RECORD_TOOLS
+
+    with agent(path) as store:
+        store.add("a fact", kind="fact")
+    (tool,) = [t for t in RECORD_TOOLS if t.name == "lantern_review_list"]
+    with opened(path) as store:
+        answer = tool.call(store, {"limit": 10, "offset": 0}).value
+    assert [b["tip"] for b in answer["branches"]] == [branch_tip(path)]
+
+
+# ---------------------------------------------------------------------------- 1. on the web
+
+
+def decision_form(html: str, record_id: str | None = None) -> dict[str, str]:
+    """The hidden fields of the review form for one record (None: the branch's)."""
+    section = html
+    if record_id is not None:
+        section = html.split(f'id="pending-{record_id}"', 1)[1].split("</article>", 1)[0]
+    fields: dict[str, str] = {}
+    for attrs in Markup(section.split("</form>", 1)[0]).tags("input"):
+        if attrs.get("type") == "hidden":
+            fields[str(attrs["name"])] = str(attrs["value"])
+    return fields
+
+
+def test_every_review_form_carries_the_tip_it_was_rendered_with(path):
+    with agent(path) as store:
+        record = store.add("a fact", kind="fact").id
+    with served(path) as (client, _):
+        html = client.get("/review").text
+        assert decision_form(html)["tip"] == branch_tip(path)
+        assert decision_form(html, record)["tip"] == branch_tip(path)
+        page = client.get(f"/records/{record}?pending=1").text
+        assert decision_form(page.split('id="waiting-mcp"', 1)[1])["tip"] == branch_tip(path)
+
+
+def test_a_stale_accept_from_the_page_is_a_409_that_shows_what_changed(path):
+    with agent(path) as store:
+        record = store.add("deploys go out on tuesdays", kind="fact", priority=10).id
+    with served(path, author="Rita Reviewer <rita@example.com>") as (client, _):
+        form = decision_form(client.get("/review").text, record)
+        with agent(path) as store:
+            store.update(record, priority=99, add_source_refs=["note:injected-after-review"])
+            store.archive(record)
+        before = state(path)
+        for action in ("/review/accept", "/review/reject"):
+            refused = client.post(action, data=form, follow_redirects=False)
+            assert refused.status_code == 409, refused.text[:400]
+            text = Markup(refused.text).text
+            assert "review_changed" in text and "2 commits arrived" in text
+            assert "nothing was changed" in text
+            # The page shows the branch as it is now: the update the person had not seen.
+            assert "10 → 99" not in text  # an added record shows its fields, not a change
+            article = refused.text.split(f'id="pending-{record}"', 1)[1].split("</article>")[0]
+            assert "note:injected-after-review" in Markup(article).text
+            assert decision_form(refused.text, record)["tip"] == branch_tip(path)
+            assert state(path) == before
+        assert record not in listed(path)
+
+
+def test_accept_all_from_a_stale_page_is_a_409_and_takes_nothing(path):
+    with agent(path) as store:
+        store.add("the record the page listed", kind="fact")
+    with served(path) as (client, _):
+        form = decision_form(client.get("/review").text)
+        assert form["all"] == "1"
+        with agent(path) as store:
+            later = store.add("a record that arrived after the page was rendered", kind="fact").id
+        before = state(path)
+        refused = client.post("/review/accept", data=form, follow_redirects=False)
+        assert refused.status_code == 409
+        assert later in Markup(refused.text).text
+        assert state(path) == before
+        assert listed(path) == {}
+        # Reloaded, the page lists both under the new tip, and Accept all takes both.
+        fresh = decision_form(client.get("/review").text)
+        done = client.post("/review/accept", data=fresh, follow_redirects=False)
+        assert done.status_code == 303
+        assert len(listed(path)) == 2
+
+
+# ---------------------------------------------------------------------------- 2. supersede
+
+
+def pending_supersede(path: Path) -> tuple[str, str]:
+    """A record on the store's branch, and an agent's pending supersede of it."""
+    with opened(path) as store:
+        old = store.add("the build uses make", kind="fact").id
+    with agent(path) as store:
+        new = store.supersede(old, "the build uses ninja", reason="the Makefile is gone").id
+    return old, new
+
+
+@pytest.mark.parametrize("named", ["new", "old"])
+def test_accepting_either_half_of_a_pending_supersede_accepts_both(path, named):
+    old, new = pending_supersede(path)
+    (branch,) = review_document(path)["branches"]
+    by_id = {r["id"]: r for r in branch["records"]}
+    assert by_id[new]["decided_with"] == [old] and by_id[old]["decided_with"] == [new]
+    chosen = new if named == "new" else old
+    done = cli(path, "review", "accept", chosen, "--expect", branch["tip"], "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["records"]) == sorted([old, new])
+    records = listed(path)
+    assert records[old]["status"] == "superseded"
+    assert records[new]["status"] == "active" and records[new]["supersedes_id"] == old
+    assert sorted(head_trailers(path)["Lantern-Record"]) == sorted([old, new])
+    assert review_document(path) == {"branches": []}
+
+
+@pytest.mark.parametrize("named", ["new", "old"])
+def test_rejecting_either_half_of_a_pending_supersede_rejects_both(path, named):
+    old, new = pending_supersede(path)
+    before = snapshot(path)
+    chosen = new if named == "new" else old
+    done = cli(path, "review", "reject", chosen, "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["records"]) == sorted([old, new])
+    assert snapshot(path) == before
+    assert review_document(path) == {"branches": []}
+    assert listed(path)[old]["status"] == "active" and new not in listed(path)
+
+
+def test_a_supersede_of_a_pending_record_chains_the_unit(path):
+    with agent(path) as store:
+        first = store.add("version one", kind="fact").id
+        second = store.supersede(first, "version two").id
+        third = store.supersede(second, "version three").id
+    done = cli(path, "review", "accept", third, "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["records"]) == sorted([first, second, third])
+    records = listed(path)
+    assert [records[i]["status"] for i in (first, second, third)] == [
+        "superseded",
+        "superseded",
+        "active",
+    ]
+
+
+def test_the_review_page_shows_a_supersede_as_one_item_with_its_diff(path):
+    old, new = pending_supersede(path)
+    with served(path) as (client, _):
+        html = client.get("/review").text
+        articles = Markup(html).tags("article")
+        assert [a.get("id") for a in articles] == [f"pending-{new}"]
+        article = html.split(f'id="pending-{new}"', 1)[1].split("</article>", 1)[0]
+        text = Markup(article).text
+        assert "Decided as one" in text and f"supersedes {old}" in text
+        assert "- the build uses make" in text and "+ the build uses ninja" in text
+        assert "active → superseded" in text
+        form = decision_form(html, new)
+        assert form["tip"] == branch_tip(path)
+        # Its one Reject takes both halves.
+        done = client.post("/review/reject", data=form, follow_redirects=False)
+        assert done.status_code == 303
+    assert review_document(path) == {"branches": []}
+    assert listed(path)[old]["status"] == "active"
+
+
+def test_review_text_shows_a_supersede_as_one_unit(path):
+    old, new = pending_supersede(path)
+    text = cli(path, "review").stdout
+    lines = text.splitlines()
+    assert lines.index(f"  added    {new[:7]}  the build uses ninja") < lines.index(
+        f"  changed  {old[:7]}  the build uses make"
+    )
+    assert "  decided as one (2 records, accepted or rejected together):" in lines
+    assert f"      supersedes {old[:7]}; content against it:" in text
+    assert "        - the build uses make" in lines and "        + the build uses ninja" in lines
+    assert "      reason: the Makefile is gone" in lines
+    assert "      status: active -> superseded" in lines
