@@ -10,6 +10,8 @@ subprocess, the web app over Starlette's test client, agents writing through the
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -356,3 +358,173 @@ def test_review_text_shows_a_supersede_as_one_unit(path):
     assert "        - the build uses make" in lines and "        + the build uses ninja" in lines
     assert "      reason: the Makefile is gone" in lines
     assert "      status: active -> superseded" in lines
+
+
+# ---------------------------------------------------------------------------- 4. hidden text
+
+BIDI = "the prod database: \u202eon\u202c"
+# What the issue found raw on the pages and in the CLI: ESC, BEL, SOH and LRI, and NEL (C1).
+CONTROLS = " colours \x1b[2J bell \x07 start \x01 isolate \u2066x\u2069 next \x85 del \x7f"
+HOSTILE = BIDI + CONTROLS
+SHOWN = (
+    "the prod database: <U+202E>on<U+202C> colours <U+001B>[2J bell <U+0007> start <U+0001>"
+    " isolate <U+2066>x<U+2069> next <U+0085> del <U+007F>"
+)
+# The contract's list: bidi controls, C0 but tab and newline, DEL, C1.
+MUST_SHOW = [
+    0x061C,
+    0x200E,
+    0x200F,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    *(c for c in range(0x20) if c not in (0x09, 0x0A)),
+    0x7F,
+    *range(0x80, 0xA0),
+]
+
+
+def raw_hidden(text: str) -> list[str]:
+    """The characters of MUST_SHOW that reached a text unshown."""
+    return sorted({f"U+{ord(c):04X}" for c in text if ord(c) in MUST_SHOW})
+
+
+def test_hidden_characters_are_unicodes_cc_and_cf_but_tab_newline_and_the_joiners():
+    import sys
+    import unicodedata
+
+    from lantern_git.core.hidden import PLANES, hidden_in, is_hidden, reveal
+
+    for code in MUST_SHOW:
+        assert is_hidden(chr(code)), hex(code)
+        assert reveal(f"a{chr(code)}b") == f"a<U+{code:04X}>b"
+    for kept in ("\t", "\n", "\u200c", "\u200d", "é", "日本", "👨\u200d👩\u200d👧", " "):
+        assert reveal(kept) == kept and hidden_in(kept) == []
+    planes = {c for plane in PLANES for c in plane}
+    every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cc", "Cf")]
+    assert every and all(c in planes for c in every)  # the scan's planes hold every one
+    shown = [c for c in every if is_hidden(chr(c))]
+    assert set(every) - set(shown) == {0x09, 0x0A, 0x200C, 0x200D}
+    text = "".join(chr(c) for c in shown)
+    assert reveal(text) == "".join(f"<U+{c:04X}>" for c in shown)
+    assert reveal("\U000e0041\ufeff\u00ad") == "<U+E0041><U+FEFF><U+00AD>"
+    assert hidden_in({"content": BIDI, "refs": ["a\x1b"]}) == ["U+001B", "U+202C", "U+202E"]
+
+
+def test_cli_text_shows_and_flags_hidden_characters_and_json_keeps_them(path):
+    with opened(path) as store:
+        record = store.add(HOSTILE, kind="fact").id
+        store.update(record, priority=70, reason="raised \u202e")
+    for args in (
+        ("memory", "show", record),
+        ("memory", "list"),
+        ("memory", "list", "--wide"),
+        ("memory", "search", "database"),
+        ("memory", "history", record),
+        ("diff", "HEAD~2", "HEAD"),
+        ("log",),
+    ):
+        shown = cli(path, *args)
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert raw_hidden(shown.stdout) == [], args
+        assert "<U+202E>" in shown.stdout, args
+        assert "hidden" in shown.stdout, args  # the record or change is flagged
+    show = cli(path, "memory", "show", record).stdout
+    assert SHOWN in show.splitlines()
+    assert "hidden:" in show and "U+202E" in show.split("hidden:", 1)[1]
+    listed_text = cli(path, "memory", "list", "--wide").stdout
+    assert "[hidden] " + SHOWN in listed_text
+    # JSON carries the stored string unchanged.
+    for args in (("memory", "show", record, "--json"), ("memory", "list", "--json")):
+        document = json.loads(cli(path, *args).stdout)
+        first = document[0] if isinstance(document, list) else document
+        assert first["content"] == HOSTILE
+    history = json.loads(cli(path, "memory", "history", record, "--json").stdout)
+    assert history["history"][0]["reason"] == "raised \u202e"
+
+
+def test_review_text_and_every_page_show_and_flag_a_pending_bidi_record(path):
+    with agent(path) as store:
+        record = store.add(HOSTILE, kind="fact").id
+    text = cli(path, "review")
+    assert raw_hidden(text.stdout) == []
+    assert SHOWN in text.stdout and "[hidden characters: " in text.stdout
+    (branch,) = review_document(path)["branches"]
+    assert branch["records"][0]["record"]["content"] == HOSTILE
+    with served(path) as (client, _):
+        for url in ("/review", "/?pending=1", f"/records/{record}?pending=1", "/changes"):
+            if url == "/changes":
+                with opened(path) as store:
+                    store.review_accept([record], branch="mcp")
+            html = client.get(url).text
+            assert raw_hidden(html) == [], url
+            assert "&lt;U+202E&gt;on&lt;U+202C&gt;" in html, url
+            flags = [a for a in Markup(html).tags("strong") if a.get("class") == "hidden-flag"]
+            assert flags, url
+        review_html = client.get("/review").text
+        assert "Nothing awaits review." in review_html
+
+
+def test_times_read_as_local_iso_dates_on_history_review_and_the_pages(path, monkeypatch):
+    """``updated_at: 1767225600 -> 1769904000`` reads as dates, in the local zone (the test
+    sets it), on ``memory history``, ``lantern review``, the record and review pages."""
+    import os
+    import shutil
+    import time
+
+    faketime = shutil.which("faketime")
+    assert faketime, "faketime is missing: .ci/system-deps installs it"
+    utc = {**os.environ, "TZ": "UTC"}
+    kolkata = {**os.environ, "TZ": "Asia/Kolkata"}
+
+    def at(moment: str, *args: str) -> str:
+        done = subprocess.run(
+            [
+                faketime,
+                "-f",
+                moment,
+                sys.executable,
+                "-m",
+                "lantern_git",
+                "--store",
+                str(path),
+                *args,
+            ],
+            env=utc,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    record = json.loads(
+        at("2026-01-01 00:00:00", "memory", "add", "a fact", "--kind", "fact", "--json")
+    )["id"]
+    at("2026-02-01 00:00:00", "memory", "update", record, "--priority", "60")
+    with agent(path) as store:
+        store.update(record, priority=90, expires_at=2_000_000_000)
+    history = json.loads(cli(path, "memory", "history", record, "--json").stdout)
+    assert {"field": "updated_at", "old": 1767225600, "new": 1769904000} in history["history"][0][
+        "changes"
+    ]  # JSON keeps unix seconds
+    text = cli(path, "memory", "history", record, env=kolkata).stdout
+    lines = text.splitlines()
+    assert "    updated_at: 2026-01-01T05:30:00+05:30 -> 2026-02-01T05:30:00+05:30" in lines
+    assert "commit " + history["history"][0]["commit"][:10] + "  2026-02-01T05:30:00+05:30  " in (
+        text
+    )
+    assert "1767225600" not in text and "1769904000" not in text
+    review = cli(path, "review", env=kolkata).stdout.splitlines()
+    assert "      expires_at: (none) -> 2033-05-18T09:03:20+05:30" in review
+    assert not [line for line in review if "2000000000" in line]
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        with served(path) as (client, _):
+            page = Markup(client.get("/review").text).text
+            assert "2033-05-18T09:03:20+05:30" in page and "2000000000" not in page
+            shown = Markup(client.get(f"/records/{record}").text).text
+            assert "2026-01-01T05:30:00+05:30 → 2026-02-01T05:30:00+05:30" in shown
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

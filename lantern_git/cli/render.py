@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.hidden import hidden_in, reveal
+from ..core.hidden import display_lines, hidden_in, reveal
 from ..core.timespec import field_time, human_time
 from ..errors import LanternError
 
@@ -223,7 +223,7 @@ def record_lines(record: Record) -> list[str]:
     if found:
         lines.append(f"{'hidden:':<15}{', '.join(found)}: characters shown as <U+XXXX>")
     lines.append("")
-    lines.extend(content.splitlines())
+    lines.extend(display_lines(content))
     return lines
 
 
@@ -493,8 +493,9 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
     for i, row in enumerate(rows):
         content = None
         if flexible:
-            found = hidden_in(row)
-            marker = f"[hidden: {', '.join(found)}] " if found else ""
+            # The row's record holds hidden characters (shown as <U+XXXX> where the cell has
+            # room): flagged first, where no cut can drop the flag.
+            marker = "[hidden] " if hidden_in(row) else ""
             text = marker + str(row.get(flexible) or "")
             content = " ".join(reveal(text).split()) if output.wide else truncate(text, space)
         out.append(line({n: cells[n][i] for n in fixed}, content))
@@ -592,7 +593,8 @@ def history_lines(history: RecordHistory) -> list[str]:
         op = entry.op or "(not a lantern commit)"
         actor = f" by {entry.actor}" if entry.actor else ""
         lines.append(f"commit {entry.commit[:10]}  {when(entry.time)}  {entry.author}")
-        lines.append(f"    {op}{actor}: {entry.summary}{flag(entry.changes)}")
+        held = flag([entry.summary, entry.reason, entry.changes])
+        lines.append(f"    {op}{actor}: {entry.summary}{held}")
         if entry.reason:
             lines.append(f"    reason: {entry.reason}")
         if entry.problem:
@@ -707,20 +709,20 @@ def _pending_lines(
     if old is not None and pending.record is not None:
         was = old.before or old.record
         lines.append(f"      supersedes {short(old.id)}; content against it:")
-        before = was.content.splitlines() if was is not None else []
+        before = display_lines(was.content) if was is not None else []
         lines.extend(
             f"        {line}"
-            for line in difflib.ndiff(before, pending.record.content.splitlines())
+            for line in difflib.ndiff(before, display_lines(pending.record.content))
             if not line.startswith("?")
         )
     elif pending.change == "added" and pending.record is not None:
         lines.append("      content:")
-        lines.extend(f"        {line}" for line in pending.record.content.splitlines())
+        lines.extend(f"        {line}" for line in display_lines(pending.record.content))
     for change in pending.changes:
         if change.field == "content":
             lines.append("      content:")
-            before = change.old.splitlines() if isinstance(change.old, str) else []
-            after = change.new.splitlines() if isinstance(change.new, str) else []
+            before = display_lines(change.old) if isinstance(change.old, str) else []
+            after = display_lines(change.new) if isinstance(change.new, str) else []
             lines.extend(
                 f"        {line}"
                 for line in difflib.ndiff(before, after)
@@ -736,7 +738,7 @@ def _pending_lines(
         if check is not None and check.text is not None and check.lines is not None:
             lines.extend(
                 f"        {check.lines[0] + i:>5}  {line}"
-                for i, line in enumerate(check.text.splitlines())
+                for i, line in enumerate(display_lines(check.text))
             )
     lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
     return lines
@@ -782,7 +784,9 @@ def log_lines(log: OperationLog) -> list[str]:
         op = entry.op or "-"
         lines.append(
             f"{entry.commit[:10]}  {when(entry.time)}  {op:<9} {entry.actor or '-':<5} "
-            f"{entry.summary}" + (f"  [{records}]" if records and op != "import" else "")
+            f"{entry.summary}"
+            + (f"  [{records}]" if records and op != "import" else "")
+            + flag([entry.summary, entry.reason])
         )
         if entry.reason:
             lines.append(f"{'':12}reason: {entry.reason}")
@@ -921,7 +925,7 @@ def source_table(manifests: list[SourceManifest]) -> list[str]:
 def source_view_lines(view: SourceView) -> list[str]:
     """``source show``: the lines a reference names, or the manifest's fields."""
     if view.text is not None:
-        return view.text.splitlines()
+        return display_lines(view.text)
     lines = []
     for key, value in view.manifest.to_dict().items():
         if value is None or value == {}:
@@ -967,7 +971,7 @@ def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:
         out.append(f"{hit.ref}  {hit.score:.2f}  {truncate(name, max(10, width - 60))}")
         if hit.explain is not None:
             out.append("  " + explain_text(hit.explain))
-        numbered = list(enumerate(hit.text.splitlines(), hit.lines[0]))
+        numbered = list(enumerate(display_lines(hit.text), hit.lines[0]))
         shown = [(n, t) for n, t in numbered if any(w[:5] in t.lower() for w in words)]
         for number, line in (shown or [(n, t) for n, t in numbered if t.strip()])[:3]:
             prefix = f"  L{number}  "
@@ -991,7 +995,7 @@ def evidence_lines(record: Record, evidence: list[dict[str, Any]]) -> list[str]:
         status = item["problem"] or ("ok" if item["lines"] else "opaque")
         out.append(f"── {item['ref']}  ({status})")
         if item["text"] is not None:
-            out.extend("   " + line for line in item["text"].splitlines())
+            out.extend("   " + line for line in display_lines(item["text"]))
     return out
 
 

@@ -69,6 +69,19 @@ def reveal(text: str) -> str:
     return _finder(text).sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
+def display_lines(text: str) -> list[str]:
+    """``text``'s lines as a person reads them: split at newlines only (``\\r\\n`` counts as
+    one), as sources number their lines. ``str.splitlines`` also splits at NEL, the line and
+    paragraph separators and other controls, so such a character would vanish unshown and
+    shift every line number after it."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def hidden_in(value: Any) -> list[str]:
     """The hidden characters a value holds (a string, or the strings of a record's
     ``to_dict``, a list or a dict, keys included), as sorted ``U+XXXX`` names."""

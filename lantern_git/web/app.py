@@ -28,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..core.fields import KINDS, SEARCH_MODES
-from ..core.hidden import hidden_in, reveal
+from ..core.hidden import display_lines, hidden_in, reveal
 from ..core.paging import Page
 from ..core.timespec import field_time, human_time
 from ..errors import InvalidInput, LanternError, NotFound
@@ -112,6 +112,7 @@ def _environment() -> Environment:
     env.filters["when"] = lambda value: human_time(value) if value is not None else ""
     env.globals["field_time"] = field_time
     env.globals["hidden_in"] = hidden_in
+    env.globals["display_lines"] = display_lines
     env.tests["hidden"] = lambda value: bool(hidden_in(value))
     env.filters["short"] = lambda value: (value or "")[:12]
     env.globals["query"] = _query_string
@@ -307,7 +308,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         except LanternError as err:
             return failure(request, err)
         view = context["view"]
-        lines = view.text.splitlines() if view.text else []
+        lines = display_lines(view.text) if view.text else []
         cited: dict[int, list[str]] = {}
         for citation in context["citations"]:
             if citation.shown is not None:
@@ -477,8 +478,8 @@ def _notice(request: Request) -> str | None:
 
 def _content_diff(old: object, new: object) -> list[str]:
     """A line diff of two contents (either may be absent), as ``+``/``-``/`` `` lines."""
-    before = old.splitlines() if isinstance(old, str) else []
-    after = new.splitlines() if isinstance(new, str) else []
+    before = display_lines(old) if isinstance(old, str) else []
+    after = display_lines(new) if isinstance(new, str) else []
     return [line for line in difflib.ndiff(before, after) if not line.startswith("?")]
 
 
