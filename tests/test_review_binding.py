@@ -528,3 +528,103 @@ def test_times_read_as_local_iso_dates_on_history_review_and_the_pages(path, mon
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+# ---------------------------------------------------------------------------- 3. everything
+
+TRANSCRIPT = (
+    b"User: let's set up the repo\n"
+    b"User: I always want separate branches for each feature\n"
+    b"Assistant: noted, one branch per feature\n"
+    b"User: and squash merges please\n"
+)
+
+
+def cited_pending(path: Path) -> tuple[str, str]:
+    """A transcript on the store's branch, and an agent's pending record citing lines 2-3 of
+    it, written with a reason."""
+    from lantern_git.evidence.sources import SourceInput
+
+    with opened(path) as store:
+        added = store.sources.add([SourceInput(TRANSCRIPT, "chat.txt", uri="session:chat")])
+        source = added[0].manifest.id
+    with agent(path) as store:
+        record = store.add(
+            "Prefers a separate branch per feature",
+            kind="preference",
+            source_refs=[f"source:{source}#L2-L3"],
+            reason="the user said so twice",
+        ).id
+    return source, record
+
+
+def test_review_text_shows_the_writers_reason_the_content_and_the_cited_lines_verified(path):
+    source, record = cited_pending(path)
+    lines = cli(path, "review").stdout.splitlines()
+    assert f"  added    {record[:7]}  Prefers a separate branch per feature" in lines
+    assert "      reason: the user said so twice" in lines
+    assert "        Prefers a separate branch per feature" in lines  # the whole content
+    (evidence,) = [line for line in lines if line.startswith("      evidence ")]
+    assert evidence.startswith(f"      evidence source:{source}@") and evidence.endswith(": ok")
+    assert "            2  User: I always want separate branches for each feature" in lines
+    assert "            3  Assistant: noted, one branch per feature" in lines
+    # A record written without a reason says so.
+    with agent(path) as store:
+        store.add("no reason for this one", kind="fact")
+    assert "      reason: (none given)" in cli(path, "review").stdout.splitlines()
+
+
+def test_the_review_page_shows_the_reason_and_the_cited_lines_with_their_status(path):
+    source, record = cited_pending(path)
+    with served(path) as (client, _):
+        html = client.get("/review").text
+        article = html.split(f'id="pending-{record}"', 1)[1].split("</article>", 1)[0]
+        text = Markup(article).text
+        assert "Writer's reason: the user said so twice" in text
+        badges = [a for a in Markup(article).tags("span") if a.get("class") == "badge ok"]
+        assert len(badges) == 1
+        cited = article.split('<pre class="cited">', 1)[1].split("</pre>", 1)[0]
+        assert Markup(cited).text.splitlines() == [
+            "2User: I always want separate branches for each feature",
+            "3Assistant: noted, one branch per feature",
+        ]
+        assert f"/sources/{source}" in article
+
+
+def test_a_pending_record_is_accepted_from_its_own_page_beside_its_evidence(path):
+    _, record = cited_pending(path)
+    with served(path, author="Rita Reviewer <rita@example.com>") as (client, _):
+        page = client.get(f"/records/{record}?pending=1").text
+        waiting = page.split('id="waiting-mcp"', 1)[1]
+        form = decision_form(waiting) | {"reason": "read the transcript"}
+        assert form["id"] == record and form["branch"] == "mcp"
+        assert 'id="evidence"' in page and "badge ok" in page
+        done = client.post("/review/accept", data=form, follow_redirects=False)
+        assert done.status_code == 303, done.text[:300]
+    assert record in listed(path)
+    trailers = head_trailers(path)
+    assert trailers["Lantern-Op"] == ["accept"]
+    assert trailers["Lantern-Reason"] == ["read the transcript"]
+    # An accepted record's page has nothing to decide.
+    with served(path) as (client, _):
+        assert 'id="waiting-' not in client.get(f"/records/{record}").text
+
+
+# ---------------------------------------------------------------------------- issue 37
+
+
+def test_a_hostile_pending_source_title_on_the_review_page_is_escaped(path):
+    from lantern_git.evidence.sources import SourceInput
+
+    hostile = "<img src=x onerror=alert(1)>"
+    with agent(path) as store:
+        added = store.sources.add(
+            [SourceInput(b"a body\n", "x.txt", uri="session:x", title=hostile)]
+        )
+        source = added[0].manifest.id
+    with served(path) as (client, _):
+        html = client.get("/review").text
+        article = html.split(f'id="pending-source-{source}"', 1)[1].split("</article>", 1)[0]
+        assert Markup(article).dangers() == []
+        assert "&lt;img src=x onerror=alert(1)&gt;" in article
+        assert hostile in Markup(article).text
