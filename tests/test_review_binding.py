@@ -105,6 +105,7 @@ def test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_not
     (branch,) = review_document(path)["branches"]
     seen = branch["tip"]
     assert [r["record"]["priority"] for r in branch["records"]] == [10]
+    assert ", priority 10, " in cli(path, "review").stdout  # the text shows the fields too
     with agent(path) as store:
         store.update(record, priority=99, add_source_refs=["note:injected-after-review"])
         store.archive(record)
@@ -451,8 +452,9 @@ def test_review_text_and_every_page_show_and_flag_a_pending_bidi_record(path):
     (branch,) = review_document(path)["branches"]
     assert branch["records"][0]["record"]["content"] == HOSTILE
     with served(path) as (client, _):
-        for url in ("/review", "/?pending=1", f"/records/{record}?pending=1", "/changes"):
-            if url == "/changes":
+        pages = ("/review", "/?pending=1", f"/records/{record}?pending=1", "/changes?from=HEAD~1")
+        for url in pages:
+            if url.startswith("/changes"):  # the diff of the accept commit
                 with opened(path) as store:
                     store.review_accept([record], branch="mcp")
             html = client.get(url).text

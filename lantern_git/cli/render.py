@@ -715,7 +715,17 @@ def _pending_lines(
             for line in difflib.ndiff(before, display_lines(pending.record.content))
             if not line.startswith("?")
         )
-    elif pending.change == "added" and pending.record is not None:
+    if pending.change == "added" and pending.record is not None:
+        fields = {
+            k: v
+            for k, v in pending.record.to_dict().items()
+            if k not in ("id", "content", "pending", "created_at", "updated_at")
+            and v not in (None, [])
+        }
+        lines.append(
+            "      " + ", ".join(f"{k} {value_text(field_time(k, v))}" for k, v in fields.items())
+        )
+    if old is None and pending.change == "added" and pending.record is not None:
         lines.append("      content:")
         lines.extend(f"        {line}" for line in display_lines(pending.record.content))
     for change in pending.changes:
