@@ -21,7 +21,6 @@ from conftest import snapshot
 from reliability_support import cli, make_store
 from serve_support import Markup, served
 
-from lantern_git.errors import ReviewChanged
 from lantern_git.git.repo import parse_trailers
 from lantern_git.store import Store
 
@@ -150,6 +149,8 @@ def test_accept_all_with_the_tip_seen_never_takes_a_record_that_arrived_later(pa
 
 
 def test_the_library_takes_expect_and_raises_review_changed_with_what_arrived(path):
+    from lantern_git.errors import ReviewChanged
+
     with agent(path) as store:
         record = store.add("a fact", kind="fact").id
     seen = branch_tip(path)
