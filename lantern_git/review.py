@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from .core.config import value
-from .errors import AmbiguousId, InvalidInput, NotFound, ReviewChanged, SelfApproval
+from .errors import (
+    AmbiguousId,
+    InvalidInput,
+    LanternError,
+    NotFound,
+    ReviewChanged,
+    SelfApproval,
+)
 from .model.record import Record
 from .model.record_file import record_path
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref
@@ -151,6 +158,10 @@ class ReviewBranch:
             "sources": [s.to_dict() for s in self.sources],
             "problems": [p.to_dict() for p in self.problems],
         }
+
+    def citing(self, source_id: str) -> list[PendingRecord]:
+        """The pending records that a reject of the pending source ``source_id`` rejects too."""
+        return citing_records(self, source_id)
 
     def units(self) -> list[list[PendingRecord]]:
         """The pending records as the reviewer decides them: one list per unit (a record with
@@ -604,18 +615,49 @@ def reject(
     """Drop the chosen records and sources (or every change) from the review branch: one
     ``Lantern-Op: reject`` commit on it puts their files back as they were where the branch left
     the store's branch, so they are no longer pending; the proposal stays in the branch's
-    history."""
+    history. A rejected source takes the pending records citing it along
+    (:func:`citing_records`)."""
     git, repo, branch = tx.git, tx.git.repo, choice.branch
+    records = _with_citing_records(choice)
     base = pygit2.Oid(hex=branch.base) if branch.base is not None else git.head_oid()
     base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
     pending = git.tree_changes(base_tree, repo[pygit2.Oid(hex=branch.tip)].peel(pygit2.Tree))
-    paths = set(pending) if everything else _paths(choice.records, choice.sources, pending)
+    paths = set(pending) if everything else _paths(records, choice.sources, pending)
     files: dict[str, bytes | None] = {p: git.blob_at(base_tree, p) for p in sorted(paths)}
-    ids = [r.id for r in choice.records]
+    ids = [r.id for r in records]
     source_ids = [s.id for s in choice.sources]
     summary = f"reject {_counted(ids, source_ids)} of lantern/review/{branch.name}"
     commit = tx.commit(files, summary, "reject", ids, reason=reason, sources=source_ids)
     return ReviewDecision("reject", branch.name, ids, commit, commit, sources=source_ids)
+
+
+def cited_sources(pending: PendingRecord) -> set[str]:
+    """The source ids a pending record's ``source:`` references name."""
+    found: set[str] = set()
+    for ref in pending.record.source_refs if pending.record is not None else ():
+        if is_source_ref(ref):
+            try:
+                found.add(SourceRef.parse(ref).source_id)
+            except LanternError:
+                continue  # a hand-broken reference: verify reports it
+    return found
+
+
+def citing_records(branch: ReviewBranch, source_id: str) -> list[PendingRecord]:
+    """The records pending on ``branch`` that cite ``source_id``, with their units: a reject of
+    the source rejects them too, since accepted later they would cite a source the store's
+    branch never got."""
+    citing = {r.id for r in branch.records if source_id in cited_sources(r)}
+    citing |= {i for r in branch.records if r.id in citing for i in r.decided_with}
+    return [r for r in branch.records if r.id in citing]
+
+
+def _with_citing_records(choice: Choice) -> list[PendingRecord]:
+    """The chosen records, and the records of the branch that cite a chosen source."""
+    wanted = {r.id: r for r in choice.records}
+    for source in choice.sources:
+        wanted.update((r.id, r) for r in citing_records(choice.branch, source.id))
+    return [wanted[i] for i in sorted(wanted)]
 
 
 def _with_cited_sources(choice: Choice) -> list[PendingSource]:
@@ -623,11 +665,8 @@ def _with_cited_sources(choice: Choice) -> list[PendingSource]:
     pending = {s.id: s for s in choice.branch.sources}
     wanted = {s.id: s for s in choice.sources}
     for record in choice.records:
-        for ref in record.record.source_refs if record.record is not None else ():
-            if is_source_ref(ref):
-                source_id = SourceRef.parse(ref).source_id
-                if source_id in pending:
-                    wanted.setdefault(source_id, pending[source_id])
+        for source_id in sorted(cited_sources(record) & set(pending)):
+            wanted.setdefault(source_id, pending[source_id])
     return [wanted[i] for i in sorted(wanted)]
 
 

@@ -631,3 +631,31 @@ def test_a_hostile_pending_source_title_on_the_review_page_is_escaped(path):
         assert Markup(article).dangers() == []
         assert "&lt;img src=x onerror=alert(1)&gt;" in article
         assert hostile in Markup(article).text
+
+
+def test_rejecting_a_pending_source_rejects_the_pending_records_that_cite_it(path):
+    """A record depends on the source it cites: rejected alone, the source would leave the
+    record citing a source the store never gets once the record is accepted."""
+    from lantern_git.evidence.sources import SourceInput
+
+    with agent(path) as store:
+        [added] = store.sources.add([SourceInput(TRANSCRIPT, "chat.txt", uri="session:chat")])
+        source = added.manifest.id
+        citing = store.add(
+            "Prefers a branch per feature", kind="preference", source_refs=[f"source:{source}#L2"]
+        ).id
+        other = store.add("unrelated", kind="fact").id
+    text = cli(path, "review").stdout
+    assert f"      cited by pending {citing[:7]} (a reject of the source rejects them too)" in (
+        text.splitlines()
+    )
+    with served(path) as (client, _):
+        html = client.get("/review").text
+        article = html.split(f'id="pending-source-{source}"', 1)[1].split("</article>", 1)[0]
+        assert f"Cited by pending {citing}" in Markup(article).text
+    done = cli(path, "review", "reject", source[:8], "--json")
+    assert done.returncode == 0, done.stderr
+    decision = json.loads(done.stdout)
+    assert decision["sources"] == [source] and decision["records"] == [citing]
+    (branch,) = review_document(path)["branches"]
+    assert [r["id"] for r in branch["records"]] == [other] and branch["sources"] == []

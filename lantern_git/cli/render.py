@@ -679,6 +679,13 @@ def review_lines(
                 f"  {source.change:<8} source {source.id}  {truncate(name, width)}{note}"
                 f"{flag(manifest)}"
             )
+            citing = branch.citing(source.id)
+            if citing:
+                lines.append(
+                    "      cited by pending "
+                    + ", ".join(short(r.id) for r in citing)
+                    + " (a reject of the source rejects them too)"
+                )
             lines.append(f"      by {', '.join(source.actors)}: {', '.join(source.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
     return lines
