@@ -659,3 +659,20 @@ def test_rejecting_a_pending_source_rejects_the_pending_records_that_cite_it(pat
     assert decision["sources"] == [source] and decision["records"] == [citing]
     (branch,) = review_document(path)["branches"]
     assert [r["id"] for r in branch["records"]] == [other] and branch["sources"] == []
+
+
+def test_source_list_and_show_text_show_and_flag_a_hidden_title(path):
+    from lantern_git.evidence.sources import SourceInput
+
+    with opened(path) as store:
+        [added] = store.sources.add(
+            [SourceInput(b"body\n", "t.txt", uri="session:t", title="notes \u202eedoc")]
+        )
+    listed_text = cli(path, "source", "list").stdout
+    shown = cli(path, "source", "show", added.manifest.id).stdout
+    for text in (listed_text, shown):
+        assert raw_hidden(text) == [] and "notes <U+202E>edoc" in text
+    assert "[hidden] notes <U+202E>edoc" in listed_text
+    assert "hidden:      U+202E: characters shown as <U+XXXX>" in shown.splitlines()
+    document = json.loads(cli(path, "source", "show", added.manifest.id, "--json").stdout)
+    assert document["title"] == "notes \u202eedoc"

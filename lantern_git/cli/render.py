@@ -931,7 +931,7 @@ def source_table(manifests: list[SourceManifest]) -> list[str]:
     out = [f"{'ID':<16}  {'KIND':<11}  {'LINES':>7}  {'UPDATED':<10}  TITLE/URI"]
     room = max(20, terminal_width() - 54)
     for m in manifests:
-        name = m.title or m.uri or ""
+        name = ("[hidden] " if hidden_in([m.title, m.uri]) else "") + (m.title or m.uri or "")
         out.append(
             f"{m.id:<16}  {m.kind:<11}  {m.lines:>7}  {when(m.updated_at)[:10]:<10}  "
             f"{truncate(name, room)}"
@@ -948,10 +948,13 @@ def source_view_lines(view: SourceView) -> list[str]:
         if value is None or value == {}:
             continue
         if key in ("captured_at", "updated_at"):
-            value = f"{value} ({when(value)} UTC)"
+            value = f"{when(value)} ({value})"
         elif key == "meta":
             value = ", ".join(f"{k}={v}" for k, v in value.items())
         lines.append(f"{key + ':':<13}{value}")
+    found = hidden_in(view.manifest)
+    if found:
+        lines.append(f"{'hidden:':<13}{', '.join(found)}: characters shown as <U+XXXX>")
     return lines
 
 
