@@ -676,3 +676,84 @@ def test_source_list_and_show_text_show_and_flag_a_hidden_title(path):
     assert "hidden:      U+202E: characters shown as <U+XXXX>" in shown.splitlines()
     document = json.loads(cli(path, "source", "show", added.manifest.id, "--json").stdout)
     assert document["title"] == "notes \u202eedoc"
+
+
+AGENT_LOOP = """
+import sys, time
+from lantern_git.store import Store
+
+store = Store(sys.argv[1], actor="mcp", review=True)
+end = time.monotonic() + float(sys.argv[2])
+ids, i = [], 0
+while time.monotonic() < end:
+    ids.append(store.add(f"agent fact {i}", kind="fact", priority=10).id)
+    for record_id in ids[-3:]:
+        try:
+            store.update(record_id, priority=11 + (i * 7) % 89)
+        except Exception:
+            pass  # accepted meanwhile and no longer on the branch as it was: the next one
+    i += 1
+    time.sleep(0.05)  # an agent thinks between writes; a tight loop would starve the reviewer
+store.close()
+"""
+
+
+def test_accepts_racing_an_agent_take_only_what_each_page_showed(path):
+    """An agent (another process) adds records and keeps changing their priority while a
+    person loads the review page and accepts its first added record, again and again: every
+    accept that goes through put on the store's branch the priority the page showed, every
+    other answer is a 409, and nothing is lost."""
+    import re
+    import time
+
+    outcomes: dict[int, int] = {}
+    with served(path) as (client, _):
+        agent_process = subprocess.Popen(
+            [sys.executable, "-c", AGENT_LOOP, str(path), "8"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                running = agent_process.poll() is None
+                html = client.get("/review").text
+                added = re.search(
+                    r'<article class="pending-record" id="pending-([0-9a-f]{16})">\s*'
+                    r'<div class="part">\s*<h3>added ',
+                    html,
+                )
+                if added is None:
+                    if not running:
+                        break
+                    time.sleep(0.05)
+                    continue
+                record = added.group(1)
+                article = html.split(f'id="pending-{record}"', 1)[1].split("</article>", 1)[0]
+                shown = int(re.search(r"<th>priority</th><td>(\d+)</td>", article).group(1))
+                answer = client.post(
+                    "/review/accept", data=decision_form(html, record), follow_redirects=False
+                )
+                outcomes[answer.status_code] = outcomes.get(answer.status_code, 0) + 1
+                assert answer.status_code in (303, 409), answer.text[:500]
+                if answer.status_code == 303:
+                    assert listed(path)[record]["priority"] == shown
+                if not running and answer.status_code == 303:
+                    break  # the agent stopped: one accept after it is enough
+        finally:
+            agent_process.wait(timeout=60)
+    assert agent_process.returncode == 0, agent_process.stderr
+    assert outcomes.get(303, 0) >= 1, outcomes
+    # Nothing lost: every record the agent added is on the store's branch or still pending.
+    repo = pygit2.Repository(str(path))
+    pending = {r["id"] for b in review_document(path)["branches"] for r in b["records"]}
+    stored = set(listed(path))
+    walker = repo.walk(repo.references[MCP_BRANCH].target)
+    added_ids = {
+        i
+        for c in walker
+        if parse_trailers(c.message).get("Lantern-Op") == ["add"]
+        for i in parse_trailers(c.message).get("Lantern-Record", [])
+    }
+    assert added_ids and added_ids <= stored | pending
