@@ -570,18 +570,22 @@ class Store:
         *,
         branch: str | None = None,
         reason: str | None = None,
+        expect: str | None = None,
     ) -> ReviewDecision:
         """Bring pending records (``ids``, or None for everything on the branch) of one review
         branch onto the store's branch in one ``Lantern-Op: accept`` commit, this store's
         author as the reviewer; they are no longer pending after. Refuses (``self_approval``)
-        a reviewer with the writer's actor and review name."""
+        a reviewer with the writer's actor and review name. ``expect``: the branch's tip the
+        reviewer saw (``lantern review --json``'s ``"tip"``); when it moved since, nothing is
+        accepted (``review_changed``). A supersede is accepted whole (its new record and its
+        old record's status change), whichever of the two ``ids`` names."""
         from .review import accept, choose
 
         wanted = None if ids is None else list(ids)
         with self.transaction(review=False) as tx:
             return accept(
                 tx,
-                choose(self.git, wanted, branch),
+                choose(self.git, wanted, branch, expect),
                 everything=wanted is None,
                 reason=reason,
                 reviewer=self.workspace.reviewer,
@@ -593,17 +597,19 @@ class Store:
         *,
         branch: str | None = None,
         reason: str | None = None,
+        expect: str | None = None,
     ) -> ReviewDecision:
         """Drop pending records (``ids``, or None for all) from their review branch with a
-        ``Lantern-Op: reject`` commit on it; the store's branch does not change."""
+        ``Lantern-Op: reject`` commit on it; the store's branch does not change. ``expect``
+        and supersedes as :meth:`review_accept`."""
         from .review import REVIEW_PREFIX as REVIEW_BRANCHES
         from .review import choose, reject
 
         wanted = None if ids is None else list(ids)
-        ref = choose(self.git, wanted, branch).branch.ref
+        ref = choose(self.git, wanted, branch, expect).branch.ref
         with self.transaction(branch=ref) as tx:
             # Chosen again under the writer lock: the branch may have moved meanwhile.
-            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES), expect)
             return reject(tx, chosen, everything=wanted is None, reason=reason)
 
     # ------------------------------------------------------------------ sync

@@ -441,7 +441,8 @@ def _status(store: Store, args: NoArguments) -> Written[dict]:
     description=(
         "Return the changes writers left on review branches (lantern/review/<name>) that no "
         "person has accepted yet, record by record: added records whole, changed fields "
-        "old -> new, removed records, with the commits, actors and authors that made them. "
+        "old -> new, removed records, with the commits, actors, authors and reasons that "
+        "made them, and each branch's `tip` (the commit a person's decision is bound to). "
         "The same branches as `lantern review --json`, one page of them by name (`limit`, "
         "`offset`, `next_offset` as the list tools). Read-only: accepting and rejecting "
         "are for a person."
