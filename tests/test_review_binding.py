@@ -189,13 +189,13 @@ def test_a_bad_or_unknown_expect_is_refused_and_changes_nothing(path, expect, co
 
 
 def test_the_mcp_review_list_carries_the_tip(path):
-    from lantern_git.mcp.records import RECORD_TOOLS
+    from lantern_git.mcp.server import StoreTarget, ToolRunner
 
     with agent(path) as store:
         store.add("a fact", kind="fact")
-    (tool,) = [t for t in RECORD_TOOLS if t.name == "lantern_review_list"]
-    with opened(path) as store:
-        answer = tool.call(store, {"limit": 10, "offset": 0}).value
+    outcome = ToolRunner(StoreTarget(str(path))).run("lantern_review_list", {"limit": 10})
+    assert not outcome.is_error, outcome.value
+    answer = outcome.value
     assert [b["tip"] for b in answer["branches"]] == [branch_tip(path)]
 
 
