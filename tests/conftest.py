@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,27 @@ def lantern(*args, cwd=None, env=None, input=None, timeout=60):
         text=isinstance(input, str) or input is None,
         timeout=timeout,
     )
+
+
+def first_line(proc: subprocess.Popen, timeout: float = 60) -> str:
+    """The first line ``proc`` prints, waited for ``timeout`` seconds at most: a server that
+    never prints its address fails the test, where a bare ``readline()`` would wait forever."""
+    assert proc.stdout is not None
+    readable, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not readable:
+        raise AssertionError(f"{proc.args!r} printed no line in {timeout:.0f} s")
+    return proc.stdout.readline().rstrip("\n")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Ends ``proc``: SIGTERM, then SIGKILL if it is still running after ``timeout`` seconds;
+    every wait bounded."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 def snapshot(path) -> dict:

@@ -15,6 +15,9 @@ from test_serve_cli import LINE, serving
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
 
+# One browser serves the module (the fixture below): under pytest-xdist, on one worker.
+pytestmark = pytest.mark.xdist_group("chromium")
+
 TRANSCRIPT = (
     b"User: let's set up the repo\n"
     b"User: I always want separate branches for each feature\n"
