@@ -23,7 +23,8 @@ IDENTITY = {
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch):
-    """Each test gets its own HOME and data dir, and no LANTERN_* variables from outside."""
+    """Each test gets its own HOME and data dir, and no LANTERN_* variables (nor a terminal
+    size) from outside."""
     home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test Author\n\temail = author@example.com\n"
@@ -35,6 +36,10 @@ def isolated_env(tmp_path_factory, monkeypatch):
     for name in list(os.environ):
         if name.startswith("LANTERN_"):
             monkeypatch.delenv(name)
+    # The terminal's size is the runner's, not the test's: pytest-xdist's workers get
+    # COLUMNS=80 and LINES=24, a plain run none; a test that wants a width sets one.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     for name, value in IDENTITY.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("LANTERN_LOCK_TIMEOUT", "20")
