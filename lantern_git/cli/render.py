@@ -8,14 +8,11 @@ commands only parse, call the library and hand the result over.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import LanternError
 
@@ -49,6 +46,8 @@ def to_jsonable(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     """One JSON document on one line, non-ASCII kept as it is."""
+    import json  # here, not at the top: `lantern --help` never needs it
+
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
@@ -93,7 +92,7 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
         message = str(err)
     if as_json:
         payload = {"error": {"code": code or "error", "message": message}}
-        sys.stderr.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stderr.write(dumps(payload) + "\n")
     else:
         sys.stderr.write(f"Error: {message}\n")
 
@@ -104,6 +103,8 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
 def terminal_width() -> int:
     """The terminal's columns; 120 when writing to a pipe, so scripts see stable lines."""
     if "COLUMNS" in os.environ or sys.stdout.isatty():
+        import shutil
+
         return max(40, shutil.get_terminal_size((100, 24)).columns)
     return 120
 
@@ -297,14 +298,14 @@ MAX_CELL = 24
 TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """How a listing is written: its format, the fields (None: every field, or ``table`` for
-    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out)."""
+    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out).
+    A named tuple, not a dataclass: ``lantern --help`` then never imports ``dataclasses``."""
 
     format: str = "table"
     fields: tuple[str, ...] | None = None
-    count: bool = False
+    count_only: bool = False
     wide: bool = False
     table: tuple[str, ...] = TABLE_FIELDS
 
@@ -345,13 +346,13 @@ def emit_listing(
     listing whose rows are not records gives its own ``default_table`` for the plain table.
     """
     items = list(items)
-    plain = output.format == "table" and output.fields is None and not output.count
+    plain = output.format == "table" and output.fields is None and not output.count_only
     if default_table is not None and plain:
         for line in default_table(items):
             sys.stdout.write(line + "\n")
         return
     rows = [to_jsonable(item) for item in items]
-    if output.count:
+    if output.count_only:
         emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
         return
     pending = [bool(row.get("pending")) for row in rows]
@@ -414,7 +415,7 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     return str(value)
 
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.config import environment
 from ..core.fields import (
     DEFAULT_CONFIDENCE,
     DEFAULT_PRIORITY,
@@ -83,6 +82,8 @@ def _internal_error(err: Exception, as_json: bool) -> int:
 
 
 def _debug_traceback() -> None:
+    from ..core.config import environment
+
     if environment().debug:
         import traceback
 
@@ -189,6 +190,8 @@ def progress_bar(
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
     ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
     pseudo-terminal), ``never`` never."""
+    from ..core.config import environment
+
     wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
         return _NoBar()
@@ -384,7 +387,6 @@ def output_options(
     instead of the flags; ``fields`` are the names ``--fields`` may choose from, ``table``
     the table's default columns (default: a record's)."""
     import functools
-    from dataclasses import replace
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
@@ -401,7 +403,7 @@ def output_options(
             output = make_output(
                 bool(kwargs["as_json"]), jsonl, as_csv, as_tsv, chosen, count, wide, fields
             )
-            kwargs["output"] = output if table is None else replace(output, table=table)
+            kwargs["output"] = output if table is None else output._replace(table=table)
             return func(*args, **kwargs)
 
         options = [
