@@ -97,6 +97,12 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
         sys.stderr.write(f"Error: {message}\n")
 
 
+def note(message: str) -> None:
+    """A word to the person at the terminal, on stderr (text mode only: stdout stays the
+    answer, and a ``--json`` caller reads its stderr for errors alone)."""
+    sys.stderr.write(f"lantern: {message}\n")
+
+
 # ---------------------------------------------------------------------------- text
 
 
