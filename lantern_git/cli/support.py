@@ -45,7 +45,8 @@ class LanternGroup(click.Group):
                 and args[0] in group.commands and not group.commands[args[0]].hidden
             ]  # fmt: skip
             if nested and "Did you mean" not in err.message:
-                err.message += f" Did you mean {' or '.join(nested)}?"
+                hint = f"{err.message} Did you mean {' or '.join(nested)}?"
+                raise click.UsageError(hint, err.ctx) from None
             raise
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):

@@ -95,12 +95,21 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_readable,
     )
     env.filters["when"] = _when
     env.filters["short"] = lambda value: (value or "")[:12]
     env.globals["query"] = _query_string
     env.globals["content_diff"] = _content_diff
     return env
+
+
+def _readable(value: Any) -> Any:
+    """What a page prints for a value: a list (a record's ``source_refs``, a field's old and
+    new value on the Changes page) as its items, not as Python writes a list."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(item) for item in value)
+    return value
 
 
 def _when(value: int | None) -> str:
@@ -344,13 +353,24 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return handler
 
     async def changes(request: Request) -> Response:
+        """A diff (from, to: HEAD and the working tree unless given) or one commit's change
+        (commit), and the log, each of whose commits links to its change. Opened plain, the
+        page shows what is uncommitted, or, with nothing uncommitted, the last commit's
+        change rather than an empty diff."""
         params = request.query_params
         old = params.get("from") or None
         new = params.get("to") or None
+        commit = params.get("commit") or None
         try:
             limit = _int(params.get("limit"), "limit", LOG_SIZE)
-            diff = await library.call(lambda s: s.diff(old, new))
             log = await library.call(lambda s: s.log(limit))
+            if commit is None:
+                diff = await library.call(lambda s: s.diff(old, new))
+            clean = commit is None and old is new is None and not _any_change(diff)
+            if clean and log:
+                commit = log[0].commit
+            if commit is not None:
+                diff = await library.call(lambda s: _commit_diff(s, commit))
         except LanternError as err:
             return failure(request, err)
         return page(
@@ -360,6 +380,8 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             log=log,
             old=old or "",
             new=new or "",
+            commit=commit or "",
+            clean=clean,
             limit=limit,
         )
 
@@ -394,6 +416,19 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         any_address=config.host in WILDCARDS,
     )
     return app
+
+
+def _any_change(diff: Any) -> bool:
+    return bool(diff.added or diff.removed or diff.changed or diff.problems)
+
+
+def _commit_diff(store: Store, commit: str) -> Any:
+    """The records ``commit`` changed: from its parent to it (a first commit, which has no
+    parent, from itself: lantern's first commit holds no record)."""
+    try:
+        return store.diff(f"{commit}^", commit)
+    except LanternError:
+        return store.diff(commit, commit)
 
 
 def _int(value: str | None, name: str, default: int | None = None) -> Any:
