@@ -121,3 +121,30 @@ def test_on_a_terminal_the_default_store_says_when_it_answers(tmp_path):
     assert on_a_terminal(store, "memory", "list")[2] == (
         f"lantern: {store} has no records yet; lantern memory add writes the first\n"
     )
+
+
+def test_check_s_closing_line_names_the_kind_of_file_that_is_wrong(tmp_path):
+    store = tmp_path / "store"
+    init_repo(store)
+    Store.init(str(store)).close()
+    added = lantern("--store", str(store), "source", "add", "-", "--uri", "session:s",
+                    input="one\ntwo\n")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    [body] = (store / "sources").rglob("*.txt")
+    body.write_text("one\nchanged by hand\n")
+    check = lantern("--store", str(store), "check")
+    assert check.returncode == 4
+    assert check.stderr.splitlines()[-1] == "Error: 1 problem in source files"
+    record = lantern("--store", str(store), "memory", "add", "r", "--kind", "fact", "--json")
+    assert record.returncode == 0, record.stderr
+    [file] = (store / "memory").rglob("*.md")
+    file.write_text(file.read_text().replace("priority: 50", "priority: 500"))
+    both = lantern("--store", str(store), "check")
+    assert both.stderr.splitlines()[-1] == "Error: 2 problems in record and source files"
+    commit = lantern("--store", str(store), "commit")
+    assert commit.returncode == 4
+    # A source body edited by hand is a new version to commit; the broken record is not.
+    assert "refusing to commit: 1 problem in record files" in commit.stderr
+    body.write_text("one\ntwo\n")
+    alone = lantern("--store", str(store), "check")
+    assert alone.stderr.splitlines()[-1] == "Error: 1 problem in record files"

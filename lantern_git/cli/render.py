@@ -709,8 +709,7 @@ def check_lines(report: CheckReport) -> list[str]:
 
 def check_failure(report: CheckReport) -> str:
     """The closing line on stderr when ``lantern check`` found problems."""
-    count = len(report.problems)
-    return f"Error: {count} problem{'s' if count != 1 else ''} in record files"
+    return f"Error: {report.summary}"
 
 
 def commit_lines(result: HandCommit) -> list[str]:
