@@ -41,6 +41,7 @@ RUNNERS = {
         "test_serve_docs.py::test_the_review_session_of_docs_serve_runs_as_written"
     ),
     ("docs/usage.md", None): "test_docs_sessions.py::test_the_usage_page_runs_as_written",
+    ("docs/sync.md", None): "test_docs_sessions.py::test_the_sync_page_runs_as_written",
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
@@ -52,7 +53,6 @@ NOT_YET_RUN = {
     "docs/identity.md": 1,
     "docs/paging.md": 1,
     "docs/search.md": 1,
-    "docs/sync.md": 1,
     "docs/transfer.md": 2,
 }
 
@@ -218,3 +218,19 @@ def test_the_usage_page_runs_as_written(tmp_path):
     for _, _, marked, body in blocks(page):
         if not marked:
             cwd = run_session(body, cwd, env, env["HOME"])
+
+
+def test_the_sync_page_runs_as_written(tmp_path):
+    """Two stores in the home folder stand for the two hosts, as the page says; its config
+    line is the one git shows."""
+    env = page_env(tmp_path)
+    home = Path(env["HOME"])
+    cwd = home
+    for _, _, marked, body in blocks(ROOT / "docs" / "sync.md"):
+        if not marked:
+            cwd = run_session(body, cwd, env, env["HOME"])
+    name = subprocess.run(
+        ["git", "-C", str(home / "laptop"), "config", "merge.lantern.name"],
+        capture_output=True, text=True, env=env, timeout=60,
+    ).stdout.strip()  # fmt: skip
+    assert f"merge.lantern.name={name}\n" in (ROOT / "docs" / "sync.md").read_text()

@@ -110,6 +110,10 @@ def test_the_review_session_of_docs_serve_runs_as_written(tmp_path, isolated_env
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+    # git's own default branch (master), as on a reader's machine: the page names no branch.
+    (isolated_env / ".gitconfig").write_text(
+        "[user]\n\tname = Test Author\n\temail = author@example.com\n"
+    )
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     # The agent's script, as the page shows it.
     (script,) = re.findall(r"```python\n(# agent\.py\n.*?)```", text, re.DOTALL)
