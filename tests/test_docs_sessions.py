@@ -205,6 +205,7 @@ def test_the_usage_page_runs_as_written(tmp_path):
         r"order against a fresh store: `([^`]+)`", page.read_text().replace("\n", " ")
     )
     assert setup, "docs/usage.md names its setup"
+    assert setup.group(1).endswith("; cd $LANTERN_STORE"), "the sessions run in the store"
     store = tmp_path / "store-home"
     store.mkdir()
     env["LANTERN_STORE"] = str(store / "s")
