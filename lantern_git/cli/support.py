@@ -54,6 +54,10 @@ class LanternGroup(click.Group):
         as_json = "--json" in args
         from . import render
 
+        # The width click's help would take (its HelpFormatter's rule), given so that click
+        # never imports shutil for it.
+        extra.setdefault("terminal_width", max(min(render.terminal_columns(80), 80) - 2, 50))
+
         try:
             code = super().main(
                 args, prog_name or "lantern", complete_var, standalone_mode=False, **extra
