@@ -16,6 +16,9 @@ from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
 from lantern_git.store import Store
 
+# One browser serves the module (the fixture below): under pytest-xdist, on one worker.
+pytestmark = pytest.mark.xdist_group("chromium")
+
 TRANSCRIPT = (
     b"User: let's set up the repo\n"
     b"User: I always want separate branches for each feature\n"

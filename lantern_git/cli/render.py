@@ -8,13 +8,10 @@ commands only parse, call the library and hand the result over.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.hidden import display_lines, hidden_in, reveal
 from ..core.timespec import field_time, human_time
@@ -50,6 +47,8 @@ def to_jsonable(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     """One JSON document on one line, non-ASCII kept as it is."""
+    import json  # here, not at the top: `lantern --help` never needs it
+
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
@@ -109,9 +108,15 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
         message = str(err)
     if as_json:
         payload = {"error": {"code": code or "error", "message": message}}
-        sys.stderr.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stderr.write(dumps(payload) + "\n")
     else:
         sys.stderr.write(f"Error: {reveal(message)}\n")
+
+
+def note(message: str) -> None:
+    """A word to the person at the terminal, on stderr (text mode only: stdout stays the
+    answer, and a ``--json`` caller reads its stderr for errors alone)."""
+    sys.stderr.write(f"lantern: {message}\n")
 
 
 # ---------------------------------------------------------------------------- text
@@ -120,8 +125,25 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
 def terminal_width() -> int:
     """The terminal's columns; 120 when writing to a pipe, so scripts see stable lines."""
     if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return max(40, shutil.get_terminal_size((100, 24)).columns)
+        return max(40, terminal_columns(100))
     return 120
+
+
+def terminal_columns(fallback: int) -> int:
+    """``shutil.get_terminal_size((fallback, 24)).columns``, without importing ``shutil``
+    (with it come ``bz2``, ``lzma`` and ``zlib``: ~2 ms of a 60 ms ``lantern --help``):
+    ``$COLUMNS`` when it is a positive number, else the terminal's, else ``fallback``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (stdout and os.get_terminal_size(stdout.fileno()).columns) or fallback
+    except (AttributeError, ValueError, OSError):
+        return fallback
 
 
 def when(stamp: int | None) -> str:
@@ -323,14 +345,14 @@ MAX_CELL = 24
 TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """How a listing is written: its format, the fields (None: every field, or ``table`` for
-    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out)."""
+    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out).
+    A named tuple, not a dataclass: ``lantern --help`` then never imports ``dataclasses``."""
 
     format: str = "table"
     fields: tuple[str, ...] | None = None
-    count: bool = False
+    count_only: bool = False
     wide: bool = False
     table: tuple[str, ...] = TABLE_FIELDS
 
@@ -371,12 +393,12 @@ def emit_listing(
     listing whose rows are not records gives its own ``default_table`` for the plain table.
     """
     items = list(items)
-    plain = output.format == "table" and output.fields is None and not output.count
+    plain = output.format == "table" and output.fields is None and not output.count_only
     if default_table is not None and plain:
         write_lines(default_table(items))
         return
     rows = [to_jsonable(item) for item in items]
-    if output.count:
+    if output.count_only:
         emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
         return
     pending = [bool(row.get("pending")) for row in rows]
@@ -437,7 +459,7 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     return str(value)
 
 
@@ -820,8 +842,7 @@ def check_lines(report: CheckReport) -> list[str]:
 
 def check_failure(report: CheckReport) -> str:
     """The closing line on stderr when ``lantern check`` found problems."""
-    count = len(report.problems)
-    return f"Error: {count} problem{'s' if count != 1 else ''} in record files"
+    return f"Error: {report.summary}"
 
 
 def commit_lines(result: HandCommit) -> list[str]:

@@ -9,7 +9,6 @@ nothing else.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import click
@@ -94,6 +93,8 @@ def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int
         return _merge_source_file(base, ours, theirs, path or "", *source)
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.
+        import subprocess
+
         result = subprocess.run(
             ["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", ours, base, theirs],
             check=False,

@@ -1127,11 +1127,9 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
     """``query`` (with its text) answered over ``records`` alone, as the store's index would
     answer it were they its records: the same analyzer, filters, BM25F scores and order. The
     records go into an index in memory built for this one answer (``--include-pending``)."""
-    from whoosh.filedb.filestore import RamStorage
-
     if query.limit == 0 or not query.text:
         return []
-    ix = RamStorage().create_index(_schema())
+    ix = whoosh_compat.memory_index(_schema())
     writer = ix.writer()
     for record in records:
         # The stored object is the plain record's (a PendingVersion adds "pending"); the caller

@@ -121,10 +121,13 @@ def _environment() -> Environment:
 
 
 def _shown(value: Any) -> Any:
-    """What ``{{ value }}`` prints: its hidden characters as ``<U+XXXX>``. Markup (a macro's
-    output) was shown through here already."""
+    """What ``{{ value }}`` prints: its hidden characters as ``<U+XXXX>``, and a list (a
+    record's ``source_refs``, a field's old and new value on the Changes page) as its items,
+    not as Python writes a list. Markup (a macro's output) was shown through here already."""
     if isinstance(value, Markup) or value is None:
         return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(reveal(str(item)) for item in value)
     return reveal(value if isinstance(value, str) else str(value))
 
 
@@ -382,13 +385,24 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return handler
 
     async def changes(request: Request) -> Response:
+        """A diff (from, to: HEAD and the working tree unless given) or one commit's change
+        (commit), and the log, each of whose commits links to its change. Opened plain, the
+        page shows what is uncommitted, or, with nothing uncommitted, the last commit's
+        change rather than an empty diff."""
         params = request.query_params
         old = params.get("from") or None
         new = params.get("to") or None
+        commit = params.get("commit") or None
         try:
             limit = _int(params.get("limit"), "limit", LOG_SIZE)
-            diff = await library.call(lambda s: s.diff(old, new))
             log = await library.call(lambda s: s.log(limit))
+            if commit is None:
+                diff = await library.call(lambda s: s.diff(old, new))
+            clean = commit is None and old is new is None and not _any_change(diff)
+            if clean and log:
+                commit = log[0].commit
+            if commit is not None:
+                diff = await library.call(lambda s: _commit_diff(s, commit))
         except LanternError as err:
             return failure(request, err)
         return page(
@@ -398,6 +412,8 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             log=log,
             old=old or "",
             new=new or "",
+            commit=commit or "",
+            clean=clean,
             limit=limit,
         )
 
@@ -453,6 +469,19 @@ def _waiting(listing: ReviewList, record_id: str) -> list[tuple[ReviewBranch, li
         for pending in branch.records
         if pending.id == record_id
     ]
+
+
+def _any_change(diff: Any) -> bool:
+    return bool(diff.added or diff.removed or diff.changed or diff.problems)
+
+
+def _commit_diff(store: Store, commit: str) -> Any:
+    """The records ``commit`` changed: from its parent to it (a first commit, which has no
+    parent, from itself: lantern's first commit holds no record)."""
+    try:
+        return store.diff(f"{commit}^", commit)
+    except LanternError:
+        return store.diff(commit, commit)
 
 
 def _int(value: str | None, name: str, default: int | None = None) -> Any:
