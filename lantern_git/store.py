@@ -122,6 +122,7 @@ class Store:
         watch: bool = False,
         review: bool | None = None,
         review_name: str | None = None,
+        read_only: bool = False,
     ):
         self.workspace = Workspace(
             root,
@@ -132,6 +133,7 @@ class Store:
             watch=watch,
             review=review,
             review_name=review_name,
+            read_only=read_only,
         )
         self.records = Records(self.workspace, lambda: self.sources, self._pending_versions)
         self._sources: Sources | None = None
@@ -238,7 +240,14 @@ class Store:
     derived_dir: _Shared[str] = _Shared(
         "Where the indexes live: ``.lantern/``, or a temporary folder for a read-only store."
     )
-    read_only: _Shared[bool] = _Shared()
+    read_only: _Shared[bool] = _Shared(
+        "Whether nothing may be written: asked for (``read_only=True``), or the store's folder or "
+        "repository cannot be written by this process."
+    )
+    recovery_pending: _Shared[bool] = _Shared(
+        "Whether a cut-off write waits for a process that can write to repair it (only a "
+        "read-only store leaves one; every other read repairs it first)."
+    )
     exists: _Shared[bool] = _Shared()
     settings: _Shared[StoreSettings | None] = _Shared(
         "``lantern.yaml``'s keys (None: no store yet, every default)."

@@ -20,7 +20,7 @@ BASE = f"http://127.0.0.1:{PORT}"
 def served(path: Path, *, read_only: bool = False, author: str | None = None, login: bool = True):
     """A client of the app over the store at ``path``, opened as ``lantern serve`` opens it;
     with ``login``, it has visited the URL with the token (and so holds the cookie)."""
-    store = open_store(str(path), author)
+    store = open_store(str(path), author, read_only=read_only)
     signature = store.git.signature(author)
     config = ServeConfig(
         port=PORT, read_only=read_only, reviewer=f"{signature.name} <{signature.email}>"

@@ -413,9 +413,9 @@ def test_search_ranks_by_relevance_with_scores_and_the_list_mode_filters_in_orde
         assert "score" in Markup(found.text).text
         listed = client.get("/?q=tabs&mode=list")
         assert rows(listed.text, "records") == [once, twice]  # the list order: priority first
-        # Without the semantic extra: the library's refusal (exit 1 on the CLI), as a page.
+        # Without the semantic extra: the library's refusal, as a 400 (test_serve_hardening).
         refused = client.get("/?q=tabs&mode=semantic")
-        assert refused.status_code == 500 and "semantic_unavailable" in refused.text
+        assert refused.status_code == 400 and "semantic_unavailable" in refused.text
 
 
 def test_the_records_page_at_a_revision_shows_the_list_as_it_was(path):

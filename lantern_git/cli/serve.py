@@ -51,7 +51,7 @@ def serve_command(
     root_store = (ctx.find_root().obj or {}).get("store_path")
     if not 0 <= port <= 65535:
         raise InvalidInput(f"--port: {port} is not a port (0-65535)", code="usage_error")
-    store = open_store(store_path or root_store, author)
+    store = open_store(store_path or root_store, author, read_only=read_only)
     if not store.exists:
         raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
     # Who reviews is known now, so a bad --author fails here rather than at the first accept.

@@ -27,11 +27,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..core.fields import KINDS, SEARCH_MODES
-from ..core.paging import Page
-from ..errors import InvalidInput, LanternError, NotFound
+from ..errors import InvalidInput, LanternError, NotFound, SemanticUnavailable
 from ..model.query import RecordQuery
 from ..model.source import SourceRef, is_source_ref
 from ..review import PendingVersion
+from .params import Params
 from .security import WILDCARDS, Guard, allowed_hosts, csrf_ok
 
 if TYPE_CHECKING:
@@ -43,8 +43,19 @@ T = TypeVar("T")
 PAGE_SIZE = 50
 LOG_SIZE = 50
 STATUSES = ("active", "archived", "superseded", "all")
-# A lantern error's exit code (the CLI's) as an HTTP status, mapped once.
+# A lantern error's exit code (the CLI's) as an HTTP status, mapped once (see http_status).
 HTTP_STATUS = {2: 400, 3: 404, 4: 422}
+# The records page's modes beside the search modes: a filtered list in list order.
+LIST_MODE = "list"
+
+
+def http_status(err: LanternError) -> int:
+    """The HTTP status of a refused request. A search mode the store cannot run (no embedder)
+    is exit 1 on the CLI, a store's failure; on a page it is the asker's choice of mode, which
+    the message tells how to make possible: 400."""
+    if isinstance(err, SemanticUnavailable):
+        return 400
+    return HTTP_STATUS.get(err.exit_code, 500)
 
 
 @dataclass
@@ -64,13 +75,32 @@ class ServeConfig:
         return f"http://{shown}:{self.port}/?token={self.token}"
 
 
-def open_store(path: str | None, author: str | None) -> Store:
+def open_store(path: str | None, author: str | None, *, read_only: bool = False) -> Store:
     """The store as ``lantern serve`` keeps it: watched, and with the CLI's actor, so that the
     library's self-approval rule treats a person at the browser as at the terminal (a change
-    written from the CLI in review mode under the same review name is not theirs to accept)."""
+    written from the CLI in review mode under the same review name is not theirs to accept).
+    ``read_only`` (``--read-only``) opens it so that nothing writes it, not even the repair of
+    a cut-off write: the pages say that repair is pending instead."""
     from ..store import Store
 
-    return Store.discover(path, actor="cli", author=author, watch=True)
+    return Store.discover(
+        path, actor="cli", author=author, watch=True, read_only=read_only, warn=_warn_once()
+    )
+
+
+def _warn_once() -> Callable[[str], None]:
+    """A warning printer that prints each warning once: a read-only server is told of a
+    pending repair by every read, and its log should say so once."""
+    import sys
+
+    seen: set[str] = set()
+
+    def warn(message: str) -> None:
+        if message not in seen:
+            seen.add(message)
+            print(message, file=sys.stderr)
+
+    return warn
 
 
 class Library:
@@ -81,11 +111,17 @@ class Library:
         self._lock = threading.Lock()
 
     async def call(self, func: Callable[[Store], T]) -> T:
+        """Run ``func`` (a write, or a read beside one) alone."""
+
         def locked() -> T:
             with self._lock:
                 return func(self.store)
 
         return await anyio.to_thread.run_sync(locked)
+
+    async def read(self, func: Callable[[Store], T]) -> T:
+        """Run ``func``, which only reads."""
+        return await self.call(func)
 
 
 def _environment() -> Environment:
@@ -130,44 +166,53 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
 
     def page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
         html = env.get_template(template).render(
-            config=config, path=request.url.path, store_root=store.root, **context
+            config=config,
+            path=request.url.path,
+            store_root=store.root,
+            recovery_pending=store.read_only and store.recovery_pending,
+            **context,
         )
         return HTMLResponse(html, status_code=status)
 
     def failure(request: Request, err: LanternError, **context: Any) -> Response:
-        status = HTTP_STATUS.get(err.exit_code, 500)
-        return page(request, "error.html", status, error=err, **context)
+        return page(request, "error.html", http_status(err), error=err, **context)
+
+    def committed_state() -> str | None:
+        """The revision the records are read at when the working tree cannot be trusted: a
+        read-only server with a cut-off write left unrepaired shows the last commit, not the
+        half-written files."""
+        return "HEAD" if store.read_only and store.recovery_pending else None
 
     async def records(request: Request) -> Response:
-        params = request.query_params
+        params = Params(request.query_params)
         form: dict[str, Any] = {
-            # Scopes hold no whitespace: one field may give several.
-            "scope": [part for s in params.getlist("scope") for part in s.split()],
-            "kind": params.getlist("kind"),
-            "status": params.get("status", "active"),
-            "min_priority": params.get("min_priority", ""),
-            "min_urgency": params.get("min_urgency", ""),
-            "include_expired": params.get("include_expired") == "1",
-            "at": params.get("at", ""),
-            "q": params.get("q", ""),
-            "mode": params.get("mode", ""),
-            "pending": params.get("pending") == "1",
+            "scope": params.words("scope"),
+            "kind": params.texts("kind"),
+            "status": params.text("status", "active"),
+            "min_priority": params.text("min_priority"),
+            "min_urgency": params.text("min_urgency"),
+            "include_expired": params.flag("include_expired"),
+            "at": params.text("at"),
+            "q": params.text("q"),
+            "mode": params.text("mode"),
+            "pending": params.flag("pending"),
         }
+        modes = _offered_modes(store)
         try:
-            limit = _int(params.get("limit"), "limit", PAGE_SIZE)
-            offset = _int(params.get("offset"), "offset", 0)
+            form["mode"] = params.choice("mode", (*SEARCH_MODES, LIST_MODE))
+            shown = params.page(PAGE_SIZE)
             query = RecordQuery.from_options(
                 scope=form["scope"],
                 kind=form["kind"],
                 status=form["status"],
-                min_priority=_int(form["min_priority"], "min_priority"),
-                min_urgency=_int(form["min_urgency"], "min_urgency"),
+                min_priority=params.number("min_priority"),
+                min_urgency=params.number("min_urgency"),
                 include_expired=form["include_expired"],
-                query=form["q"] if form["mode"] == "list" else None,
-                page=Page(limit, offset),
+                query=form["q"] if form["mode"] == LIST_MODE else None,
+                page=shown,
             )
-            searching = bool(form["q"].strip()) and form["mode"] != "list"
-            at = form["at"] or None
+            searching = bool(form["q"].strip()) and form["mode"] != LIST_MODE
+            at = form["at"] or committed_state()
 
             def answer(s: Store) -> tuple[list[Any], int | None]:
                 if searching:
@@ -182,9 +227,10 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                 total = None if form["pending"] else s.count(query, at=at)
                 return [_Row.of(r) for r in found], total
 
-            hits, total = await library.call(answer)
+            hits, total = await library.read(answer)
         except LanternError as err:
-            return failure(request, err, form=form)
+            return failure(request, err, form=form, modes=modes)
+        limit = shown.limit or 0
         return page(
             request,
             "records.html",
@@ -192,18 +238,19 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             total=total,
             form=form,
             params=form | {"limit": limit if limit != PAGE_SIZE else None},
-            offset=offset,
+            offset=shown.offset,
             limit=limit,
             searching=searching,
             kinds=KINDS,
             statuses=STATUSES,
-            modes=SEARCH_MODES,
+            modes=modes,
         )
 
     async def record(request: Request) -> Response:
         ref = request.path_params["record_id"]
-        at = request.query_params.get("at") or None
-        pending = request.query_params.get("pending") == "1"
+        params = Params(request.query_params)
+        at = params.optional("at") or committed_state()
+        pending = params.flag("pending")
 
         def answer(s: Store) -> dict[str, Any]:
             found = s.get(ref, at=at, include_pending=pending)
@@ -232,35 +279,36 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             }
 
         try:
-            context = await library.call(answer)
+            context = await library.read(answer)
         except LanternError as err:
             return failure(request, err)
         return page(request, "record.html", at=at, pending=pending, **context)
 
     async def sources(request: Request) -> Response:
-        params = request.query_params
+        params = Params(request.query_params)
+        kinds = params.texts("kind")
         try:
-            limit = _int(params.get("limit"), "limit", PAGE_SIZE)
-            offset = _int(params.get("offset"), "offset", 0)
-            kinds = params.getlist("kind")
-            manifests = await library.call(
-                lambda s: s.sources.list(kinds=kinds, limit=limit + 1, offset=offset)
+            shown = params.page(PAGE_SIZE)
+            asked = shown.one_more()  # one more than shown: whether a next page follows
+            manifests = await library.read(
+                lambda s: s.sources.list(kinds=kinds, limit=asked.limit, offset=asked.offset)
             )
         except LanternError as err:
             return failure(request, err)
+        more = shown.limit is not None and len(manifests) > shown.limit
         return page(
             request,
             "sources.html",
-            manifests=manifests[:limit],
-            more=len(manifests) > limit,
-            offset=offset,
-            limit=limit,
+            manifests=manifests[: shown.limit],
+            more=more,
+            offset=shown.offset,
+            limit=shown.limit or 0,
             kinds=kinds,
         )
 
     async def source(request: Request) -> Response:
         ref = request.path_params["source_id"]
-        version = request.query_params.get("version") or None
+        version = Params(request.query_params).optional("version")
 
         def answer(s: Store) -> dict[str, Any]:
             source_id = s.sources.resolve(ref)
@@ -344,13 +392,14 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return handler
 
     async def changes(request: Request) -> Response:
-        params = request.query_params
-        old = params.get("from") or None
-        new = params.get("to") or None
+        params = Params(request.query_params)
+        old = params.optional("from")
+        new = params.optional("to")
         try:
-            limit = _int(params.get("limit"), "limit", LOG_SIZE)
-            diff = await library.call(lambda s: s.diff(old, new))
-            log = await library.call(lambda s: s.log(limit))
+            shown = params.page(LOG_SIZE)
+            limit = shown.limit or 0
+            diff = await library.read(lambda s: s.diff(old, new))
+            log = await library.read(lambda s: s.log(limit, shown.offset))
         except LanternError as err:
             return failure(request, err)
         return page(
@@ -396,15 +445,11 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
     return app
 
 
-def _int(value: str | None, name: str, default: int | None = None) -> Any:
-    if value is None or value.strip() == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidInput(
-            f"{name}: expected a whole number, got {value!r}", code="usage_error"
-        ) from None
+def _offered_modes(store: Store) -> tuple[str, ...]:
+    """The search modes the Mode menu offers: semantic and hybrid only where they can run."""
+    if store.semantic_available:
+        return SEARCH_MODES
+    return tuple(m for m in SEARCH_MODES if m == "keyword")
 
 
 def _notice(request: Request) -> str | None:
