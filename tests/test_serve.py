@@ -733,8 +733,10 @@ def test_the_status_page_shows_counts_and_links_each_failing_reference(path):
         store.sources.add([SourceInput(b"one\nchanged\n", "notes.md", uri="session:notes.md")])
     with served(path) as (client, _):
         page = client.get("/status")
-        text = Markup(page.text).text
-        assert "records" in text and "2" in text and "main" in text
+        text = " ".join(Markup(page.text).text.split())
+        # The counts, in words: two records, both active, one source, on branch main.
+        assert "holds 2 records (2 active, 0 archived, 0 superseded) and 1 source" in text
+        assert "git branch main" in text
         assert "2 source references checked; 1 do not hold." in text
         failing = page.text.split('id="verify"', 1)[1]
         assert f"/records/{bad}" in failing and f"/records/{good}" not in failing

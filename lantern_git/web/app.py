@@ -228,12 +228,15 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                 return [_Row.of(r) for r in found], total
 
             hits, total = await library.read(answer)
+            # Files the list cannot show: named, so that a missing record is not a mystery.
+            broken = [] if at else await library.read(lambda s: sorted(s.refresh().broken.values()))
         except LanternError as err:
             return failure(request, err, form=form, modes=modes)
         limit = shown.limit or 0
         return page(
             request,
             "records.html",
+            broken=broken,
             hits=hits,
             total=total,
             form=form,
@@ -412,13 +415,24 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             limit=limit,
         )
 
+    verified = _VerifyCache()
+
     async def status(request: Request) -> Response:
+        def answer(s: Store) -> dict[str, Any]:
+            info = s.status()
+            return {
+                "info": info,
+                "broken": _broken_files(s),
+                "report": verified.report(s, info["head"]),
+                "review": s.review_list(),
+                "recovery": s.read_only and s.recovery_pending,
+            }
+
         try:
-            info = await library.call(lambda s: s.status())
-            report = await library.call(lambda s: s.sources.verify())
+            context = await library.read(answer)
         except LanternError as err:
             return failure(request, err)
-        return page(request, "status.html", info=info, report=report)
+        return page(request, "status.html", **context)
 
     static = resources.files("lantern_git.web") / "static"
     routes = [
@@ -443,6 +457,36 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         any_address=config.host in WILDCARDS,
     )
     return app
+
+
+class _VerifyCache:
+    """The status page's verify report, kept for the commit's tree it was made from: verify
+    reads every citing record and source (136 ms a load at 5,100 records), and its answer
+    changes only with the committed files. Uncommitted hand edits show once committed."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def report(self, store: Store, head: str | None) -> Any:
+        import pygit2
+
+        tree = str(store.git.repo[head].peel(pygit2.Commit).tree_id) if head else ""
+        with self._lock:
+            kept = self._kept
+        if kept is not None and kept[0] == tree:
+            return kept[1]
+        made = store.sources.verify()
+        with self._lock:
+            self._kept = (tree, made)
+        return made
+
+
+def _broken_files(store: Store) -> list[str]:
+    """Every record and source file the indexes could not read: ``path:line: what is wrong``."""
+    records = store.refresh().broken.values()
+    sources = (str(problem) for problem in store.chunks.refresh().broken.values())
+    return sorted([*records, *sources])
 
 
 def _offered_modes(store: Store) -> tuple[str, ...]:
