@@ -4,112 +4,21 @@ read-only server writes nothing, the repair of a cut-off write included."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import selectors
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pygit2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import cli, cli_env, make_store
-from serve_support import Markup
+from serve_support import Markup, serving
 
 from lantern_git.store import Store
-
-# Bounds of every wait here.
-START_TIMEOUT = 60
-REQUEST_TIMEOUT = 30
-
-
-@dataclass
-class Server:
-    """A running ``lantern serve`` and a browser's cookie for it."""
-
-    host: str
-    port: int
-    token: str
-    cookies: dict[str, str] = field(default_factory=dict)
-
-    def request(
-        self,
-        method: str,
-        target: str,
-        *,
-        headers: dict[str, str] | None = None,
-        body: str | None = None,
-    ) -> tuple[int, str]:
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT)
-        try:
-            sent = {"Host": f"{self.host}:{self.port}", **(headers or {})}
-            if self.cookies:
-                sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-            if body is not None:
-                sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
-            connection.request(method, target, body=body, headers=sent)
-            response = connection.getresponse()
-            return response.status, response.read().decode()
-        finally:
-            connection.close()
-
-    def login(self) -> None:
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT)
-        try:
-            connection.request("GET", f"/?token={self.token}")
-            response = connection.getresponse()
-            response.read()
-            assert response.status == 303, response.status
-            name, value = response.getheader("set-cookie", "").split(";", 1)[0].split("=", 1)
-            self.cookies[name] = value
-        finally:
-            connection.close()
-
-    def csrf(self) -> str:
-        status, page = self.request("GET", "/review")
-        assert status == 200
-        found = re.search(r'name="csrf" value="([^"]+)"', page)
-        assert found, "the review page has no form"
-        return found.group(1)
-
-
-@contextmanager
-def serving(path: Path, *args: str) -> Iterator[Server]:
-    """``lantern serve`` on a free port, logged in; stopped (and reaped) afterwards."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", "serve", "--store", str(path), "--port", "0", *args],
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
-        ready = selector.select(timeout=START_TIMEOUT)
-        assert ready, "lantern serve printed no URL in time"
-        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
-        assert line.startswith("lantern serve: http://"), (line, proc.poll())
-        url = urlsplit(line.removeprefix("lantern serve: "))
-        token = url.query.removeprefix("token=")
-        server = Server(url.hostname or "", url.port or 0, token)
-        server.login()
-        yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
 
 
 def add(path: Path, content: str) -> str:

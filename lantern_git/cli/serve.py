@@ -46,7 +46,7 @@ def serve_command(
     import socket
 
     from ..errors import InvalidInput, NoStore
-    from ..web.app import ServeConfig, create_app, open_store
+    from ..web.app import ServeConfig, close_app, create_app, open_store
 
     root_store = (ctx.find_root().obj or {}).get("store_path")
     if not 0 <= port <= 65535:
@@ -95,8 +95,11 @@ def serve_command(
         click.echo(json.dumps(document))
     else:
         click.echo(f"lantern serve: {config.url}")
-    _run(app, sock)
-    store.close()
+    try:
+        _run(app, sock)
+    finally:
+        close_app(app)
+        store.close()
 
 
 def _run(app: Starlette, sock: socket.socket) -> None:

@@ -3,16 +3,19 @@ template.
 
 The store is opened once, with the watch the MCP server uses (``Store(watch=True)``), so a
 page with nothing changed answers from the index it kept, and a CLI write, a hand edit or a
-``git pull`` shows on the next load. Library calls run one at a time in a worker thread (the
-store is not thread-safe); the writer lock serializes the server against other processes.
+``git pull`` shows on the next load. Library calls run in worker threads: reads side by side,
+each on a store of its own, writes one at a time (see :class:`Library`); the writer lock
+serializes the server against other processes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import queue
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 PAGE_SIZE = 50
+# How many reads run at once, each on a store of its own (see Library). Python runs one thread
+# at a time; more than a few only add stores to keep fresh.
+READERS = 4
 LOG_SIZE = 50
 STATUSES = ("active", "archived", "superseded", "all")
 # A lantern error's exit code (the CLI's) as an HTTP status, mapped once (see http_status).
@@ -75,7 +81,13 @@ class ServeConfig:
         return f"http://{shown}:{self.port}/?token={self.token}"
 
 
-def open_store(path: str | None, author: str | None, *, read_only: bool = False) -> Store:
+def open_store(
+    path: str | None,
+    author: str | None,
+    *,
+    read_only: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> Store:
     """The store as ``lantern serve`` keeps it: watched, and with the CLI's actor, so that the
     library's self-approval rule treats a person at the browser as at the terminal (a change
     written from the CLI in review mode under the same review name is not theirs to accept).
@@ -84,7 +96,7 @@ def open_store(path: str | None, author: str | None, *, read_only: bool = False)
     from ..store import Store
 
     return Store.discover(
-        path, actor="cli", author=author, watch=True, read_only=read_only, warn=_warn_once()
+        path, actor="cli", author=author, watch=True, read_only=read_only, warn=warn or _warn_once()
     )
 
 
@@ -104,24 +116,117 @@ def _warn_once() -> Callable[[str], None]:
 
 
 class Library:
-    """The one store, called one call at a time."""
+    """The store, as the pages call it: reads side by side, writes one at a time.
 
-    def __init__(self, store: Store):
+    A write (and the review page, which decides what a write will be) runs alone on the Store
+    the server opened, with no read running; the store's writer lock also serializes it with
+    other processes. Reads run together, each on a Store of its own, one of at most
+    :data:`READERS` opened on the same folder and kept: a Store's kept Whoosh searcher, its
+    repository handle and its watch are not shared between threads, and a Store is the unit
+    the library makes safe beside others, as a CLI process beside the server is. So a slow
+    page (a long log, a diff) no longer holds up every other; and since no read runs while
+    the server writes, a page's calls (a list and its count) see the server's writes all
+    before or all after, as with one lock. (A write from another process can still fall
+    between two calls of one page, as before.)
+    """
+
+    def __init__(self, store: Store, open_reader: Callable[[], Store] | None = None):
         self.store = store
         self._lock = threading.Lock()
+        self._turns = ReadWriteLock()
+        self._open_reader = open_reader
+        self._idle: queue.SimpleQueue[Store] = queue.SimpleQueue()
+        self._opened: list[Store] = []
+        # At most READERS reads at once, so at most READERS stores are ever opened.
+        self._readers = anyio.CapacityLimiter(READERS)
 
     async def call(self, func: Callable[[Store], T]) -> T:
-        """Run ``func`` (a write, or a read beside one) alone."""
+        """Run ``func`` (a write, or what decides one) alone, on the server's store."""
 
-        def locked() -> T:
-            with self._lock:
+        def alone() -> T:
+            with self._turns.writing():
                 return func(self.store)
 
-        return await anyio.to_thread.run_sync(locked)
+        return await anyio.to_thread.run_sync(alone)
 
     async def read(self, func: Callable[[Store], T]) -> T:
-        """Run ``func``, which only reads."""
-        return await self.call(func)
+        """Run ``func``, which only reads, beside other reads, on a store of its own."""
+        if self._open_reader is None:
+            return await self.call(func)
+
+        def run() -> T:
+            with self._turns.reading():
+                reader = self._take()
+                try:
+                    return func(reader)
+                finally:
+                    self._idle.put(reader)
+
+        return await anyio.to_thread.run_sync(run, limiter=self._readers)
+
+    def _take(self) -> Store:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            assert self._open_reader is not None
+            reader = self._open_reader()
+            with self._lock:
+                self._opened.append(reader)
+            return reader
+
+    def close(self) -> None:
+        """Close the readers (the server's own store is its opener's to close)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for reader in opened:
+            reader.close()
+
+
+class ReadWriteLock:
+    """Many readers or one writer; a waiting writer goes before readers that come after it,
+    so a stream of page loads cannot keep an accept waiting."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._reading = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._changed:
+            while self._writing or self._writers_waiting:
+                self._changed.wait()
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                if not self._reading:
+                    self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._changed:
+            self._writers_waiting += 1
+            try:
+                while self._writing or self._reading:
+                    self._changed.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing = False
+                self._changed.notify_all()
+
+
+def close_app(app: Starlette) -> None:
+    """Close what :func:`create_app` opened (its readers' stores)."""
+    app.state.library.close()
 
 
 def _environment() -> Environment:
@@ -160,8 +265,13 @@ def _query_string(params: dict[str, Any], **changes: Any) -> str:
 
 
 def create_app(store: Store, config: ServeConfig) -> Starlette:
-    """The app over ``store``: every route behind :class:`~.security.Guard`."""
-    library = Library(store)
+    """The app over ``store``: every route behind :class:`~.security.Guard`. Its reads run on
+    stores opened like ``store``; :func:`close_app` closes them."""
+
+    def open_reader() -> Store:
+        return open_store(store.root, store.author, read_only=config.read_only, warn=store.warn)
+
+    library = Library(store, open_reader)
     env = _environment()
 
     def page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
@@ -214,7 +324,9 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             searching = bool(form["q"].strip()) and form["mode"] != LIST_MODE
             at = form["at"] or committed_state()
 
-            def answer(s: Store) -> tuple[list[Any], int | None]:
+            def answer(s: Store) -> tuple[list[Any], int | None, list[str]]:
+                # Files the list cannot show: named, so that a missing record is no mystery.
+                broken = [] if at else sorted(s.refresh().broken.values())
                 if searching:
                     hits = s.search(
                         form["q"],
@@ -222,14 +334,12 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                         mode=form["mode"] or None,
                         include_pending=form["pending"],
                     )
-                    return [_Row.of(h.record, h.score) for h in hits], None
+                    return [_Row.of(h.record, h.score) for h in hits], None, broken
                 found = s.list(query, at=at, include_pending=form["pending"])
                 total = None if form["pending"] else s.count(query, at=at)
-                return [_Row.of(r) for r in found], total
+                return [_Row.of(r) for r in found], total, broken
 
-            hits, total = await library.read(answer)
-            # Files the list cannot show: named, so that a missing record is not a mystery.
-            broken = [] if at else await library.read(lambda s: sorted(s.refresh().broken.values()))
+            hits, total, broken = await library.read(answer)
         except LanternError as err:
             return failure(request, err, form=form, modes=modes)
         limit = shown.limit or 0
@@ -335,7 +445,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             }
 
         try:
-            context = await library.call(answer)
+            context = await library.read(answer)
         except LanternError as err:
             return failure(request, err)
         view = context["view"]
@@ -401,8 +511,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         try:
             shown = params.page(LOG_SIZE)
             limit = shown.limit or 0
-            diff = await library.read(lambda s: s.diff(old, new))
-            log = await library.read(lambda s: s.log(limit, shown.offset))
+            diff, log = await library.read(lambda s: (s.diff(old, new), s.log(limit, shown.offset)))
         except LanternError as err:
             return failure(request, err)
         return page(
@@ -448,6 +557,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
     app = Starlette(routes=routes)
+    app.state.library = library
     app.add_middleware(
         Guard,
         token=config.token,
