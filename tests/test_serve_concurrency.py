@@ -110,3 +110,37 @@ def test_reads_beside_a_run_of_accepts_see_the_store_before_or_after_each_never_
             assert counts[0] >= COMMITTED and counts[-1] == COMMITTED + PENDING, (name, counts)
         # The readers saw the store between accepts, not only before and after all of them.
         assert any(COMMITTED < c < COMMITTED + PENDING for counts in seen.values() for c in counts)
+
+
+def test_every_page_of_the_list_with_pending_changes_is_a_slice_of_the_whole(tmp_path: Path):
+    """The pending list reads only as much of the store's list as a page needs; each page must
+    still be the same slice of the whole list a page of everything gives."""
+    from lantern_git.model.query import RecordQuery
+
+    path = make_store(tmp_path / "store")
+    store = Store(str(path), actor="cli")
+    try:
+        ids = [store.add(f"committed {n}", kind="fact", priority=n * 7 % 100).id for n in range(12)]
+    finally:
+        store.close()
+    agent = Store(str(path), actor="mcp", review=True)
+    try:
+        # Pending versions that take the top records down, out of the list, and to the top,
+        # and new ones at the bottom: a page must reach past its end in the store's list.
+        agent.update(ids[11], priority=0)
+        agent.archive(ids[10])
+        agent.update(ids[0], priority=100)
+        for n in range(3):
+            agent.add(f"pending {n}", kind="fact", priority=1 + n)
+    finally:
+        agent.close()
+    reader = Store(str(path), actor="cli")
+    try:
+        whole = [r.id for r in reader.list(RecordQuery(limit=None), include_pending=True)]
+        assert len(whole) == 12 - 1 + 3  # the archived one leaves the active list
+        for limit in (1, 2, 3, 5):
+            for offset in range(0, len(whole) + 2):
+                page = reader.list(RecordQuery(limit=limit, offset=offset), include_pending=True)
+                assert [r.id for r in page] == whole[offset : offset + limit], (limit, offset)
+    finally:
+        reader.close()
