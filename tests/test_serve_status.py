@@ -113,3 +113,24 @@ def test_status_verify_follows_each_new_commit(path):
         finally:
             writer.close()
         assert "1 source reference checked; 1 do not hold." in words(client.get("/status").text)
+
+
+def test_status_review_count_follows_each_pending_write_and_decision(path):
+    """The review list is kept per state of the refs: a new pending write, or a decision,
+    shows on the next load."""
+    with served(path) as (client, config):
+        assert 'id="attention-review"' not in client.get("/status").text
+        agent = Store(str(path), actor="mcp", review=True)
+        try:
+            first = agent.add("an agent's first", kind="fact").id
+            shown = words(client.get("/status").text)
+            assert "1 record written by agents awaits review" in shown
+            agent.add("an agent's second", kind="fact")
+        finally:
+            agent.close()
+        assert "2 records written by agents await review" in words(client.get("/status").text)
+        accepted = client.post(
+            "/review/accept", data={"csrf": config.csrf, "id": first, "branch": "mcp"}
+        )
+        assert accepted.status_code == 200  # the redirect to /review, followed
+        assert "1 record written by agents awaits review" in words(client.get("/status").text)
