@@ -118,8 +118,8 @@ def _warn_once() -> Callable[[str], None]:
 class Library:
     """The store, as the pages call it: reads side by side, writes one at a time.
 
-    A write (and the review page, which decides what a write will be) runs alone on the Store
-    the server opened, with no read running; the store's writer lock also serializes it with
+    A write (an accept or a reject) runs alone on the Store the server opened, with no read
+    running; the store's writer lock also serializes it with
     other processes. Reads run together, each on a Store of its own, one of at most
     :data:`READERS` opened on the same folder and kept: a Store's kept Whoosh searcher, its
     repository handle and its watch are not shared between threads, and a Store is the unit
@@ -141,7 +141,7 @@ class Library:
         self._readers = anyio.CapacityLimiter(READERS)
 
     async def call(self, func: Callable[[Store], T]) -> T:
-        """Run ``func`` (a write, or what decides one) alone, on the server's store."""
+        """Run ``func`` (a write) alone, on the server's store."""
 
         def alone() -> T:
             with self._turns.writing():
@@ -460,7 +460,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
     async def review(request: Request, error: LanternError | None = None) -> Response:
         """The review page; after a refused decision, with the library's error."""
         try:
-            listing = await library.call(lambda s: s.review_list())
+            listing = await library.read(lambda s: s.review_list())
         except LanternError as err:
             return failure(request, err)
         status = HTTP_STATUS.get(error.exit_code, 500) if error is not None else 200
