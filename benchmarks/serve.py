@@ -1,6 +1,6 @@
-"""``lantern serve``: server time for the records page and a record page, warm, and the first
-page after start, at 10,000 and 100,000 records; the CLI's answers to the same questions
-(``memory list``, ``memory show --evidence``, each a process) beside them.
+"""``lantern serve``: server time for every page kind, warm, and the first page after start, at
+10,000 and 100,000 records; the CLI's answers to the same questions (``memory list``,
+``memory show --evidence``, each a process) beside them; and the server under concurrent load.
 
     python benchmarks/serve.py                 # 10,000 and 100,000 records
     python benchmarks/serve.py --sizes 10000   # one size
@@ -13,17 +13,28 @@ from the run with the lower median), and prints the two side by side with their 
 shared machine, figures from separate runs differ by 2x.
 
 Server time is the app's: a request through the ASGI app in process (Starlette's test client,
-no socket), the median and p95 of ``--reps`` requests after one warm-up. The first page after
-start is a real ``lantern serve --port 0`` process: from its start to the first 200 answer for
-``/`` (Python, the imports, opening the store and its index, the watch, the page).
+no socket), the median and p95 of ``--reps`` requests after one warm-up, for each page kind:
+records (plain, filtered, a search, ``?pending=1``), a record with its evidence, a source cited
+by one record in a hundred, sources, review with 20 pending records, changes, status. The first
+page after start is a real ``lantern serve --port 0`` process: from its start to the first 200
+answer for ``/`` (Python, the imports, opening the store and its index, the watch, the page).
 
-Target (the issue): records page and record page at most 100 ms at 100,000 records, warm.
-Stores are built through ``import_records`` (one commit) in a temporary folder, then removed.
+Under load, against a real ``lantern serve`` over HTTP (keep-alive connections, one thread
+each): the records page's requests per second from one client in a loop and from 20 clients at
+once (with the 20's median and p95), and the records page's median alone and beside two
+clients loading ``/status`` and ``/changes`` in a loop. Python's lock and the machine's cores
+are the floor: 20 clients cannot get more than the cores the server's one process uses.
+
+Targets (issue 32): every page at most 100 ms median at 100,000 records, warm; 20 clients at
+least the requests per second of one; the records page beside status and changes within 2x
+of alone. Stores are built through ``import_records`` (one commit) in a temporary folder, with
+20 pending writes on a review branch, then removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import http.cookiejar
 import json
 import os
@@ -33,8 +44,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from urllib.parse import urlsplit
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A child timing another checkout's library (see --compare) imports that checkout's.
@@ -85,9 +98,13 @@ WORDS = [
 KINDS = ["fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis"]
 
 
-def build(root: str, n: int) -> str:
-    """A store of ``n`` records, one in a hundred citing lines of a transcript; the id of one
-    citing record in the middle of the list."""
+PENDING = 20
+
+
+def build(root: str, n: int) -> tuple[str, str]:
+    """A store of ``n`` records, one in a hundred citing lines of a transcript, and 20 records
+    an agent wrote for review; the id of one citing record in the middle of the list, and the
+    transcript's."""
     subprocess.run(["git", "init", "-q", "-b", "main", root], check=True, env=ENV)
     store = Store.init(root)
     body = "".join(f"line {i}: {' '.join(random.sample(WORDS, 6))}\n" for i in range(1, 201))
@@ -111,7 +128,11 @@ def build(root: str, n: int) -> str:
     store = Store(root)
     citing = [r for r in store.list(limit=0) if r.source_refs]
     store.close()
-    return citing[len(citing) // 2].id
+    agent = Store(root, actor="mcp", review=True)
+    for i in range(PENDING):
+        agent.add(f"pending {i}: " + " ".join(rng.choices(WORDS, k=8)), kind="fact")
+    agent.close()
+    return citing[len(citing) // 2].id, source[0].manifest.id
 
 
 def timed(call, reps: int) -> tuple[float, float]:
@@ -125,7 +146,9 @@ def timed(call, reps: int) -> tuple[float, float]:
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
 
-def app_times(root: str, record_id: str, reps: int) -> dict[str, tuple[float, float]]:
+def app_times(
+    root: str, record_id: str, source_id: str, reps: int
+) -> dict[str, tuple[float, float]]:
     from starlette.testclient import TestClient
 
     from lantern_git.web.app import ServeConfig, create_app
@@ -138,7 +161,13 @@ def app_times(root: str, record_id: str, reps: int) -> dict[str, tuple[float, fl
         "records page /": "/",
         "records page, filtered": "/?kind=fact&scope=project:p3&min_priority=50",
         "records page, search": "/?q=deploy+coffee&mode=keyword",
+        "records page, ?pending=1": "/?pending=1",
         "record page, with evidence": f"/records/{record_id}",
+        "source page (cited by 1 record in 100)": f"/sources/{source_id}",
+        "sources page": "/sources",
+        f"review page ({PENDING} pending)": "/review",
+        "changes page": "/changes",
+        "status page": "/status",
     }
     # The library calls each page makes, timed alone: what the web layer adds is the rest.
     query = RecordQuery(limit=50)
@@ -202,10 +231,110 @@ def first_page_ms(root: str) -> float:
         proc.wait()
 
 
-def measure(root: str, record_id: str, reps: int) -> dict[str, list[float]]:
+class Served:
+    """A real ``lantern serve`` over the store (with the library ``CODE`` names), logged in."""
+
+    def __init__(self, root: str):
+        self.proc = subprocess.Popen(
+            [PY, "-m", "lantern_git", "serve", "--store", root, "--port", "0"],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
+        url = urlsplit(line.removeprefix("lantern serve: "))
+        self.host, self.port = url.hostname or "", url.port or 0
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        connection.request("GET", f"/?{url.query}")
+        response = connection.getresponse()
+        response.read()
+        self.cookie = response.getheader("set-cookie", "").split(";", 1)[0]
+        connection.close()
+
+    def client(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=600)
+
+    def get(self, connection: http.client.HTTPConnection, target: str) -> float:
+        """One request on a kept-alive connection; its time in ms."""
+        start = time.perf_counter()
+        connection.request("GET", target, headers={"Cookie": self.cookie})
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200, (target, response.status)
+        return (time.perf_counter() - start) * 1000
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def loop(served: Served, target: str, seconds: float, stop: threading.Event | None = None):
+    """Load ``target`` in a loop for ``seconds`` (or until ``stop``): every request's ms."""
+    connection = served.client()
+    times: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not (stop and stop.is_set()):
+        times.append(served.get(connection, target))
+    connection.close()
+    return times
+
+
+def in_threads(work: list) -> list[list[float]]:
+    """Each of ``work`` (a no-argument call returning times) in its own thread, all at once."""
+    found: list[list[float]] = [[] for _ in work]
+
+    def run(i: int) -> None:
+        found[i] = work[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return found
+
+
+def _median_p95(times: list[float]) -> list[float]:
+    times = sorted(times)
+    return [statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]]
+
+
+def concurrent_figures(root: str, seconds: float) -> dict[str, list[float]]:
+    """The records page under load: one client, 20 clients, and beside status and changes."""
+    served = Served(root)
+    try:
+        for target in ("/", "/status", "/changes"):
+            loop(served, target, 0.5)  # warm
+        one = loop(served, "/", seconds)
+        twenty = in_threads([lambda: loop(served, "/", seconds) for _ in range(20)])
+        every = [t for times in twenty for t in times]
+        alone = loop(served, "/", seconds)
+        stop = threading.Event()
+        neighbours = [
+            threading.Thread(target=loop, args=(served, page, seconds * 10, stop))
+            for page in ("/status", "/changes")
+        ]
+        for thread in neighbours:
+            thread.start()
+        beside = loop(served, "/", seconds)
+        stop.set()
+        for thread in neighbours:
+            thread.join()
+    finally:
+        served.close()
+    return {
+        "load  records page, 1 client in a loop (req/s)": [len(one) / seconds, 0.0],
+        "load  records page, 20 clients at once (req/s)": [len(every) / seconds, 0.0],
+        "load  records page, 20 clients at once: each request": _median_p95(every),
+        "load  records page alone": _median_p95(alone),
+        "load  records page beside 2 clients on /status, /changes": _median_p95(beside),
+    }
+
+
+def measure(root: str, record_id: str, source_id: str, reps: int) -> dict[str, list[float]]:
     """Every figure for one store, with the library this process imports: (median, p95) in
-    ms, p95 0 where only a median is taken."""
-    pages = app_times(root, record_id, reps)
+    ms (or a rate), p95 0 where only one figure is taken."""
+    pages = app_times(root, record_id, source_id, reps)
     found = {f"serve {name}": list(times) for name, times in pages.items()}
     cli = [PY, "-m", "lantern_git", "--store", root]
     found["cli   memory list --limit 50 (a process)"] = [
@@ -217,19 +346,35 @@ def measure(root: str, record_id: str, reps: int) -> dict[str, list[float]]:
         0.0,
     ]
     found["serve first page after start (a process)"] = [first_page_ms(root), 0.0]
+    found.update(concurrent_figures(root, LOAD_SECONDS))
     return found
 
 
-def measured_by(code: str, root: str, record_id: str, reps: int) -> dict[str, list[float]]:
+# How long each load figure runs.
+LOAD_SECONDS = 5.0
+
+
+def measured_by(
+    code: str, root: str, record_id: str, source_id: str, reps: int
+) -> dict[str, list[float]]:
     """``measure`` in a child process importing the library of the checkout at ``code``."""
-    argv = [PY, os.path.abspath(__file__), "--child", root, record_id, "--reps", str(reps)]
+    argv = [PY, os.path.abspath(__file__), "--child", root, record_id, source_id]
+    argv += ["--reps", str(reps)]
     done = subprocess.run([*argv, "--code", code], check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
 
 def _lower(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
     """Each figure from the run whose median was lower."""
-    return {name: min(a[name], b[name]) for name in a}
+    return {name: (max if _rate(name) else min)(a[name], b[name]) for name in a}
+
+
+def _rate(name: str) -> bool:
+    return name.endswith("(req/s)")
+
+
+def _shown(name: str, value: float) -> str:
+    return f"{value:7.1f} r/s" if _rate(name) else _ms(value)
 
 
 def _ms(value: float) -> str:
@@ -242,10 +387,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--compare", metavar="PATH", help="another checkout, timed beside")
     parser.add_argument("--code", help=argparse.SUPPRESS)
-    parser.add_argument("--child", nargs=2, metavar=("STORE", "RECORD"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], args.reps)))
+        print(json.dumps(measure(*args.child, args.reps)))
         return
     other = os.path.abspath(args.compare) if args.compare else None
     if other is not None and not os.path.isdir(os.path.join(other, "lantern_git")):
@@ -255,23 +400,28 @@ def main() -> None:
         root = os.path.join(folder, "store")
         try:
             start = time.perf_counter()
-            record_id = build(root, n)
+            record_id, source_id = build(root, n)
             print(f"{n:,} records (built in {time.perf_counter() - start:.0f} s)", flush=True)
             if other is None:
-                for name, (median, p95) in measure(root, record_id, args.reps).items():
+                figures = measure(root, record_id, source_id, args.reps)
+                for name, (median, p95) in figures.items():
                     p95_text = f"   p95 {_ms(p95)}" if p95 else ""
-                    print(f"  {name:54s} median {_ms(median)}{p95_text}")
+                    label = "      " if _rate(name) else "median"
+                    print(f"  {name:58s} {label} {_shown(name, median)}{p95_text}")
                 continue
             # In turn, twice, each figure the lower of its two: the load on a shared machine
             # drifts over minutes, and the first run also warms the store's files.
-            runs = [measured_by(code, root, record_id, args.reps) for code in [REPO, other] * 2]
+            runs = [
+                measured_by(code, root, record_id, source_id, args.reps)
+                for code in [REPO, other] * 2
+            ]
             ours, theirs = (_lower(runs[i], runs[i + 2]) for i in (0, 1))
-            print(f"  {'median (p95)':54s} {'this checkout':>24s} {'--compare':>24s}  ratio")
+            print(f"  {'median (p95)':58s} {'this checkout':>24s} {'--compare':>24s}  ratio")
             for name, (median, p95) in ours.items():
                 was, was_p95 = theirs[name]
-                mine = f"{_ms(median)} ({_ms(p95).strip() or '-'})"
-                before = f"{_ms(was)} ({_ms(was_p95).strip() or '-'})"
-                print(f"  {name:54s} {mine:>24s} {before:>24s}  {median / was:5.2f}")
+                mine = f"{_shown(name, median)} ({_ms(p95).strip() or '-'})"
+                before = f"{_shown(name, was)} ({_ms(was_p95).strip() or '-'})"
+                print(f"  {name:58s} {mine:>24s} {before:>24s}  {median / was:5.2f}")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

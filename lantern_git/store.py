@@ -104,6 +104,7 @@ class Store:
         watch: bool = False,
         review: bool | None = None,
         review_name: str | None = None,
+        read_only: bool = False,
     ):
         self.workspace = Workspace(
             root,
@@ -114,6 +115,7 @@ class Store:
             watch=watch,
             review=review,
             review_name=review_name,
+            read_only=read_only,
         )
         self.records = Records(self.workspace, lambda: self.sources, self._pending_versions)
         self._sources: Sources | None = None
@@ -260,7 +262,15 @@ class Store:
 
     @property
     def read_only(self) -> bool:
+        """Whether nothing may be written: asked for (``read_only=True``), or the store's folder
+        or repository cannot be written by this process."""
         return self.workspace.read_only
+
+    @property
+    def recovery_pending(self) -> bool:
+        """Whether a cut-off write waits for a process that can write to repair it (only a
+        read-only store leaves one; every other read repairs it first)."""
+        return self.workspace.recovery_pending
 
     @property
     def state_dir(self) -> str:

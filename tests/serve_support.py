@@ -1,16 +1,25 @@
 """What the tests of ``lantern serve`` share: an app over a real store, a client that has
-the token, and a reader of the markup a page really contains."""
+the token, a real ``lantern serve`` process with a logged-in HTTP client, and a reader of the
+markup a page really contains."""
 
 from __future__ import annotations
 
+import http.client
 import re
+import selectors
+import subprocess
+import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from reliability_support import cli_env
 from starlette.testclient import TestClient
 
-from lantern_git.web.app import ServeConfig, create_app, open_store
+from lantern_git.web.app import ServeConfig, close_app, create_app, open_store
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -20,12 +29,13 @@ BASE = f"http://127.0.0.1:{PORT}"
 def served(path: Path, *, read_only: bool = False, author: str | None = None, login: bool = True):
     """A client of the app over the store at ``path``, opened as ``lantern serve`` opens it;
     with ``login``, it has visited the URL with the token (and so holds the cookie)."""
-    store = open_store(str(path), author)
+    store = open_store(str(path), author, read_only=read_only)
     signature = store.git.signature(author)
     config = ServeConfig(
         port=PORT, read_only=read_only, reviewer=f"{signature.name} <{signature.email}>"
     )
-    client = TestClient(create_app(store, config), base_url=BASE)
+    app = create_app(store, config)
+    client = TestClient(app, base_url=BASE)
     try:
         if login:
             first = client.get(f"/?token={config.token}")
@@ -33,6 +43,7 @@ def served(path: Path, *, read_only: bool = False, author: str | None = None, lo
         yield client, config
     finally:
         client.close()
+        close_app(app)
         store.close()
 
 
@@ -80,3 +91,89 @@ class Markup(HTMLParser):
 
 def forms(html: str) -> list[dict[str, str | None]]:
     return Markup(html).tags("form")
+
+
+# Bounds of every wait here.
+START_TIMEOUT = 60
+REQUEST_TIMEOUT = 30
+
+
+@dataclass
+class Server:
+    """A running ``lantern serve`` and a browser's cookie for it."""
+
+    host: str
+    port: int
+    token: str
+    cookies: dict[str, str] = field(default_factory=dict)
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        *,
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> tuple[int, str]:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT)
+        try:
+            sent = {"Host": f"{self.host}:{self.port}", **(headers or {})}
+            if self.cookies:
+                sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+            if body is not None:
+                sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
+            connection.request(method, target, body=body, headers=sent)
+            response = connection.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            connection.close()
+
+    def login(self) -> None:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT)
+        try:
+            connection.request("GET", f"/?token={self.token}")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 303, response.status
+            name, value = response.getheader("set-cookie", "").split(";", 1)[0].split("=", 1)
+            self.cookies[name] = value
+        finally:
+            connection.close()
+
+    def csrf(self) -> str:
+        status, page = self.request("GET", "/review")
+        assert status == 200
+        found = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert found, "the review page has no form"
+        return found.group(1)
+
+
+@contextmanager
+def serving(path: Path, *args: str) -> Iterator[Server]:
+    """``lantern serve`` on a free port, logged in; stopped (and reaped) afterwards."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lantern_git", "serve", "--store", str(path), "--port", "0", *args],
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        ready = selector.select(timeout=START_TIMEOUT)
+        assert ready, "lantern serve printed no URL in time"
+        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert line.startswith("lantern serve: http://"), (line, proc.poll())
+        url = urlsplit(line.removeprefix("lantern serve: "))
+        token = url.query.removeprefix("token=")
+        server = Server(url.hostname or "", url.port or 0, token)
+        server.login()
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)

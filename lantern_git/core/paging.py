@@ -1,7 +1,9 @@
 """One paging rule for every listing and search: records, sources, the log, a record's history.
 
 A page is a ``limit`` and an ``offset``. ``limit`` 0 (or None) is no limit; a negative limit or
-offset, or one that is not a whole number, is refused as ``usage_error`` (exit 2). The rule is
+offset, one past :data:`LARGEST` (no list is that long; a log walked with ``itertools.islice``
+once failed on a larger one with a ``ValueError``, a 500 on the web), or one that is not a
+whole number, is refused as ``usage_error`` (exit 2). The rule is
 checked here and nowhere else: the library builds a :class:`Page` from its ``limit=`` and
 ``offset=`` arguments, the CLI's ``--limit``/``--offset`` options build one, and so do the MCP
 tools' ``limit``/``offset`` arguments; so a listing cannot drift from the others again (a
@@ -10,6 +12,7 @@ second copy once answered ``source search --limit 0`` with nothing).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +24,8 @@ T = TypeVar("T")
 
 # The code of every refused page, on every surface (exit 2).
 PAGE_ERROR = "usage_error"
+# The largest limit or offset: what a slice or ``islice`` takes.
+LARGEST = sys.maxsize
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,8 @@ class Page:
     @property
     def end(self) -> int | None:
         """The index after the page's last item, or None for every item to the end."""
-        return None if self.limit is None else self.offset + self.limit
+        # At most LARGEST: a huge offset plus a limit would be past what islice takes.
+        return None if self.limit is None else min(self.offset + self.limit, LARGEST)
 
     def take(self, items: Sequence[T]) -> list[T]:
         """This page of ``items``, every item in order."""
@@ -61,7 +67,7 @@ class Page:
     def one_more(self) -> Page:
         """The same page with room for one more item: whether it comes tells whether another
         page follows, without counting every match."""
-        return self if self.limit is None else Page(self.limit + 1, self.offset)
+        return self if self.limit is None else Page(min(self.limit + 1, LARGEST), self.offset)
 
     def document(self, key: str, items: list[Any]) -> dict[str, Any]:
         """One page of ``items`` (fetched with :meth:`one_more`) as the MCP tools return it:
@@ -86,3 +92,5 @@ def _check_count(name: str, value: Any, note: str = "") -> None:
         raise InvalidInput(f"{name}: must be a whole number; got {shown}", code=PAGE_ERROR)
     if value < 0:
         raise InvalidInput(f"{name}: must be 0 or more{note}; got {value}", code=PAGE_ERROR)
+    if value > LARGEST:
+        raise InvalidInput(f"{name}: must be at most {LARGEST}; got {value}", code=PAGE_ERROR)

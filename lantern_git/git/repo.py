@@ -307,9 +307,18 @@ class GitRepo:
     ) -> dict[str, Entry | None]:
         """path -> its entry in ``new``, or None where ``new`` lacks it, for every path that
         differs between the two trees."""
-        empty = self.repo[self.repo.TreeBuilder().write()].peel(pygit2.Tree)
+        # Against the empty tree without writing it: a read (a read-only server's) writes no
+        # object, not even that one.
+        if old is not None and new is not None:
+            diff = old.diff_to_tree(new)
+        elif old is not None:
+            diff = old.diff_to_tree()
+        elif new is not None:
+            diff = new.diff_to_tree(swap=True)
+        else:
+            return {}
         changes: dict[str, Entry | None] = {}
-        for delta in (old or empty).diff_to_tree(new or empty).deltas:
+        for delta in diff.deltas:
             if delta.status == pygit2.enums.DeltaStatus.DELETED:
                 changes.setdefault(delta.old_file.path, None)
             else:

@@ -9,6 +9,16 @@ nothing.
 - A ``Host`` header other than the bound ``host:port`` (and ``localhost:port`` beside
   ``127.0.0.1``) is refused: a DNS-rebinding page, whose name resolves to 127.0.0.1, sends its
   own name there and never reaches the store.
+- A request that changes something (any method but GET and HEAD) from a page of another
+  origin is refused (403) before its cookie or CSRF token is looked at: a browser names the
+  page that sent it in ``Origin`` and says ``Sec-Fetch-Site: cross-site`` (or ``same-site``).
+  The cookie is SameSite=Strict and the form carries a CSRF token, but either can fail on its
+  own (an old browser, a token leaked into a log); the browser's own word on where a request
+  came from is a third, independent wall. ``same-site`` is refused too, because another port
+  of the same host (any local web app) is the same *site*. The pages' ``no-referrer`` policy
+  makes a browser send ``Origin: null`` for their own forms, so ``null`` passes only beside
+  ``Sec-Fetch-Site: same-origin``. A request that names no origin (curl, a script holding the
+  token) is judged by its token and CSRF token alone.
 - Every response says: no script runs (the pages have none), nothing is sniffed, no referrer
   leaves, no frame embeds it.
 
@@ -53,6 +63,10 @@ def cookie_name(port: int) -> str:
 
 
 WILDCARDS = ("0.0.0.0", "::")
+# Methods that only read: every other method may change the store.
+SAFE_METHODS = ("GET", "HEAD")
+# What ``Sec-Fetch-Site`` says of a request sent from another page than this server's.
+FOREIGN_FETCH = ("cross-site", "same-site")
 
 
 def allowed_hosts(host: str, port: int) -> set[str]:
@@ -83,7 +97,8 @@ def names_an_address(header: str, port: int) -> bool:
 
 
 class Guard:
-    """ASGI middleware: Host check, token check, security headers, read-only POST refusal."""
+    """ASGI middleware: Host check, origin check of writes, token check, security headers,
+    read-only POST refusal."""
 
     def __init__(
         self,
@@ -122,13 +137,22 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
     def refusal(self, scope: Scope) -> Response | None:
-        """The response that refuses this request, or None to let it through."""
+        """The response that refuses this request, or None to let it through: a foreign Host
+        (400), a write sent from another origin (403), a wrong token (403) or none (401), a
+        write to a read-only server (403); in that order, so no refusal depends on a later
+        check (the module's docstring says what each one stops)."""
         headers = Headers(scope=scope)
         host = headers.get("host", "").lower()
         known = host in self.hosts or (self.any_address and names_an_address(host, self.port))
         if not known:
             return PlainTextResponse(
                 "Bad Host header: this server answers only at the address it printed.\n", 400
+            )
+        if scope.get("method") not in SAFE_METHODS and from_another_origin(headers, host):
+            return PlainTextResponse(
+                "Refused: this request was sent from a page of another site, not from "
+                "lantern serve's own pages (nothing was changed).\n",
+                403,
             )
         query = QueryParams(scope.get("query_string", b"").decode("latin-1"))
         if "token" in query:
@@ -146,9 +170,27 @@ class Guard:
                 "This page needs the access token: open the URL that lantern serve printed.\n",
                 401,
             )
-        if self.read_only and scope.get("method") not in ("GET", "HEAD"):
+        if self.read_only and scope.get("method") not in SAFE_METHODS:
             return PlainTextResponse("This server is read-only (lantern serve --read-only).\n", 403)
         return None
+
+
+def from_another_origin(headers: Headers, host: str) -> bool:
+    """Whether the browser says the request came from a page outside this server: an
+    ``Origin`` other than ``http://`` + the (already checked) ``Host`` it was sent to (``null``,
+    an opaque origin, included), or ``Sec-Fetch-Site`` of another site or a sibling port."""
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    if site in FOREIGN_FETCH:
+        return True
+    origin = headers.get("origin")
+    if origin is None:
+        return False
+    origin = origin.strip().lower()
+    if origin == "null" and site == "same-origin":
+        # What a browser sends for a form on these very pages: their Referrer-Policy
+        # (no-referrer) makes it hide the origin, and Sec-Fetch-Site vouches instead.
+        return False
+    return origin != f"http://{host}"
 
 
 def _cookies(headers: Headers) -> dict[str, str]:

@@ -125,6 +125,7 @@ class Workspace:
         watch: bool = False,
         review: bool | None = None,
         review_name: str | None = None,
+        read_only: bool = False,
     ):
         self.root = os.path.abspath(root)
         # Learn of changes from file-system notifications (a long-running process): see
@@ -156,8 +157,11 @@ class Workspace:
             )
         # Where derived state goes: .lantern/, or for a store this process cannot write, a
         # temporary folder removed when the store is closed or the process ends.
-        self.read_only = self.exists and not (
-            _writable(self.root, self.state_dir) and _writable_git(self.root)
+        # ``read_only`` asks for it (``lantern serve --read-only``): the files, the refs and
+        # git's config are never written, crash recovery included; only derived state may be.
+        self.read_only_asked = read_only
+        self.read_only = self.exists and (
+            read_only or not (_writable(self.root, self.state_dir) and _writable_git(self.root))
         )
         self.derived_dir = self.state_dir
         if self.read_only and not _writable(self.root, self.state_dir):
@@ -374,8 +378,21 @@ class Workspace:
                 return
             recover(self.git, self.state_dir, self.lock, self.warn)
 
+    @property
+    def recovery_pending(self) -> bool:
+        """Whether a cut-off write waits for its repair: only in a read-only store, which
+        leaves it for a process that can write (every other read repairs it first)."""
+        from .transaction import interrupted
+
+        return self.exists and interrupted(self.state_dir)
+
     def refuse_if_read_only(self) -> None:
         """Raise :class:`ReadOnlyStore` before a write to a store this process cannot write."""
+        if self.read_only and self.read_only_asked:
+            raise ReadOnlyStore(
+                f"{self.root} was opened read-only: nothing was written; list, search, show "
+                "and status still work"
+            )
         if self.read_only:
             raise ReadOnlyStore(
                 f"{self.root} is read-only for this user (a mounted backup, or another user's "
