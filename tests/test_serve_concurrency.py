@@ -7,10 +7,13 @@ import re
 import threading
 from pathlib import Path
 
+import pygit2
 from reliability_support import make_store
 from serve_support import Markup, serving
 
 from lantern_git.store import Store
+
+REVIEW_REF = "refs/heads/lantern/review/mcp"
 
 COMMITTED = 10
 PENDING = 12
@@ -84,7 +87,9 @@ def test_reads_beside_a_run_of_accepts_see_the_store_before_or_after_each_never_
         def write() -> None:
             try:
                 for record in pending:
-                    form = f"csrf={csrf}&id={record}&branch=mcp"
+                    # The tip the review page shows now: each accept moves it.
+                    tip = pygit2.Repository(str(path)).references[REVIEW_REF].target
+                    form = f"csrf={csrf}&id={record}&branch=mcp&tip={tip}"
                     status, page = server.request("POST", "/review/accept", body=form)
                     if status != 303:
                         errors.append(f"accept {record}: {status} {page[:200]}")

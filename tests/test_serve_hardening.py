@@ -65,7 +65,11 @@ def test_a_post_from_another_origin_changes_nothing_even_with_cookie_and_csrf(st
     before = refs(store)
     with serving(store) as server:
         csrf = server.csrf()
-        form = f"csrf={csrf}&id={pending}&branch=mcp"
+
+        def tip() -> str:
+            return refs(store)["refs/heads/lantern/review/mcp"]
+
+        form = f"csrf={csrf}&id={pending}&branch=mcp&tip={tip()}"
         own = f"http://{server.host}:{server.port}"
         foreign = [
             {"Origin": "http://evil.com"},
@@ -92,6 +96,8 @@ def test_a_post_from_another_origin_changes_nothing_even_with_cookie_and_csrf(st
             {"Origin": own, "Sec-Fetch-Site": "same-origin"},
             {"Origin": "null", "Sec-Fetch-Site": "same-origin"},
         ):
+            # The tip the page now shows: the first reject moved it.
+            form = f"csrf={csrf}&id={pending}&branch=mcp&tip={tip()}"
             status, _ = server.request("POST", "/review/reject", headers=headers, body=form)
             assert status in (303, 404), (headers, status)  # 404: rejected already
             assert status != 404 or headers["Origin"] == "null"
@@ -101,7 +107,8 @@ def test_a_post_from_another_origin_changes_nothing_even_with_cookie_and_csrf(st
 def test_a_post_naming_no_origin_is_judged_by_its_tokens(store):
     pending = agent_writes(store, "pending, accepted by a script")
     with serving(store) as server:
-        form = f"csrf={server.csrf()}&id={pending}&branch=mcp"
+        tip = refs(store)["refs/heads/lantern/review/mcp"]
+        form = f"csrf={server.csrf()}&id={pending}&branch=mcp&tip={tip}"
         status, _ = server.request("POST", "/review/accept", body=form)
         assert status == 303
     listed = cli(store, "memory", "list", "--json")
@@ -238,8 +245,8 @@ GET_PARAMS = {
     "/status": [],
 }
 POST_FIELDS = {
-    "/review/accept": ["id", "all", "branch", "reason"],
-    "/review/reject": ["id", "all", "branch", "reason"],
+    "/review/accept": ["id", "all", "branch", "reason", "tip"],
+    "/review/reject": ["id", "all", "branch", "reason", "tip"],
 }
 
 # What a person or a script may type: numbers far past any limit, negative ones, junk, unicode

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pygit2
 import pytest
 from reliability_support import make_store
 from serve_support import Markup, served
@@ -129,8 +130,10 @@ def test_status_review_count_follows_each_pending_write_and_decision(path):
         finally:
             agent.close()
         assert "2 records written by agents await review" in words(client.get("/status").text)
+        tip = str(pygit2.Repository(str(path)).references["refs/heads/lantern/review/mcp"].target)
         accepted = client.post(
-            "/review/accept", data={"csrf": config.csrf, "id": first, "branch": "mcp"}
+            "/review/accept",
+            data={"csrf": config.csrf, "id": first, "branch": "mcp", "tip": tip},
         )
         assert accepted.status_code == 200  # the redirect to /review, followed
         assert "1 record written by agents awaits review" in words(client.get("/status").text)
