@@ -20,6 +20,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from test_readme_evidence import CLOCK, ROOT, session_env
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -44,6 +45,7 @@ RUNNERS = {
     ("docs/sync.md", None): "test_docs_sessions.py::test_the_sync_page_runs_as_written",
     ("docs/identity.md", None): "test_docs_sessions.py::test_the_identity_page_runs_as_written",
     ("docs/paging.md", None): "test_docs_sessions.py::test_the_paging_page_runs_as_written",
+    ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
@@ -52,7 +54,6 @@ NOT_YET_RUN = {
     "docs/evidence-inputs.md": 6,
     "docs/format.md": 6,
     "docs/history.md": 6,
-    "docs/search.md": 1,
     "docs/transfer.md": 2,
 }
 
@@ -193,7 +194,10 @@ def page_env(tmp_path: Path) -> dict:
     home.mkdir()
     env = session_env(tmp_path)
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"))
-    for name in [n for n in env if n.startswith("LANTERN_")] + ["COLUMNS"]:
+    # LANTERN_EMBEDDER stays as conftest set it: none but in the semantic tests, whose pages
+    # show search by meaning.
+    stale = [n for n in env if n.startswith("LANTERN_") and n != "LANTERN_EMBEDDER"]
+    for name in [*stale, "COLUMNS"]:
         del env[name]
     return env
 
@@ -256,3 +260,16 @@ def test_the_paging_page_runs_as_written(tmp_path):
     [(_, _, marked, body)] = blocks(ROOT / "docs" / "paging.md")
     assert not marked
     run_session(body, Path(env["HOME"]), env, env["HOME"])
+
+
+@pytest.mark.semantic
+def test_the_search_page_runs_as_written(tmp_path):
+    """``--explain`` in hybrid mode, the default with the semantic extra, on a fresh store."""
+    env = page_env(tmp_path)
+    env["LANTERN_STORE"] = str(tmp_path / "store")
+    made = subprocess.run(["lantern", "init", env["LANTERN_STORE"]], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    [(_, _, marked, body)] = blocks(ROOT / "docs" / "search.md")
+    assert not marked
+    run_session(body, tmp_path, env, env["HOME"])
