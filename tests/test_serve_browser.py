@@ -27,6 +27,18 @@ TRANSCRIPT = (
 )
 
 
+def load_by_click(browser, element, seconds: float = 30) -> None:
+    """Click ``element`` and wait, at most ``seconds``, for the page it loads: a click returns
+    before a form's answer arrives on a busy machine, and the old page would be read."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, seconds).until(expected_conditions.staleness_of(old))
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     from selenium import webdriver
@@ -89,19 +101,19 @@ def test_a_person_accepts_a_pending_record_in_the_browser_and_sees_its_commit(
         url = line.removeprefix("lantern serve: ")
         browser.get(url)
         assert "token=" not in browser.current_url  # redirected: the token is in a cookie
-        browser.find_element(By.LINK_TEXT, "Review").click()
+        load_by_click(browser, browser.find_element(By.LINK_TEXT, "Review"))
         article = browser.find_element(By.ID, f"pending-{cited}")
         assert "Prefers a separate branch per feature" in article.text
         article.find_element(By.NAME, "reason").send_keys("the transcript says so")
-        article.find_element(By.CSS_SELECTOR, "button[value=accept]").click()
+        load_by_click(browser, article.find_element(By.CSS_SELECTOR, "button[value=accept]"))
         assert f"accepted {cited}" in browser.find_element(By.ID, "notice").text
         # Still pending: the other write, with its own buttons.
         assert browser.find_elements(By.ID, f"pending-{other}")
         assert not browser.find_elements(By.ID, f"pending-{cited}")
-        browser.find_element(By.LINK_TEXT, "Records").click()
+        load_by_click(browser, browser.find_element(By.LINK_TEXT, "Records"))
         listed = browser.find_element(By.ID, "records")
         assert cited in listed.text and other not in listed.text
-        listed.find_element(By.LINK_TEXT, cited).click()
+        load_by_click(browser, listed.find_element(By.LINK_TEXT, cited))
         repo = pygit2.Repository(str(path))
         head = repo[repo.head.target]
         history = browser.find_element(By.ID, "history").text
@@ -147,10 +159,10 @@ def test_each_review_button_does_what_it_says_reject_rejects(browser, reviewed_s
     head = str(repo.head.target)
     with serving(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
         browser.get(line.removeprefix("lantern serve: "))
-        browser.find_element(By.LINK_TEXT, "Review").click()
+        load_by_click(browser, browser.find_element(By.LINK_TEXT, "Review"))
         article = browser.find_element(By.ID, f"pending-{other}")
         article.find_element(By.NAME, "reason").send_keys("not what the user said")
-        article.find_element(By.CSS_SELECTOR, "button[value=reject]").click()
+        load_by_click(browser, article.find_element(By.CSS_SELECTOR, "button[value=reject]"))
         assert f"rejected {other}" in browser.find_element(By.ID, "notice").text
         assert not browser.find_elements(By.ID, f"pending-{other}")
         assert browser.find_elements(By.ID, f"pending-{cited}")
