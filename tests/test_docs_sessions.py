@@ -16,8 +16,11 @@ epoch seconds in JSON)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,15 +49,15 @@ RUNNERS = {
     ("docs/identity.md", None): "test_docs_sessions.py::test_the_identity_page_runs_as_written",
     ("docs/paging.md", None): "test_docs_sessions.py::test_the_paging_page_runs_as_written",
     ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
+    ("docs/transfer.md", None): "test_docs_sessions.py::test_the_transfer_page_runs_as_written",
+    ("docs/editing.md", None): "test_docs_sessions.py::test_the_editing_page_runs_as_written",
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
 NOT_YET_RUN = {
-    "docs/editing.md": 3,
     "docs/evidence-inputs.md": 6,
     "docs/format.md": 6,
     "docs/history.md": 6,
-    "docs/transfer.md": 2,
 }
 
 
@@ -202,7 +205,10 @@ def page_env(tmp_path: Path) -> dict:
     return env
 
 
-def test_the_usage_page_runs_as_written(tmp_path):
+def usage_store(tmp_path: Path, sessions: int | None = None) -> tuple[dict, Path]:
+    """The store of docs/usage.md, made as its setup sentence says, after its first
+    ``sessions`` sessions (all when None) ran as written; the pages that build on its
+    records start from here."""
     page = ROOT / "docs" / "usage.md"
     env = page_env(tmp_path)
     # The page's setup sentence: a store of its own, and who writes.
@@ -221,9 +227,14 @@ def test_the_usage_page_runs_as_written(tmp_path):
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     cwd = store / "s"
-    for _, _, marked, body in blocks(page):
-        if not marked:
-            cwd = run_session(body, cwd, env, env["HOME"])
+    sessions_run = [body for _, _, marked, body in blocks(page) if not marked][:sessions]
+    for body in sessions_run:
+        cwd = run_session(body, cwd, env, env["HOME"])
+    return env, cwd
+
+
+def test_the_usage_page_runs_as_written(tmp_path):
+    usage_store(tmp_path)
 
 
 def test_the_sync_page_runs_as_written(tmp_path):
@@ -273,3 +284,53 @@ def test_the_search_page_runs_as_written(tmp_path):
     [(_, _, marked, body)] = blocks(ROOT / "docs" / "search.md")
     assert not marked
     run_session(body, tmp_path, env, env["HOME"])
+
+
+def test_the_transfer_page_runs_as_written(tmp_path):
+    """Export and import on the usage page's store; the files the page imports from elsewhere
+    (a line-2-broken dump, the MCP memory server's file, two notes) are made as it describes
+    them."""
+    env, cwd = usage_store(tmp_path)
+    first, second = [body for _, _, marked, body in blocks(ROOT / "docs" / "transfer.md")]
+    # bad.jsonl is the dump with line 2's id broken, made once the dump exists.
+    before, broken_import = first.split("$ lantern --store t import bad.jsonl")
+    cwd = run_session(before, cwd, env, env["HOME"])
+    dump = (cwd / "dump.jsonl").read_text().splitlines()
+    broken = json.loads(dump[1]) | {"id": "zz"}
+    (cwd / "bad.jsonl").write_text("\n".join([dump[0], json.dumps(broken), *dump[2:]]) + "\n")
+    home = env["HOME"]
+    cwd = run_session(f"$ lantern --store t import bad.jsonl{broken_import}", cwd, env, home)
+    mcp_lines = [
+        {"type": "entity", "name": "Ana Lopez", "entityType": "person",
+         "observations": ["Works in UTC+1", "Prefers short answers"]},
+        {"type": "entity", "name": "Acme", "entityType": "organization", "observations": []},
+        {"type": "relation", "from": "Ana Lopez", "to": "Acme", "relationType": "works_at"},
+    ]  # fmt: skip
+    (cwd / "memory.json").write_text("".join(json.dumps(line) + "\n" for line in mcp_lines))
+    (cwd / "notes").mkdir()
+    (cwd / "notes" / "beta.md").write_text("---\ntags: [beta]\n---\nThe beta ships Friday.\n")
+    (cwd / "notes" / "ci.md").write_text("The CI runner is shared with the web team.\n")
+    run_session(second, cwd, env, env["HOME"])
+
+
+def test_the_editing_page_runs_as_written(tmp_path):
+    """Hand edits on the usage page's records: ``EDITOR`` is a ``sed`` that edits the file, as
+    the page shows, and the pre-commit session has the page's local hook installed."""
+    env, cwd = usage_store(tmp_path)
+    # pre-commit, installed beside this interpreter, runs the hook.
+    env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(sys.executable).parent}"
+    page = ROOT / "docs" / "editing.md"
+    *sessions, hooked = [body for _, _, marked, body in blocks(page)]
+    for body in sessions:
+        cwd = run_session(body, cwd, env, env["HOME"])
+    local_hook = re.findall(r"```yaml\n(repos:\n  - repo: local\n.*?)```", page.read_text(), re.S)
+    assert len(local_hook) == 1, "the page shows one local hook"
+    (cwd / ".pre-commit-config.yaml").write_text(local_hook[0])
+    setup = (
+        "git add .pre-commit-config.yaml && git commit -qm hook && pre-commit install > /dev/null"
+        " && sed -i 's/^kind: goal/kind: wish/' memory/4f/4f66f7698d066a4a.md"
+    )
+    made = subprocess.run(["bash", "-c", setup], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    run_session(hooked, cwd, env, env["HOME"])
