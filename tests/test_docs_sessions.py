@@ -16,6 +16,7 @@ epoch seconds in JSON)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -51,11 +52,13 @@ RUNNERS = {
     ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
     ("docs/transfer.md", None): "test_docs_sessions.py::test_the_transfer_page_runs_as_written",
     ("docs/editing.md", None): "test_docs_sessions.py::test_the_editing_page_runs_as_written",
+    ("docs/evidence-inputs.md", None): (
+        "test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
+    ),
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
 NOT_YET_RUN = {
-    "docs/evidence-inputs.md": 6,
     "docs/format.md": 6,
     "docs/history.md": 6,
 }
@@ -167,9 +170,13 @@ def normalise(line: str, home: str) -> str:
     return CLOCK.sub(lambda m: "<time>".ljust(len(m.group())), line)
 
 
-def run_session(body: str, cwd: Path, env: dict, home: str) -> Path:
+def run_session(
+    body: str, cwd: Path, env: dict, home: str, aliases: dict[str, str] | None = None
+) -> Path:
     """Runs one block's commands in order as a terminal would (stderr beside stdout), from
-    ``cwd``; returns the working folder the last command left."""
+    ``cwd``; returns the working folder the last command left. ``aliases`` maps what a run
+    prints to what the page shows for it where that follows from where the run happens (an id
+    made from a path in Ana's home), as the test computes it."""
     state = cwd.parent / ".session-cwd"
     for command, expected in steps(body):
         script = 'cd "$0" && { eval "$1"; } 2>&1; status=$?; pwd > "$2"; exit $status'
@@ -177,7 +184,10 @@ def run_session(body: str, cwd: Path, env: dict, home: str) -> Path:
             ["bash", "-c", script, str(cwd), command, str(state)],
             env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
         )  # fmt: skip
-        got = [normalise(line, home) for line in result.stdout.splitlines()]
+        printed = result.stdout
+        for run_value, page_value in (aliases or {}).items():
+            printed = printed.replace(run_value, page_value)
+        got = [normalise(line, home) for line in printed.splitlines()]
         want = [normalise(line, home) for line in expected]
         assert got == want, (command, result.stderr)
         shows_failure = any(line.startswith(("Error: ", "exit ")) for line in expected) or (
@@ -334,3 +344,38 @@ def test_the_editing_page_runs_as_written(tmp_path):
                           text=True, timeout=120)  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     run_session(hooked, cwd, env, env["HOME"])
+
+
+def test_the_evidence_inputs_page_runs_as_written(tmp_path):
+    """Each refusal and the followed link, in a folder of the home beside a fresh store: the
+    links, the 412-line log and the oversized files are made as the page describes them (the
+    two large ones sparse). A source id comes from its ``file://`` uri, so the log's id is the
+    one its path in Ana's home gives."""
+    env = page_env(tmp_path)
+    home = Path(env["HOME"])
+    env["LANTERN_STORE"] = str(tmp_path / "store")
+    env["LANTERN_AUTHOR"] = "Ana <ana@example.com>"
+    # The run's home is a longer path than Ana's: wide enough that its uri is not cut (the
+    # page's lines are all under the 120 columns a pipe gets).
+    env["COLUMNS"] = "300"
+    work = home / "work"
+    (home / "logs").mkdir()
+    log = home / "logs" / "2026-12-03.log"
+    log.write_text("".join(f"line {n}\n" for n in range(1, 413)))
+    work.mkdir()
+    (work / "link.md").symlink_to("/etc/passwd")
+    (work / "latest.log").symlink_to(log)
+    for name, size in [("huge.txt", 200_000_000), ("big.log", 40_000_000)]:
+        with (work / name).open("wb") as sparse:
+            sparse.truncate(size)
+    made = subprocess.run(["lantern", "init", env["LANTERN_STORE"]], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+
+    def uri_id(uri: str) -> str:
+        return hashlib.sha256(b"uri\0" + uri.encode()).hexdigest()[:16]
+
+    aliases = {uri_id(log.as_uri()): uri_id("file:///home/ana/logs/2026-12-03.log")}
+    for _, _, marked, body in blocks(ROOT / "docs" / "evidence-inputs.md"):
+        assert not marked
+        run_session(body, work, env, env["HOME"], aliases)
