@@ -16,10 +16,12 @@ epoch seconds in JSON)."""
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +54,7 @@ RUNNERS = {
     ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
     ("docs/transfer.md", None): "test_docs_sessions.py::test_the_transfer_page_runs_as_written",
     ("docs/editing.md", None): "test_docs_sessions.py::test_the_editing_page_runs_as_written",
+    ("docs/format.md", None): "test_docs_sessions.py::test_the_format_page_runs_as_written",
     ("docs/evidence-inputs.md", None): (
         "test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
     ),
@@ -59,7 +62,6 @@ RUNNERS = {
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
 NOT_YET_RUN = {
-    "docs/format.md": 6,
     "docs/history.md": 6,
 }
 
@@ -158,15 +160,27 @@ def steps(body: str) -> list[tuple[str, list[str]]]:
 
 
 EPOCH = re.compile(r'("(?:created_at|updated_at|captured_at|time)": )\d{10}')
+# The same seconds in a record file (and in git's diff of one).
+FILE_EPOCH = re.compile(r"((?:created_at|updated_at): )\d{10}")
+# What git prints of a commit whose id and date a run cannot reproduce: its full id, its date,
+# and the blob ids in its diff (a record file holds its times).
+GIT_COMMIT = re.compile(r"^commit [0-9a-f]{40}$")
+GIT_DATE = re.compile(r"^Date: {3}\S.*$")
+GIT_BLOBS = re.compile(r"^index [0-9a-f]{7}\.\.[0-9a-f]{7}( \d{6})?$")
 
 
 def normalise(line: str, home: str) -> str:
     """What a run cannot reproduce, masked: the home folder, commit ids, dates and times,
-    epoch seconds in JSON. Record and source ids, scores and widths are compared."""
+    epoch seconds in JSON and record files, git's commit headers and blob ids. Record and
+    source ids, scores and widths are compared."""
     # The pages are written on Ana's machine: her home and a run's both read as ~.
     line = line.rstrip().replace(home, "~").replace("/home/ana", "~")
     line = re.sub(r" as [0-9a-f]{10}$", " as <commit>", line)
     line = EPOCH.sub(r"\1<epoch>", line)
+    line = FILE_EPOCH.sub(r"\1<epoch>", line)
+    line = GIT_COMMIT.sub("commit <commit>", line)
+    line = GIT_DATE.sub("Date:   <date>", line)
+    line = GIT_BLOBS.sub(r"index <blob>..<blob>\1", line)
     return CLOCK.sub(lambda m: "<time>".ljust(len(m.group())), line)
 
 
@@ -379,3 +393,41 @@ def test_the_evidence_inputs_page_runs_as_written(tmp_path):
     for _, _, marked, body in blocks(ROOT / "docs" / "evidence-inputs.md"):
         assert not marked
         run_session(body, work, env, env["HOME"], aliases)
+
+
+def test_the_format_page_runs_as_written(tmp_path):
+    """The default store's path, then ``notes`` (a git repository with a committed README.md
+    and an untracked todo.txt, as the page says) made a store and given the records of
+    usage.md's first session and its archive; the last session has no git identity at all,
+    so the fallback is this machine's login and host, shown as Ana's."""
+    env = page_env(tmp_path)
+    for name in [n for n in env if n.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_"))]:
+        del env[name]
+    env["LANTERN_AUTHOR"] = "Ana <ana@example.com>"
+    home = Path(env["HOME"])
+    notes = home / "notes"
+    notes.mkdir()
+    (notes / "README.md").write_text("# Notes\n")
+    made = subprocess.run(
+        ["bash", "-c", "git init -q && git add README.md && git -c user.name=Ana"
+         " -c user.email=ana@example.com commit -qm notes && echo milk > todo.txt"],
+        cwd=notes, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    first, init, status, record, provenance, anonymous = [
+        body for _, _, marked, body in blocks(ROOT / "docs" / "format.md") if not marked
+    ]
+    cwd = run_session(first, home, env, env["HOME"])
+    cwd = run_session(init, cwd, env, env["HOME"])
+    assert cwd == notes
+    usage = [body for _, _, marked, body in blocks(ROOT / "docs" / "usage.md") if not marked]
+    run_session(usage[0], notes, env, env["HOME"])
+    for body in (status, record):
+        run_session(body, notes, env, env["HOME"])
+    archive = ["lantern", "memory", "archive", "ade2", "--reason", "moved to a monorepo"]
+    archived = subprocess.run(archive, cwd=notes, env=env, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+    assert archived.returncode == 0, archived.stderr
+    run_session(provenance, notes, env, env["HOME"])
+    user, host = getpass.getuser() or "lantern", socket.gethostname() or "localhost"
+    run_session(anonymous, notes, env, env["HOME"], {f"{user} <{user}@{host}>": "root <root@vm>"})
