@@ -54,6 +54,7 @@ RUNNERS = {
     ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
     ("docs/transfer.md", None): "test_docs_sessions.py::test_the_transfer_page_runs_as_written",
     ("docs/editing.md", None): "test_docs_sessions.py::test_the_editing_page_runs_as_written",
+    ("docs/history.md", None): "test_docs_sessions.py::test_the_history_page_runs_as_written",
     ("docs/format.md", None): "test_docs_sessions.py::test_the_format_page_runs_as_written",
     ("docs/evidence-inputs.md", None): (
         "test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
@@ -61,9 +62,7 @@ RUNNERS = {
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.
-NOT_YET_RUN = {
-    "docs/history.md": 6,
-}
+NOT_YET_RUN = {}
 
 
 def blocks(page: Path) -> list[tuple[int, tuple[str, ...], bool, str]]:
@@ -167,6 +166,14 @@ FILE_EPOCH = re.compile(r"((?:created_at|updated_at): )\d{10}")
 GIT_COMMIT = re.compile(r"^commit [0-9a-f]{40}$")
 GIT_DATE = re.compile(r"^Date: {3}\S.*$")
 GIT_BLOBS = re.compile(r"^index [0-9a-f]{7}\.\.[0-9a-f]{7}( \d{6})?$")
+# Lantern's own commit ids: ten digits in history, log and revert lines, forty in JSON.
+LANTERN_COMMIT = re.compile(
+    r"^(commit |reverted )?[0-9a-f]{10}(?=  | \()"
+    r"|(?<= as )[0-9a-f]{10}(?=:)|(?<=after )[0-9a-f]{10}"
+)
+JSON_COMMIT = re.compile(r'("(?:from|to|reverted|commit)": ")[0-9a-f]{40}"')
+# Seconds beside the time they spell, in a record shown as text.
+SHOWN_EPOCH = re.compile(r"(?<=\+00:00 )\(\d{10}\)$")
 
 
 def normalise(line: str, home: str) -> str:
@@ -181,6 +188,9 @@ def normalise(line: str, home: str) -> str:
     line = GIT_COMMIT.sub("commit <commit>", line)
     line = GIT_DATE.sub("Date:   <date>", line)
     line = GIT_BLOBS.sub(r"index <blob>..<blob>\1", line)
+    line = LANTERN_COMMIT.sub(lambda m: f"{m.group(1) or ''}<commit>", line)
+    line = JSON_COMMIT.sub(r'\1<commit>"', line)
+    line = SHOWN_EPOCH.sub("(<epoch>)", line)
     return CLOCK.sub(lambda m: "<time>".ljust(len(m.group())), line)
 
 
@@ -431,3 +441,13 @@ def test_the_format_page_runs_as_written(tmp_path):
     run_session(provenance, notes, env, env["HOME"])
     user, host = getpass.getuser() or "lantern", socket.gethostname() or "localhost"
     run_session(anonymous, notes, env, env["HOME"], {f"{user} <{user}@{host}>": "root <root@vm>"})
+
+
+def test_the_history_page_runs_as_written(tmp_path):
+    """On usage.md's store after editing.md's first two sessions, as the page says."""
+    env, cwd = usage_store(tmp_path)
+    for body in [body for _, _, marked, body in blocks(ROOT / "docs" / "editing.md")][:2]:
+        cwd = run_session(body, cwd, env, env["HOME"])
+    for _, _, marked, body in blocks(ROOT / "docs" / "history.md"):
+        assert not marked
+        cwd = run_session(body, cwd, env, env["HOME"])
