@@ -14,6 +14,8 @@ import json
 
 import click
 
+from lantern_git.cli.support import LanternGroup
+
 # Help is rendered at a fixed width so the page does not depend on the terminal that made it.
 WIDTH = 100
 
@@ -27,7 +29,9 @@ def _commands(
     ctx = click.Context(command, info_name=name, parent=parent, **settings)
     found = [(ctx.command_path, command, ctx)]
     if isinstance(command, click.Group):
-        for sub_name, sub in command.commands.items():
+        # lantern's own group loads its lazy commands here, in their registration order.
+        subs = command.every_command() if isinstance(command, LanternGroup) else command.commands
+        for sub_name, sub in subs.items():
             if not sub.hidden:
                 found.extend(_commands(sub, ctx, sub_name))
     return found

@@ -311,6 +311,40 @@ def test_the_parts_check_finds_a_planted_crossing():
     assert ("lantern_git.memory.records", "lantern_git.evidence.sources") in crossings(graph)
 
 
+# Inside the web app, the same rule: what the pages stand on (the start-up config, the
+# parameters, the guard, the library runner), the one wrapper that runs and renders a page,
+# the pages' own modules, and only then the app that wires them. A page's data never knows
+# the app, nor the wrapper the page it runs.
+WEB_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("web basics", ("web.config", "web.params", "web.security", "web.runner")),
+    ("page wrapper", ("web.pages",)),
+    ("pages", ("web.views",)),
+    ("app", ("web.app", "web")),
+)
+
+
+def web_arrows_up(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Upward imports between the web app's own modules."""
+    web = {m for m in graph if m == "lantern_git.web" or m.startswith("lantern_git.web.")}
+    inside = {m: graph[m] & web for m in web}
+    return upward_imports(inside, WEB_LAYERS, set())
+
+
+def test_the_web_app_s_modules_point_down_too():
+    assert sorted(web_arrows_up(import_graph(typing=True))) == []
+
+
+def test_the_web_layer_check_finds_a_planted_upward_import():
+    graph = import_graph(typing=True)
+    # The wrapper reaching for a page, a page's data for the app: both upward.
+    graph["lantern_git.web.pages"].add("lantern_git.web.views.records")
+    graph["lantern_git.web.views.source"].add("lantern_git.web.app")
+    assert web_arrows_up(graph) == {
+        ("lantern_git.web.pages", "lantern_git.web.views.records"),
+        ("lantern_git.web.views.source", "lantern_git.web.app"),
+    }
+
+
 def test_a_module_without_a_layer_is_named():
     with pytest.raises(ValueError, match=r"lantern_git\.newcomer has no layer"):
         layer_of("lantern_git.newcomer")

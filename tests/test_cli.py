@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from conftest import git, snapshot
 
 from lantern_git.cli import cli
+from lantern_git.cli.support import LanternGroup
 from lantern_git.core.fields import RECORD_KEYS
 from lantern_git.model.record import compute_id
 from lantern_git.model.record_file import record_path
@@ -260,7 +261,9 @@ def test_init_in_a_fresh_clone_registers_the_merge_driver_and_says_so(tmp_path, 
 
 
 def _commands(group: click.Group, prefix=()):
-    for name, command in group.commands.items():
+    # lantern's own group loads its lazy commands for this.
+    every = group.every_command() if isinstance(group, LanternGroup) else group.commands
+    for name, command in every.items():
         if isinstance(command, click.Group):
             yield from _commands(command, (*prefix, name))
         else:

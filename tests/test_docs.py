@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from lantern_git.cli import cli
+from lantern_git.cli.support import LanternGroup
 from lantern_git.mcp.server import ALL_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,9 @@ DOCS_AND_REFERENCES = "\n".join(page.read_text() for page in PAGES)
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     paths = []
-    for name, command in group.commands.items():
+    # lantern's own group loads its lazy commands for this.
+    every = group.every_command() if isinstance(group, LanternGroup) else group.commands
+    for name, command in every.items():
         if command.hidden:
             continue
         paths.append((*prefix, name))

@@ -12,6 +12,7 @@ from ..core.fields import DUPE_THRESHOLD, RECORD_KEYS, UNSET
 from . import render, support
 from .support import (
     LanternGroup,
+    LazyCommand,
     add_options,
     common,
     filter_options,
@@ -32,7 +33,37 @@ if TYPE_CHECKING:
     from ..store import Store
 
 
-@click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# The commands loaded when used (LanternGroup.load), in the order they register: name, module,
+# the first paragraph of the command's help (None: hidden). tests/test_help_startup.py holds
+# each summary to the command's own help and `lantern --help` to click's listing of the real
+# commands.
+LAZY_COMMANDS = {
+    "mcp": LazyCommand("mcp", "Serve lantern's memory tools over MCP on stdin/stdout."),
+    "clone": LazyCommand(
+        "sync", "Clone the store at URL into PATH and register its record merge driver."
+    ),
+    "sync": LazyCommand("sync", "Fetch from REMOTE, merge records field by field, push."),
+    "merge-file": LazyCommand("sync", None),
+    "source": LazyCommand(
+        "source", "Evidence: ingest, append, list, show, search and remove sources."
+    ),
+    "verify": LazyCommand(
+        "source", "Check every record's source: references; exit 4 if any does not hold."
+    ),
+    "review": LazyCommand(
+        "review", "Pending changes on review branches, record by record: fields old -> new."
+    ),
+    "serve": LazyCommand(
+        "serve", "Serve the store as a local web app: records, sources, review, changes, status."
+    ),
+}
+
+
+@click.group(
+    cls=LanternGroup,
+    lazy=LAZY_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @store_option
 @click.version_option(__version__, prog_name="lantern")
 @click.pass_context
@@ -414,26 +445,6 @@ def index_rebuild(as_json: bool, store_path: str | None) -> None:
 from . import lifecycle  # noqa: E402 - commands register onto the groups above
 
 lifecycle.register(cli, memory)
-
-from . import mcp  # noqa: E402
-
-mcp.register(cli, memory)
-
-from . import sync  # noqa: E402
-
-sync.register(cli, memory)
-
-from . import source  # noqa: E402
-
-source.register(cli, memory)
-
-from . import review  # noqa: E402
-
-review.register(cli, memory)
-
-from . import serve  # noqa: E402
-
-serve.register(cli, memory)
 
 
 # Where OpenBLAS (numpy's BLAS) takes its thread count, in the order it reads them.

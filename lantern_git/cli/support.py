@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -29,8 +29,64 @@ if TYPE_CHECKING:
     from .render import Output
 
 
+class LazyCommand(NamedTuple):
+    """A command a group loads when it is used: the module under ``lantern_git.cli`` whose
+    ``register(cli, memory)`` adds it, and the first paragraph of its help (None: hidden),
+    which ``--help`` lists without importing the module."""
+
+    module: str
+    summary: str | None
+
+
 class LanternGroup(click.Group):
-    """Maps lantern's typed errors and click's usage errors to the contract's exit codes."""
+    """Maps lantern's typed errors and click's usage errors to the contract's exit codes, and
+    loads the commands of ``lazy`` (name: :class:`LazyCommand`) only when one is used: click's
+    lazy-loading group pattern, so ``lantern --help`` and the commands that need none of them
+    do not pay for their modules."""
+
+    def __init__(self, *args: Any, lazy: dict[str, LazyCommand] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def load(self, module: str) -> None:
+        """Adds ``module``'s commands (once); they register onto this group and its
+        ``memory`` group, as when they were imported eagerly."""
+        names = [name for name, entry in self.lazy.items() if entry.module == module]
+        if all(name in self.commands for name in names):
+            return
+        import importlib
+
+        importlib.import_module(f"{__package__}.{module}").register(self, self.commands["memory"])
+
+    def every_command(self) -> MutableMapping[str, click.Command]:
+        """Every command, each lazy module loaded, in the order they registered before they
+        were lazy (the eager ones, then the modules in the table's order): the references
+        generated from the commands list them in that order."""
+        for entry in self.lazy.values():
+            self.load(entry.module)
+        return self.commands
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.load(self.lazy[cmd_name].module)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's listing, but a command not loaded yet is described by its table entry, whose
+        # summary click shortens exactly as it shortens the command's own help.
+        listed = [
+            (name, self.commands.get(name) or click.Command(
+                name, help=self.lazy[name].summary, hidden=self.lazy[name].summary is None))
+            for name in self.list_commands(ctx)
+        ]  # fmt: skip
+        shown = [(name, command) for name, command in listed if not command.hidden]
+        if shown:
+            limit = formatter.width - 6 - max(len(name) for name, _ in shown)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in shown])
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         # click suggests a command whose name is close (stauts: status); a name that is a
@@ -40,7 +96,7 @@ class LanternGroup(click.Group):
         except click.UsageError as err:
             nested = [
                 f"'lantern {name} {args[0]}'"
-                for name, group in sorted(self.commands.items())
+                for name, group in sorted(self.every_command().items())
                 if args and isinstance(group, click.Group) and not group.hidden
                 and args[0] in group.commands and not group.commands[args[0]].hidden
             ]  # fmt: skip

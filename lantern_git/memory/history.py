@@ -96,6 +96,20 @@ class RecordHistory:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "history": [entry.to_dict() for entry in self.entries]}
 
+    def replaced_by(self) -> list[str]:
+        """The records that superseded this one: the others a supersede commit named when it
+        set this record's status to superseded (sorted, each once)."""
+        return sorted(
+            {
+                other
+                for entry in self.entries
+                if entry.op == "supersede"
+                for other in entry.records
+                if other != self.id
+                and any(c.field == "status" and c.new == "superseded" for c in entry.changes)
+            }
+        )
+
 
 @dataclass
 class OperationLog:

@@ -12,9 +12,10 @@ limit on every listing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from starlette.datastructures import QueryParams
+from starlette.requests import Request
 
 from ..core.paging import Page
 from ..errors import InvalidInput
@@ -24,10 +25,21 @@ YES = "1"
 
 
 class Params:
-    """A request's query parameters, each read through the accessor of its type."""
+    """A request's query parameters (and its path's, such as a record id), each read through
+    the accessor of its type. A page's ``data`` takes one; a test builds it without HTTP:
+    ``Params(QueryParams("limit=5"), {"record_id": "..."})``."""
 
-    def __init__(self, query: QueryParams):
+    def __init__(self, query: QueryParams, path: Mapping[str, str] | None = None):
         self.query = query
+        self.path_params = dict(path or {})
+
+    @classmethod
+    def of(cls, request: Request) -> Params:
+        return cls(request.query_params, request.path_params)
+
+    def path(self, name: str) -> str:
+        """A part of the page's path (``/records/{record_id}``)."""
+        return self.path_params[name]
 
     def text(self, name: str, default: str = "") -> str:
         return self.query.get(name, default)

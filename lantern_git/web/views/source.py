@@ -1,0 +1,109 @@
+"""A source's page (``/sources/{source_id}``): a version of its text, its versions, and the
+records that cite it, each citation marked on the lines it covers in the version shown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...core.hidden import display_lines
+from ...errors import NotFound
+from ...model.query import RecordQuery
+from .shared import parsed_ref
+
+if TYPE_CHECKING:
+    from ...evidence.sources import RefCheck
+    from ...model.record import Record
+    from ...store import Store
+    from ..params import Params
+
+TEMPLATE = "source.html"
+
+
+@dataclass
+class Citation:
+    """One reference of a record to the source shown: its lines, and where they are in the
+    version shown (None when they are not in it)."""
+
+    record: Record
+    ref: str
+    blob: str | None
+    start: int | None
+    end: int | None
+    shown: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, record: Record, ref: str, check: RefCheck, blob: str, current: bool) -> Citation:
+        parsed = parsed_ref(ref)
+        start, end = (parsed.start, parsed.last) if parsed else (None, None)
+        shown: tuple[int, int] | None = None
+        if current:
+            # Verify's finding: the pinned text still at its lines, or where it moved to.
+            if check.problem == "ok" and start is not None:
+                shown = check.lines
+            elif check.problem == "drifted":
+                shown = check.moved_to
+        elif parsed is not None and parsed.blob and blob.startswith(parsed.blob):
+            shown = (start, end) if start is not None and end is not None else None
+        return cls(record, ref, parsed.blob if parsed else None, start, end, shown)
+
+
+@dataclass
+class SourceContext:
+    view: Any
+    source_id: str
+    # The blob of the version shown ("" when its reference names none).
+    blob: str
+    versions: dict[str, str]
+    citations: list[Citation]
+    # The text shown, line by line, and the records citing each line number.
+    lines: list[str]
+    cited: dict[int, list[str]]
+
+
+def data(store: Store, params: Params) -> SourceContext:
+    version = params.optional("version")
+    source_id = store.sources.resolve(params.path("source_id"))
+    wanted = f"source:{source_id}@{version}" if version else source_id
+    view = store.sources.body(wanted)
+    shown = parsed_ref(view.ref or "")
+    blob = shown.blob or "" if shown is not None else ""
+    current = version is None or _is_current(store, source_id, view.ref)
+    citing = store.list(RecordQuery(status="all", include_expired=True, cites=source_id))
+    citations = [
+        Citation.of(record, ref, check, blob, current)
+        for record in citing
+        for ref, check in store.sources.check_refs(record)
+        if check is not None and _cites(ref, source_id)
+    ]
+    return SourceContext(
+        view=view,
+        source_id=source_id,
+        blob=blob,
+        versions=store.sources.versions(source_id),
+        citations=citations,
+        lines=display_lines(view.text) if view.text else [],
+        cited=cited_lines(citations),
+    )
+
+
+def cited_lines(citations: list[Citation]) -> dict[int, list[str]]:
+    """Each line number of the version shown that a citation covers, with the citing records."""
+    cited: dict[int, list[str]] = {}
+    for citation in citations:
+        if citation.shown is not None:
+            for number in range(citation.shown[0], citation.shown[1] + 1):
+                cited.setdefault(number, []).append(citation.record.id)
+    return cited
+
+
+def _is_current(store: Store, source_id: str, ref: str | None) -> bool:
+    try:
+        return store.sources.body(source_id).ref == ref
+    except NotFound:  # removed: only pinned versions are left
+        return False
+
+
+def _cites(ref: str, source_id: str) -> bool:
+    parsed = parsed_ref(ref)
+    return parsed is not None and parsed.source_id == source_id

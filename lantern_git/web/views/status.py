@@ -1,0 +1,96 @@
+"""The status page (``/status``): the store's status, the files the indexes could not read,
+verify's report and the review list."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ...review import ReviewList
+    from ...store import Store
+    from ..params import Params
+
+T = TypeVar("T")
+TEMPLATE = "status.html"
+
+
+class Kept:
+    """One answer kept for the state it was computed from: asked again with the same state,
+    the kept answer; with another, computed afresh. For the status page's costly reads whose
+    answer only a commit can change (their state is a tree or the refs, read in microseconds)."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[object, Any] | None = None
+        self._lock = threading.Lock()
+
+    def answer(self, state: object, compute: Callable[[], T]) -> T:
+        with self._lock:
+            kept = self._kept
+        if kept is not None and kept[0] == state:
+            answer: T = kept[1]
+            return answer
+        made = compute()
+        with self._lock:
+            self._kept = (state, made)
+        return made
+
+
+@dataclass
+class StatusMemo:
+    """What a server keeps between loads of the page. Verify reads every citing record and
+    source (136 ms a load at 5,100 records), the review list diffs every review branch (140 ms
+    at 10,000 records and 20 pending): kept for the commit tree and the refs they were read
+    from. Uncommitted hand edits show in verify once committed."""
+
+    verified: Kept = field(default_factory=Kept)
+    reviewed: Kept = field(default_factory=Kept)
+
+
+@dataclass
+class StatusContext:
+    info: dict[str, Any]
+    # Every record and source file the indexes could not read: ``path:line: what is wrong``.
+    broken: list[str]
+    report: Any
+    review: ReviewList
+    # A read-only server with a cut-off write left unrepaired.
+    recovery: bool
+
+
+def data(store: Store, params: Params, memo: StatusMemo | None = None) -> StatusContext:
+    """The page's context; with ``memo`` (the server's), the costly parts as kept."""
+    memo = memo or StatusMemo()
+    info = store.status()
+    return StatusContext(
+        info=info,
+        broken=_broken_files(store),
+        report=memo.verified.answer(_tree_of(store, info["head"]), store.sources.verify),
+        review=memo.reviewed.answer(_refs_of(store), store.review_list),
+        recovery=store.read_only and store.recovery_pending,
+    )
+
+
+def _tree_of(store: Store, head: str | None) -> str:
+    """The tree id of commit ``head`` (empty for none): what verify's answer depends on."""
+    import pygit2
+
+    return str(store.git.repo[head].peel(pygit2.Commit).tree_id) if head else ""
+
+
+def _refs_of(store: Store) -> tuple[tuple[str, str], ...]:
+    """Every branch and its commit: what the review list depends on."""
+    repo = store.git.repo
+    found = []
+    for name in repo.references:
+        target = repo.references[name].resolve().target
+        found.append((name, str(target)))
+    return tuple(sorted(found))
+
+
+def _broken_files(store: Store) -> list[str]:
+    records = store.refresh().broken.values()
+    sources = (str(problem) for problem in store.chunks.refresh().broken.values())
+    return sorted([*records, *sources])
