@@ -64,6 +64,20 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
 
 
 @cli.command()
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@writer
+def migrate(dry_run: bool, as_json: bool, store_path: str | None, author: str | None) -> None:
+    """Bring the store to the newest format in one commit (Lantern-Op: migrate).
+
+    Refuses uncommitted changes; run it again and nothing happens. Every host of a synced
+    store migrates (lantern sync refuses to merge stores of different formats).
+    """
+    store = support.open_store(store_path, author)
+    report = store.workspace.migrate(dry_run=dry_run)
+    render.emit(report.to_dict(), as_json, render.migrate_lines)
+
+
+@cli.command()
 @common
 def status(as_json: bool, store_path: str | None) -> None:
     """Store path, format, record counts, index state, branch and upstream."""

@@ -507,6 +507,21 @@ def init_lines(value: dict[str, Any]) -> list[str]:
     return [f"Initialized lantern store in {value['path']}"]
 
 
+def migrate_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern migrate``: what it did, or with --dry-run would do."""
+    if value["up_to_date"]:
+        return [f"store format {value['to']}: up to date, nothing to migrate"]
+    head = "would migrate" if value["dry_run"] else "migrated"
+    lines = [f"{head} store format {value['from']} -> {value['to']}"]
+    lines += [f"  step {step['format']}: {step['description']}" for step in value["steps"]]
+    lines += [f"  changes {path}" for path in value["files"]]
+    if value["commit"]:
+        lines.append(f"commit {value['commit'][:7]}")
+    elif value["dry_run"]:
+        lines.append("nothing was changed (run lantern migrate to do it)")
+    return lines
+
+
 def clone_lines(result: CloneResult) -> list[str]:
     """``lantern clone``: where the store went and what its git config got."""
     records = f"{result.records} record" + ("" if result.records == 1 else "s")

@@ -88,10 +88,13 @@ def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
     from ..model.record_merge import MergeError, expected_id, merge_records
     from ..model.source import parse_source_path
+    from ..workspace.migrations import MARKER
 
     source = parse_source_path(path) if path else None
     if source is not None:
         return _merge_source_file(base, ours, theirs, path or "", *source)
+    if path == MARKER:
+        return _merge_marker(base, ours, theirs)
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.
         result = subprocess.run(
@@ -144,6 +147,35 @@ def _merge_source_file(
     if result is None:
         return 1
     _write(ours, result)
+    return 0
+
+
+def _merge_marker(base: str, ours: str, theirs: str) -> int:
+    """``lantern.yaml``: two stores of different formats are never merged (the result would
+    hold one format's files under the other's marker), so a plain ``git pull`` stops here as
+    ``lantern sync`` does, naming ``lantern migrate``; same formats: git's line merge."""
+    from ..errors import StoreError
+    from ..workspace.migrations import MARKER, read_format
+
+    try:
+        mine, other = (read_format(_read(name), MARKER) for name in (ours, theirs))
+    except (OSError, StoreError) as err:
+        sys.stderr.write(f"lantern merge driver: {MARKER}: {err}\n")
+        return 1
+    if mine != other:
+        older = "this store" if mine < other else "the other store"
+        sys.stderr.write(
+            f"lantern merge driver: {MARKER}: this store is format {mine} and the other is "
+            f"format {other}; lantern merges only stores of the same format: run lantern "
+            f"migrate in {older} first (git merge --abort undoes this merge)\n"
+        )
+        return 1
+    result = subprocess.run(
+        ["git", "merge-file", "-p", ours, base, theirs], capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        return 1
+    _write(ours, result.stdout)
     return 0
 
 
