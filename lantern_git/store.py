@@ -28,6 +28,7 @@ from .workspace.workspace import MARKER, Workspace, locate_store
 
 if TYPE_CHECKING:
     from .core.config import StoreSettings
+    from .entities.entities import Entities
     from .evidence.sources import Sources
     from .git.repo import GitRepo
     from .index.chunks import ChunkIndex
@@ -135,6 +136,7 @@ class Store:
         )
         self.records = Records(self.workspace, lambda: self.sources, self._pending_versions)
         self._sources: Sources | None = None
+        self._entities: Entities | None = None
         # Set by :meth:`clone`: what the clone set up.
         self.cloned: CloneResult | None = None
 
@@ -223,6 +225,18 @@ class Store:
 
             self._sources = Sources(self.workspace, _EveryRecord(self.records))
         return self._sources
+
+    @property
+    def entities(self) -> Entities:
+        """The store's entities: add, update, rename, list, show
+        (:class:`~lantern_git.entities.entities.Entities`); a rename rewrites the records that
+        name the old key through :class:`~lantern_git.memory.mentions.RecordMentions`."""
+        if self._entities is None:
+            from .entities.entities import Entities
+            from .memory.mentions import RecordMentions
+
+            self._entities = Entities(self.workspace, RecordMentions())
+        return self._entities
 
     def _pending_versions(self) -> Mapping[str, Record | None]:
         """What the records read with ``include_pending``: every record a review branch

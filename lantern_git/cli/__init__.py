@@ -444,6 +444,10 @@ from . import serve  # noqa: E402
 
 serve.register(cli, memory)
 
+from . import entity  # noqa: E402
+
+entity.register(cli, memory)
+
 
 # Where OpenBLAS (numpy's BLAS) takes its thread count, in the order it reads them.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")

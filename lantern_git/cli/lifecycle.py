@@ -109,11 +109,14 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     @click.pass_context
     def check(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
-        """Validate every record file; exit 4 if any is invalid.
+        """Validate every record and entity file; exit 4 if any is invalid.
 
         Problems are printed as path:line: message. Usable as a pre-commit hook.
         """
-        report = support.open_store(store_path).check()
+        store = support.open_store(store_path)
+        report = store.check()
+        report.problems.extend(store.entities.check())
+        report.checked += len(store.entities.paths())
         render.emit(report, as_json, render.check_lines)
         if not report.ok:
             if not as_json:

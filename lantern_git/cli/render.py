@@ -507,6 +507,28 @@ def init_lines(value: dict[str, Any]) -> list[str]:
     return [f"Initialized lantern store in {value['path']}"]
 
 
+def entity_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern entity show``: the entity, then its notes."""
+    lines = [f"{value['key']}  {value['name']}"]
+    if value["aliases"]:
+        lines.append("aliases: " + ", ".join(value["aliases"]))
+    if value["description"]:
+        lines.append("description: " + value["description"])
+    if value["notes"]:
+        lines += ["", value["notes"]]
+    return lines
+
+
+def entity_written(verb: str) -> Callable[[dict[str, Any]], list[str]]:
+    """``lantern entity add|update|rename``: one line, ``<verb> KEY  NAME``."""
+    return lambda value: [f"{verb} {value['key']}  {value['name']}"]
+
+
+def entity_list_lines(values: list[dict[str, Any]]) -> list[str]:
+    """``lantern entity list``: one line per entity."""
+    return [f"{value['key']}  {value['name']}" for value in values]
+
+
 def migrate_lines(value: dict[str, Any]) -> list[str]:
     """``lantern migrate``: what it did, or with --dry-run would do."""
     if value["up_to_date"]:
