@@ -99,9 +99,13 @@ def _emit_record(
     render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
 
+_ENTITY_HELP = "An entity the record is about, TYPE:NAME (repeatable; store format 2)."
+
+
 @memory.command("add")
 @click.argument("content")
 @add_options()
+@click.option("--entity", "entities", multiple=True, metavar="KEY", help=_ENTITY_HELP)
 @reason_option
 @click.option("--quiet", "-q", is_flag=True, help="Print only the record's id (for scripts).")
 @writer
@@ -114,6 +118,7 @@ def memory_add(
     confidence,
     expires_at,
     source_refs,
+    entities,
     reason,
     quiet,
     as_json,
@@ -131,6 +136,7 @@ def memory_add(
         confidence=confidence,
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
+        entities=entities,
     )
     written = store.written(
         store.add, read_content(content), kind=kind, scope=scope, reason=reason, **options
@@ -357,6 +363,10 @@ def memory_supersede(
 @click.option("--confidence", type=float, default=None, metavar="F", help="0.0-1.0.")
 @click.option("--expires-at", default=None, metavar="T|none", help="A time, or none to clear.")
 @click.option("--add-source-ref", "add_source_refs", multiple=True, metavar="REF")
+@click.option("--entity", "add_entities", multiple=True, metavar="KEY", help=_ENTITY_HELP)
+@click.option(
+    "--remove-entity", "remove_entities", multiple=True, metavar="KEY", help="Repeatable."
+)
 @reason_option
 @writer
 def memory_update(
@@ -366,12 +376,14 @@ def memory_update(
     confidence: float | None,
     expires_at: str | None,
     add_source_refs: tuple[str, ...],
+    add_entities: tuple[str, ...],
+    remove_entities: tuple[str, ...],
     reason: str | None,
     as_json: bool,
     store_path: str | None,
     author: str | None,
 ) -> None:
-    """Change a record's priority, urgency, confidence, expiry or source refs."""
+    """Change a record's priority, urgency, confidence, expiry, source refs or entities."""
     from ..core.timespec import parse_expiry
 
     # An option left out is None to click; to update it means "keep", as UNSET.
@@ -385,6 +397,8 @@ def memory_update(
         confidence=confidence,
         expires_at=expiry,
         add_source_refs=add_source_refs,
+        add_entities=add_entities,
+        remove_entities=remove_entities,
         reason=reason,
     )
     _emit_record(store, written, as_json, "updated" if written.commit else "unchanged")

@@ -191,7 +191,7 @@ def record_lines(record: Record) -> list[str]:
             continue
         if key in ("created_at", "updated_at", "expires_at"):
             value = f"{value} ({when(value)} UTC)"
-        elif key == "source_refs":
+        elif key in ("source_refs", "entities"):
             value = ", ".join(value)
         elif key == "pending":
             value = "yes: awaits review on a review branch (lantern review)"

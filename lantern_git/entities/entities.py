@@ -43,7 +43,7 @@ class Mentions(Protocol):
     ``old`` (their ``entities`` field, and ``[[old]]`` links), read through ``tx``."""
 
     def renamed(
-        self, tx: WriteTransaction, old: str, labels: Iterable[str], new: str
+        self, tx: WriteTransaction, old: str, new: str
     ) -> tuple[dict[str, bytes], builtins.list[str]]:
         """(path -> new bytes, the ids of the records changed)."""
         ...
@@ -203,18 +203,18 @@ class Entities:
                     f"entity {new} exists ({new_path}); rename to a free key",
                     code="entity_exists",
                 )
-            old_name = old.split(":", 1)[1]
-            default_name = current.name.lower() == old_name
+            # The name stays (it is how text calls the entity; entity update changes it), and
+            # the old key becomes an alias, so [[OLD]] links elsewhere still find it.
             moved = current.evolve(
                 key=new,
-                name=new.split(":", 1)[1] if default_name else current.name,
-                aliases=check_aliases([*current.aliases, current.name, old]),
-                updated_at=max(int(time.time()), current.updated_at),
+                aliases=check_aliases([*current.aliases, old]),
+                # updated_at stays: the commit dates the move, and every line left as it was
+                # helps git see a rename (git log --follow needs the file half unchanged).
             )
             records: dict[str, bytes] = {}
             record_ids: builtins.list[str] = []
             if self.mentions is not None:
-                records, record_ids = self.mentions.renamed(tx, old, current.labels, new)
+                records, record_ids = self.mentions.renamed(tx, old, new)
             _refuse_hand_edit(tx, [old_path, new_path])
             files: dict[str, bytes | None] = {old_path: None, **records}
             files[new_path] = moved.to_markdown().encode("utf-8")

@@ -1095,6 +1095,7 @@ def _digest_key(digest: str) -> int:
 def _record(doc: str) -> Record:
     data = json.loads(doc)
     data["source_refs"] = tuple(data["source_refs"])
+    data["entities"] = tuple(data.get("entities", ()))
     return Record(**data)
 
 

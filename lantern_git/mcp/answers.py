@@ -57,6 +57,7 @@ class Record(Closed):
     expires_at: Annotated[int | None, _stored("expires_at")]
     supersedes_id: Annotated[str | None, _stored("supersedes_id")]
     source_refs: Annotated[list[str], _stored("source_refs")]
+    entities: Annotated[list[str], _stored("entities")]
     content: Annotated[str, _stored("content")]
 
 

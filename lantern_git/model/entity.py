@@ -20,85 +20,26 @@ from typing import Any
 
 import yaml
 
-from ..core.fields import MAX_SCOPE_CHARS
 from ..errors import ValidationError
-from .record import FENCE, split_front_matter, validate_scope
+from .entity_keys import (  # noqa: F401 - the keys' rules, re-exported beside the entity's
+    ENTITIES_DIR,
+    ENTITY_FORMAT,
+    ENTITY_SUFFIX,
+    MERGE_PATTERN,
+    check_key,
+    entity_path,
+    key_of_path,
+    links_in,
+    parse_key,
+)
+from .record import FENCE, split_front_matter
 
-ENTITIES_DIR = "entities"
-ENTITY_SUFFIX = ".md"
-MERGE_PATTERN = f"{ENTITIES_DIR}/**/*{ENTITY_SUFFIX}"
-# The store format entities need (workspace/migrations.py).
-ENTITY_FORMAT = 2
 MAX_NAME_CHARS = 200
 MAX_ALIASES = 100
 MAX_DESCRIPTION_CHARS = 2000
 MAX_NOTES_BYTES = 65536
-# A file name's part of a key: most file systems allow 255 bytes per name, with ".md".
-MAX_NAME_BYTES = 240
 FIELDS = ("key", "name", "aliases", "description", "created_at", "updated_at")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
-
-
-def parse_key(value: Any) -> tuple[str, str]:
-    """(type, name) of an entity key, lower-cased; :class:`ValidationError` (``invalid_entity``)
-    for anything that is not a safe ``TYPE:NAME``."""
-    if not isinstance(value, str):
-        raise _fail("key", f"must be a string TYPE:NAME, got {type(value).__name__}")
-    key = value.strip().lower()
-    try:
-        validate_scope(key)
-    except ValidationError:
-        raise _fail(
-            "key",
-            "must be TYPE:NAME (person:ana, project:beta) without whitespace, control "
-            f"characters or '*', at most {MAX_SCOPE_CHARS} characters; got {value[:80]!r}",
-        ) from None
-    if key == "global":
-        raise _fail("key", "must be TYPE:NAME (person:ana); 'global' names no entity")
-    kind, name = key.split(":", 1)
-    for part in (kind, name):
-        if "/" in part or "\\" in part or part.startswith(".") or ":" in part:
-            raise _fail(
-                "key",
-                "a key's type and name become a folder and a file name: no '/', '\\', ':' "
-                f"in them and no leading '.'; got {value[:80]!r}",
-            )
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise _fail("key", f"the name part is longer than {MAX_NAME_BYTES} bytes of UTF-8")
-    return kind, name
-
-
-def check_key(value: Any) -> str:
-    """The key, validated and lower-cased."""
-    kind, name = parse_key(value)
-    return f"{kind}:{name}"
-
-
-def entity_path(key: str) -> str:
-    """``entities/<type>/<name>.md``: the one place a key becomes a path."""
-    kind, name = parse_key(key)
-    return f"{ENTITIES_DIR}/{kind}/{name}{ENTITY_SUFFIX}"
-
-
-def key_of_path(path: str) -> str | None:
-    """The key a path under ``entities/`` holds, or None when it is not an entity file's."""
-    parts = path.split("/")
-    if len(parts) != 3 or parts[0] != ENTITIES_DIR or not parts[2].endswith(ENTITY_SUFFIX):
-        return None
-    try:
-        key = check_key(f"{parts[1]}:{parts[2][: -len(ENTITY_SUFFIX)]}")
-    except ValidationError:
-        return None
-    return key if entity_path(key) == path else None
-
-
-def links_in(text: str) -> list[str]:
-    """The targets of ``[[...]]`` links in ``text``, lower-cased, in order, each once."""
-    seen: dict[str, None] = {}
-    for match in _LINK.finditer(text):
-        seen.setdefault(" ".join(match.group(1).split()).lower(), None)
-    return [target for target in seen if target]
 
 
 def _fail(name: str, message: str, line: int | None = None) -> ValidationError:

@@ -1,0 +1,146 @@
+"""Records name entities (their ``entities`` field, ``--entity``), and a rename rewrites them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import git, lantern, snapshot
+from format1_support import unpack_format1
+
+from lantern_git.model.record import Record
+from lantern_git.model.record_merge import merge_records
+
+
+def run(store, *args, env=None):
+    result = lantern("--store", str(store), *args, "--json", env=env)
+    out = result.stdout if result.stdout.strip() else result.stderr
+    return result, (json.loads(out) if out.strip() else None)
+
+
+def add(store, content, *entities):
+    args = [arg for key in entities for arg in ("--entity", key)]
+    result, record = run(store, "memory", "add", content, "--kind", "fact", *args)
+    assert result.returncode == 0, result.stderr
+    return record
+
+
+def record_file(store, record_id) -> str:
+    return (store / "memory" / record_id[:2] / f"{record_id}.md").read_text()
+
+
+def test_memory_add_and_update_name_entities_lower_cased_and_once(store_path):
+    record = add(
+        store_path, "Ana owns the Beta release.", "Person:Ana", "project:beta", "person:ana"
+    )
+    assert record["entities"] == ["person:ana", "project:beta"]
+    assert "entities:\n- person:ana\n- project:beta\n---\n" in record_file(store_path, record["id"])
+    result, updated = run(
+        store_path, "memory", "update", record["id"], "--entity", "host:zettabyte",
+        "--remove-entity", "PROJECT:beta",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert updated["entities"] == ["person:ana", "host:zettabyte"]
+    # A key that does not parse is refused, and nothing is written.
+    before = snapshot(store_path)
+    result, refused = run(store_path, "memory", "update", record["id"], "--entity", "person:../x")
+    assert result.returncode == 2 and "entities" in refused["error"]["message"]
+    assert snapshot(store_path) == before
+    # A record naming none has an empty list in its JSON.
+    plain = add(store_path, "No one in particular.")
+    assert plain["entities"] == [] and "entities" not in record_file(store_path, plain["id"])
+
+
+def test_in_a_format1_store_records_show_no_entities_and_naming_one_needs_migration(tmp_path):
+    beta = unpack_format1(tmp_path).beta
+    result, records = run(beta, "memory", "list")
+    assert result.returncode == 0 and records and all(r["entities"] == [] for r in records)
+    before = snapshot(beta)
+    result, refused = run(beta, "memory", "add", "Ana again", "--kind", "fact", "--entity", "p:a")
+    assert result.returncode == 2 and refused["error"]["code"] == "needs_migration"
+    result, refused = run(beta, "memory", "update", records[0]["id"], "--entity", "p:a")
+    assert result.returncode == 2 and refused["error"]["code"] == "needs_migration"
+    assert snapshot(beta) == before
+
+
+def test_sync_merges_records_entities_as_a_set():
+    base = Record.new(kind="fact", content="Ana owns the release.")
+    base = base.evolve(entities=("person:ana",), created_at=100, updated_at=100)
+    ours = base.evolve(entities=("person:ana", "project:beta"), updated_at=200)
+    theirs = base.evolve(entities=("host:zettabyte",), updated_at=300)
+    merged = merge_records(base.to_markdown(), ours.to_markdown(), theirs.to_markdown())
+    # The union, the base's keys first: one side's additions never drop the other's.
+    assert merged.record.entities == ("person:ana", "host:zettabyte", "project:beta")
+    both = merge_records(None, ours.to_markdown(), theirs.to_markdown())
+    assert set(both.record.entities) == {"person:ana", "project:beta", "host:zettabyte"}
+
+
+def test_rename_moves_the_file_rewrites_the_records_and_keeps_the_old_name(store_path):
+    result, _ = run(store_path, "entity", "add", "person:ana", "--name", "Ana", "--alias", "A.")
+    assert result.returncode == 0, result.stderr
+    named = add(store_path, "Ana owns the Beta release.", "person:ana", "project:beta")
+    linked = add(store_path, "Met [[Person:Ana]] and [[A.]] at the offsite.")
+    other = add(store_path, "Nothing about her.", "project:beta")
+    other_before = record_file(store_path, other["id"])
+    head = git(store_path, "rev-parse", "HEAD").strip()
+
+    result, renamed = run(store_path, "entity", "rename", "person:ana", "person:ana-garcia")
+    assert result.returncode == 0, result.stderr
+    assert renamed["key"] == "person:ana-garcia" and renamed["name"] == "Ana"
+    assert "person:ana" in renamed["aliases"] and "A." in renamed["aliases"]
+    # One commit, with its trailers, and nothing else changed.
+    assert git(store_path, "rev-parse", "HEAD~1").strip() == head
+    message = git(store_path, "log", "-1", "--format=%B")
+    assert "Lantern-Op: entity-rename\n" in message
+    assert "Lantern-Entity: person:ana\n" in message
+    assert "Lantern-Entity: person:ana-garcia\n" in message
+    assert not (store_path / "entities" / "person" / "ana.md").exists()
+    _, shown = run(store_path, "memory", "show", named["id"])
+    assert shown["entities"] == ["person:ana-garcia", "project:beta"]
+    _, shown = run(store_path, "memory", "show", linked["id"])
+    assert shown["content"] == "Met [[person:ana-garcia]] and [[A.]] at the offsite."
+    assert shown["id"] == linked["id"]
+    assert record_file(store_path, other["id"]) == other_before
+    assert git(store_path, "status", "--porcelain") == ""
+    # History follows the file through the move.
+    follow = git(
+        store_path, "log", "--follow", "--format=%s", "--", "entities/person/ana-garcia.md"
+    )
+    assert [line.split()[0] for line in follow.splitlines()] == ["entity-rename", "entity-add"]
+    result, _taken = run(store_path, "entity", "rename", "person:ana-garcia", "project:beta")
+    assert result.returncode == 0  # project:beta has no file: a mention, free to take
+    result, refused = run(store_path, "entity", "rename", "person:nobody", "person:x")
+    assert result.returncode == 3 and refused["error"]["code"] == "not_found"
+
+
+def test_a_rename_racing_record_writes_loses_neither(store_path):
+    """Writers hold the store one at a time: updates of records naming the key, run while the
+    rename runs, all land, and no record is left naming the old key."""
+    assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
+    ids = [add(store_path, f"Ana fact {n}.", "person:ana")["id"] for n in range(6)]
+    script = (
+        "import subprocess, sys\n"
+        "for round in range(4):\n"
+        "    for rid in sys.argv[2:]:\n"
+        "        r = subprocess.run([sys.executable, '-m', 'lantern_git', '--store', sys.argv[1],"
+        " 'memory', 'update', rid, '--priority', str(60 + round)], capture_output=True)\n"
+        "        assert r.returncode == 0, r.stderr\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script, str(store_path), *ids])
+    time.sleep(0.5)
+    result, _ = run(store_path, "entity", "rename", "person:ana", "person:ana-garcia")
+    assert result.returncode == 0, result.stderr
+    assert writer.wait(timeout=180) == 0
+    for record_id in ids:
+        _, record = run(store_path, "memory", "show", record_id)
+        assert record["entities"] == ["person:ana-garcia"], record_id
+        assert record["priority"] == 63
+    assert git(store_path, "status", "--porcelain") == ""
+    assert (
+        git(store_path, "log", "--format=%s", "--grep=^Lantern-Op: entity-rename").count(
+            "entity-rename"
+        )
+        == 1
+    )
