@@ -32,6 +32,7 @@ from .git.remote import (
     resolve_target,
     run_git,
 )
+from .model.entity_keys import ENTITIES_DIR
 from .model.record_file import MEMORY_DIR, expected_id
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches
 from .model.source import SOURCES_DIR
@@ -359,7 +360,8 @@ class _Sync:
         refuse_uncommitted(
             self.git,
             counts_untracked=lambda path: (
-                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/")) or path == "lantern.yaml"
+                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/", ENTITIES_DIR + "/"))
+                or path == "lantern.yaml"
             ),
         )
 

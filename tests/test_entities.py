@@ -158,3 +158,51 @@ def test_review_mode_applies_to_entity_writes(store_path):
     branch = "lantern/review/agent"
     assert "- A." in git(store_path, "show", f"{branch}:entities/person/ana.md")
     assert "Lantern-Op: entity-update" in git(store_path, "log", "-1", "--format=%B", branch)
+
+
+# ---------------------------------------------------------------------------- two hosts
+
+
+def _two_hosts(tmp_path):
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(hub))
+    a = tmp_path / "a"
+    git(tmp_path, "init", "-q", "--initial-branch=main", str(a))
+    assert lantern("init", str(a)).returncode == 0
+    git(a, "remote", "add", "origin", str(hub))
+    result, _ = run(a, "entity", "add", "person:ana", "--name", "Ana", "--alias", "A.")
+    assert result.returncode == 0, result.stderr
+    assert run(a, "sync")[0].returncode == 0
+    b = tmp_path / "b"
+    assert lantern("clone", str(hub), str(b)).returncode == 0
+    return a, b
+
+
+def test_sync_merges_an_entity_both_hosts_changed_field_by_field(tmp_path):
+    a, b = _two_hosts(tmp_path)
+    assert run(a, "entity", "update", "person:ana", "--alias", "Ana G.")[0].returncode == 0
+    result, _ = run(
+        b, "entity", "update", "person:ana", "--alias", "A. García",
+        "--description", "Leads Beta",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert run(a, "sync")[0].returncode == 0
+    result, _ = run(b, "sync")
+    assert result.returncode == 0, result.stderr
+    assert run(a, "sync")[0].returncode == 0
+    for host in (a, b):
+        _, ana = run(host, "entity", "show", "person:ana")
+        assert set(ana["aliases"]) == {"A.", "Ana G.", "A. García"}
+        assert ana["description"] == "Leads Beta"
+        assert git(host, "status", "--porcelain") == ""
+
+
+def test_a_plain_git_pull_merges_entity_files_through_the_driver(tmp_path):
+    a, b = _two_hosts(tmp_path)
+    assert run(a, "entity", "update", "person:ana", "--alias", "Ana G.")[0].returncode == 0
+    git(a, "push", "-q", "origin", "main")
+    assert run(b, "entity", "update", "person:ana", "--alias", "A. García")[0].returncode == 0
+    git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    _, ana = run(b, "entity", "show", "person:ana")
+    assert set(ana["aliases"]) == {"A.", "Ana G.", "A. García"}
+    assert "<<<<" not in (b / "entities" / "person" / "ana.md").read_text()
