@@ -206,3 +206,42 @@ def test_a_plain_git_pull_merges_entity_files_through_the_driver(tmp_path):
     _, ana = run(b, "entity", "show", "person:ana")
     assert set(ana["aliases"]) == {"A.", "Ana G.", "A. García"}
     assert "<<<<" not in (b / "entities" / "person" / "ana.md").read_text()
+
+
+# ---------------------------------------------------------------------------- export and import
+
+
+def test_export_and_import_carry_entities(store_path, tmp_path):
+    result, _ = run(store_path, "entity", "add", "person:ana", "--name", "Ana", "--alias", "A.")
+    assert result.returncode == 0, result.stderr
+    notes = store_path / "entities" / "person" / "ana.md"
+    notes.write_text(notes.read_text() + "Met at the offsite.\n")
+    git(store_path, "commit", "-qam", "notes by hand")
+    result = lantern("--store", str(store_path), "export")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    entity = next(line["entity"] for line in lines if "entity" in line)
+    assert entity["key"] == "person:ana" and entity["notes"] == "Met at the offsite."
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    assert lantern("init", str(other)).returncode == 0
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(result.stdout)
+    result, imported = run(other, "import", str(exported))
+    assert result.returncode == 0, result.stderr
+    assert imported["entities"] == ["person:ana"]
+    assert "Lantern-Entity: person:ana" in git(other, "log", "-1", "--format=%B")
+    assert (other / "entities" / "person" / "ana.md").read_text() == notes.read_text()
+    # Again: nothing new, no commit.
+    result, again = run(other, "import", str(exported))
+    assert again["entities"] == [] and again["commit"] is None
+
+
+def test_importing_entities_into_a_format1_store_needs_migration(tmp_path):
+    beta = unpack_format1(tmp_path).beta
+    line = {"entity": {"key": "person:ana", "created_at": 1, "updated_at": 1}}
+    before = snapshot(beta)
+    result = lantern("--store", str(beta), "import", "-", "--json", input=json.dumps(line) + "\n")
+    assert result.returncode == 2
+    assert json.loads(result.stderr)["error"]["code"] == "needs_migration"
+    assert snapshot(beta) == before

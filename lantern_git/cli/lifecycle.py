@@ -145,7 +145,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @cli.command("export")
     @common
     def export(as_json, store_path) -> None:
-        """Every record, any status, then every source, as JSON Lines, in id order.
+        """Every record, any status, then every source and entity, as JSON Lines, in id order.
 
         A record is its object; a source is {"source": manifest, "ext", "body"} (its current
         version). A file that cannot be read is skipped with a warning, and the export then
@@ -162,12 +162,19 @@ def register(cli: click.Group, memory: click.Group) -> None:
             out.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
         for source in export.sources():
             out.write(json.dumps(source.to_dict(), ensure_ascii=False) + "\n")
+        for entity in export.entities():
+            out.write(json.dumps(entity.to_line(), ensure_ascii=False) + "\n")
         if export.skipped:
             sources = sum(1 for p in export.skipped if p.path.startswith("sources/"))
-            count = len(export.skipped) - sources
+            entities = sum(1 for p in export.skipped if p.path.startswith("entities/"))
+            count = len(export.skipped) - sources - entities
             what = f"{count} record file{'s' if count != 1 else ''}" if count else ""
             if sources:
                 what += (" and " if what else "") + f"{sources} source{'s' if sources != 1 else ''}"
+            if entities:
+                what += (" and " if what else "") + (
+                    f"{entities} entity file{'s' if entities != 1 else ''}"
+                )
             raise CheckFailed(
                 f"the export left out {what} that cannot be read (named above; lantern check "
                 "says why); everything else was written"

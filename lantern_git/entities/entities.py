@@ -11,21 +11,20 @@ review mode; each one first asks the workspace for store format 2 (``needs_migra
 from __future__ import annotations
 
 import builtins
-import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidInput, NotFound, ValidationError
 from ..model.entity import (
-    ENTITIES_DIR,
     ENTITY_FORMAT,
-    ENTITY_SUFFIX,
     Entity,
     check_aliases,
     check_key,
+    entity_file_paths,
     entity_path,
-    key_of_path,
+    iter_entity_files,
+    parse_entity_file,
 )
 from ..model.record_file import Problem, read_bytes
 from ..workspace.transaction import refuse_uncommitted
@@ -33,8 +32,6 @@ from ..workspace.transaction import refuse_uncommitted
 if TYPE_CHECKING:
     from ..workspace.transaction import WriteTransaction
     from ..workspace.workspace import Workspace
-
-MAX_ENTITY_FILE_BYTES = 262_144
 
 
 class Mentions(Protocol):
@@ -67,60 +64,21 @@ class Entities:
             raise ValidationError(str(problem), code="invalid_entity")
         if data is None:
             raise NotFound(f"no entity file for {key} ({path}); add one with lantern entity add")
-        return _parse(path, data)
+        return parse_entity_file(path, data)
 
     def list(self, type: str | None = None) -> builtins.list[Entity]:
         """Every readable entity file, by key (broken files are ``lantern check``'s)."""
-        found = []
-        for path in self.paths(type):
-            data, problem = read_bytes(self.workspace.root, path, what="entity files")
-            if data is None or problem is not None:
-                continue
-            try:
-                found.append(_parse(path, data))
-            except ValidationError:
-                continue
+        folder = check_key(f"{type}:x").split(":", 1)[0] if type is not None else None
+        found = [e for _, e, _ in iter_entity_files(self.workspace.root, folder) if e is not None]
         return sorted(found, key=lambda entity: entity.key)
 
-    def paths(self, type: str | None = None) -> builtins.list[str]:
-        """The entity files' paths in the working tree (``type``: that folder only)."""
-        top = os.path.join(self.workspace.root, ENTITIES_DIR)
-        if type is not None:
-            folder = check_key(f"{type}:x").split(":", 1)[0]
-            folders = [folder]
-        else:
-            try:
-                folders = sorted(os.listdir(top))
-            except OSError:
-                return []
-        paths = []
-        for folder in folders:
-            full = os.path.join(top, folder)
-            if os.path.islink(full) or not os.path.isdir(full):
-                continue
-            for name in sorted(os.listdir(full)):
-                if name.endswith(ENTITY_SUFFIX):
-                    paths.append(f"{ENTITIES_DIR}/{folder}/{name}")
-        return paths
+    def paths(self) -> builtins.list[str]:
+        """The entity files' paths in the working tree."""
+        return entity_file_paths(self.workspace.root)
 
     def check(self) -> builtins.list[Problem]:
         """What is wrong with each entity file: unreadable, invalid, or in the wrong place."""
-        problems = []
-        for path in self.paths():
-            data, problem = read_bytes(self.workspace.root, path, what="entity files")
-            if problem is not None:
-                problems.append(problem)
-                continue
-            if data is None:
-                continue
-            if key_of_path(path) is None:
-                problems.append(Problem(path, None, "is not entities/<type>/<name>.md of a key"))
-                continue
-            try:
-                _parse(path, data)
-            except ValidationError as err:
-                problems.append(Problem(path, err.line, err.reason))
-        return problems
+        return [p for _, _, p in iter_entity_files(self.workspace.root) if p is not None]
 
     # ------------------------------------------------------------------ writes
 
@@ -235,7 +193,7 @@ class Entities:
         data = _read_in(tx, path)
         if data is None:
             raise NotFound(f"no entity file for {key} ({path}); add one with lantern entity add")
-        return _parse(path, data)
+        return parse_entity_file(path, data)
 
     def _commit(
         self,
@@ -254,21 +212,6 @@ class Entities:
             reason=reason,
             extra_trailers=[f"Lantern-Entity: {key}"],
         )
-
-
-def _parse(path: str, data: bytes) -> Entity:
-    if len(data) > MAX_ENTITY_FILE_BYTES:
-        raise ValidationError(
-            f"is larger than {MAX_ENTITY_FILE_BYTES} bytes", path=path, code="invalid_entity"
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError("is not UTF-8 text", path=path, code="invalid_entity") from None
-    try:
-        return Entity.from_markdown(text, path)
-    except ValidationError as err:
-        raise err.located(path) from None
 
 
 def _read_in(tx: WriteTransaction, path: str) -> bytes | None:

@@ -45,6 +45,7 @@ from ..model.record_file import load, record_candidates, record_path
 
 if TYPE_CHECKING:
     from ..index.search import Hit
+    from ..model.entity import Entity
     from ..model.query import DupePair, RecordQuery
     from ..workspace.transaction import WriteTransaction
     from ..workspace.workspace import Citations, Workspace
@@ -851,10 +852,17 @@ class Records:
         from .transfer import import_records, parse_lines
 
         sources: builtins.list[SourceImport] = []
-        parsed = parse_lines(lines, progress, sources)
+        entities: builtins.list[Entity] = []
+        parsed = parse_lines(lines, progress, sources, entities)
+        if entities:
+            self.workspace.require_format(ENTITY_FORMAT, "importing entities")
         with self.workspace.transaction() as tx:
             return import_records(
-                tx, (record for _, record in parsed), reason=reason, sources=sources
+                tx,
+                (record for _, record in parsed),
+                reason=reason,
+                sources=sources,
+                entities=entities,
             )
 
     def import_source(
@@ -875,12 +883,25 @@ class Records:
 
         self.workspace.refuse_if_read_only()
         sources: builtins.list[SourceImport] = []
+        entities: builtins.list[Entity] = []
         found = read_source(
-            source, format=format, kind=kind, scope=scope, progress=progress, sources=sources
+            source,
+            format=format,
+            kind=kind,
+            scope=scope,
+            progress=progress,
+            sources=sources,
+            entities=entities,
         )
+        if entities:
+            self.workspace.require_format(ENTITY_FORMAT, "importing entities")
         with self.workspace.transaction() as tx:
             return import_records(
-                tx, (record for _, record in found), reason=reason, sources=sources
+                tx,
+                (record for _, record in found),
+                reason=reason,
+                sources=sources,
+                entities=entities,
             )
 
 

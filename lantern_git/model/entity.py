@@ -14,7 +14,9 @@ hostile key can never name a file outside ``entities/``.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,6 +35,7 @@ from .entity_keys import (  # noqa: F401 - the keys' rules, re-exported beside t
     parse_key,
 )
 from .record import FENCE, split_front_matter
+from .record_file import Problem, read_bytes
 
 MAX_NAME_CHARS = 200
 MAX_ALIASES = 100
@@ -168,6 +171,35 @@ class Entity:
         body = self.notes.strip()
         return f"{FENCE}\n{dumped}{FENCE}\n" + (body + "\n" if body else "")
 
+    def to_line(self) -> dict[str, Any]:
+        """An export line: ``{"entity": {...}}`` (the ``--json`` object but its ``type``)."""
+        data = self.to_dict()
+        del data["type"]
+        return {"entity": data}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Entity:
+        """An entity from an export line's object; unknown keys are refused."""
+        if not isinstance(data, dict):
+            raise _fail("entity", "must be an object")
+        known = {"key", "name", "aliases", "description", "created_at", "updated_at", "notes"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise _fail(unknown[0], "is not an entity field")
+        for needed in ("key", "created_at", "updated_at"):
+            if needed not in data:
+                raise _fail(needed, "is missing")
+        key = check_key(data["key"])
+        return cls(
+            key=key,
+            name=check_label("name", data.get("name", key.split(":", 1)[1])),
+            aliases=check_aliases(data.get("aliases")),
+            description=check_description(data.get("description")),
+            created_at=_check_time("created_at", data["created_at"]),
+            updated_at=_check_time("updated_at", data["updated_at"]),
+            notes=_check_notes(data.get("notes", "")),
+        )
+
     @classmethod
     def from_markdown(cls, text: str, path: str | None = None) -> Entity:
         """Parse an entity file; ``path``, when given, must be the key's own path."""
@@ -196,6 +228,64 @@ class Entity:
             notes=_check_notes(body),
             extra={k: v for k, v in data.items() if k not in FIELDS},
         )
+
+
+MAX_ENTITY_FILE_BYTES = 262_144
+
+
+def parse_entity_file(path: str, data: bytes) -> Entity:
+    """The entity an entity file's bytes hold; :class:`ValidationError` located in the file."""
+    if len(data) > MAX_ENTITY_FILE_BYTES:
+        raise ValidationError(
+            f"is larger than {MAX_ENTITY_FILE_BYTES} bytes", path=path, code="invalid_entity"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("is not UTF-8 text", path=path, code="invalid_entity") from None
+    try:
+        return Entity.from_markdown(text, path)
+    except ValidationError as err:
+        raise err.located(path) from None
+
+
+def entity_file_paths(root: str, folder: str | None = None) -> list[str]:
+    """The ``entities/<type>/<name>.md`` paths of the working tree (``folder``: that type's),
+    in order; folders that are symbolic links are not entered."""
+    top = os.path.join(root, ENTITIES_DIR)
+    try:
+        folders = [folder] if folder is not None else sorted(os.listdir(top))
+    except OSError:
+        return []
+    paths = []
+    for name in folders:
+        full = os.path.join(top, name)
+        if os.path.islink(full) or not os.path.isdir(full):
+            continue
+        paths += [
+            f"{ENTITIES_DIR}/{name}/{file}"
+            for file in sorted(os.listdir(full))
+            if file.endswith(ENTITY_SUFFIX)
+        ]
+    return paths
+
+
+def iter_entity_files(
+    root: str, folder: str | None = None
+) -> Iterator[tuple[str, Entity | None, Problem | None]]:
+    """(path, entity or None, what is wrong or None) for each entity file, in path order."""
+    for path in entity_file_paths(root, folder):
+        data, problem = read_bytes(root, path, what="entity files")
+        if problem is not None or data is None:
+            yield path, None, problem
+            continue
+        if key_of_path(path) is None:
+            yield path, None, Problem(path, None, "is not entities/<type>/<name>.md of a key")
+            continue
+        try:
+            yield path, parse_entity_file(path, data), None
+        except ValidationError as err:
+            yield path, None, Problem(path, err.line, err.reason)
 
 
 def _check_notes(text: Any) -> str:
