@@ -73,11 +73,9 @@ PLANTS = [
     ),
     Plant(
         "record hybrid search drops the keyword side",
-        "lantern_git/memory/records.py",
-        "id_of, keyword_docs, keyword_scores = self.workspace.index.raw_scored_docs(whole)",
-        "id_of, keyword_docs, keyword_scores = (\n"
-        "            self.workspace.index.raw_scored_docs(whole)[0], [], []\n"
-        "        )",
+        "lantern_git/index/corpora.py",
+        "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))",
+        "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))[0], [], []",
         (
             "tests/test_hybrid_fusion.py::"
             "test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone",
@@ -85,9 +83,9 @@ PLANTS = [
     ),
     Plant(
         "source hybrid search drops the keyword side",
-        "lantern_git/evidence/sources.py",
-        "ranked = fuse(keyword, ranked, weights)",
-        "ranked = fuse([], ranked, weights)",
+        "lantern_git/index/corpora.py",
+        "keys, scores = self.index.raw_scored(request.text, filters.kinds, filters.sources)",
+        "keys, scores = [], []",
         (
             "tests/test_hybrid_fusion.py::"
             "test_source_hybrid_search_ranks_chunks_by_the_fused_score_not_the_cosine_alone",
@@ -105,9 +103,9 @@ PLANTS = [
     ),
     Plant(
         "a word a hit holds lowers its hybrid score below its cosine",
-        "lantern_git/index/vectors.py",
-        "return round(max(counted, weight * share + ranking.semantic_weight(weight) * counted), 6)",
-        "return round(weight * share + ranking.semantic_weight(weight) * counted, 6)",
+        "lantern_git/index/ranking.py",
+        "return round(max(counted, weight * share + semantic_weight(weight) * counted), 6)",
+        "return round(weight * share + semantic_weight(weight) * counted, 6)",
         (
             "tests/test_hybrid_fusion.py::"
             "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
@@ -117,7 +115,7 @@ PLANTS = [
     ),
     Plant(
         "a hybrid page's shortlist lets a word held lower a hit below its cosine",
-        "lantern_git/index/vectors.py",
+        "lantern_git/index/ranking.py",
         "        fused[at] = np.maximum(\n"
         "            counted, weight * np.round(found, 6) / divisor"
         " + np.round(1.0 - weight, 6) * counted\n"
@@ -226,9 +224,9 @@ PLANTS = [
     ),
     Plant(
         "hybrid pages through search: the first page from the semantic ranking alone",
-        "lantern_git/memory/records.py",
-        "current, wanted, candidates, id_of, keyword_docs, keyword_scores, shares, end, floor",
-        "current, wanted, candidates, id_of, [], [], [], end, floor",
+        "lantern_git/index/retrieval.py",
+        "current, wanted, candidates, keys, matches.numbers, matches.scores, shares, end, floor",
+        "current, wanted, candidates, keys, [], [], [], end, floor",
         (
             "tests/test_semantic.py::"
             "test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order",

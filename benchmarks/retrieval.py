@@ -719,7 +719,7 @@ def fused_keys(item: dict, weight: float | None, floor: float) -> list[str]:
     weighs it (``weight`` None: the share of the question's words it holds) or by the
     constant ``weight`` (the formula lantern had before)."""
     from lantern_git.index import ranking
-    from lantern_git.index.vectors import fuse
+    from lantern_git.index.ranking import fuse
 
     keys, bm25, cos = item["keys"], item["bm25"], item["cos"]
     keyword = sorted(((keys[i], float(b)) for i, b in enumerate(bm25) if b > 0), key=_best)

@@ -32,6 +32,7 @@ __all__ = [
     "Record",
     "RecordHistory",
     "RecordQuery",
+    "ReviewChanged",
     "Store",
     "StoreError",
     "SyncReport",
@@ -45,6 +46,7 @@ from .errors import (
     InvalidInput,
     LanternError,
     NotFound,
+    ReviewChanged,
     StoreError,
     ValidationError,
 )

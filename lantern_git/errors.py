@@ -61,6 +61,20 @@ class SemanticUnavailable(StoreError):
     code = "semantic_unavailable"
 
 
+class ReviewChanged(StoreError):
+    """``review accept|reject --expect TIP`` (library ``expect=``, a form of ``lantern serve``)
+    when the review branch's tip is no longer TIP: something arrived on it after the person
+    looked, so nothing was decided. ``arrived`` names the commits since TIP, newest first.
+    Exit 1 (HTTP 409 on ``lantern serve``): look again, then decide."""
+
+    code = "review_changed"
+
+    def __init__(self, message: str, *, tip: str | None = None, arrived: list[str] | None = None):
+        super().__init__(message)
+        self.tip = tip
+        self.arrived = list(arrived or [])
+
+
 class InvalidInput(LanternError):
     """The caller gave a bad value. Exit 2."""
 

@@ -11,13 +11,21 @@ transaction does the writing, so every writer takes the same path with review on
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from .core.config import value
-from .errors import AmbiguousId, InvalidInput, NotFound, SelfApproval
+from .errors import (
+    AmbiguousId,
+    InvalidInput,
+    LanternError,
+    NotFound,
+    ReviewChanged,
+    SelfApproval,
+)
 from .model.record import Record
 from .model.record_file import record_path
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref
@@ -66,6 +74,17 @@ class PendingRecord:
     commits: list[str] = field(default_factory=list)
     actors: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)
+    # The writers' reasons (``--reason`` of the writes, from their ``Lantern-Reason``
+    # trailers), oldest first.
+    reasons: list[str] = field(default_factory=list)
+    # The other pending records decided with this one, as one unit (a supersede's new record
+    # and its old record's status change): an accept or reject of one takes them all.
+    decided_with: list[str] = field(default_factory=list)
+
+    @property
+    def supersedes(self) -> str | None:
+        """The record this pending version supersedes, if it says so."""
+        return self.record.supersedes_id if self.record is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +93,8 @@ class PendingRecord:
             "record": self.record.to_dict() if self.record is not None else None,
             "changes": [c.to_dict() for c in self.changes],
             "moved": self.moved,
+            "decided_with": list(self.decided_with),
+            "reasons": list(self.reasons),
             **_written_by(self),
         }
 
@@ -137,6 +158,27 @@ class ReviewBranch:
             "sources": [s.to_dict() for s in self.sources],
             "problems": [p.to_dict() for p in self.problems],
         }
+
+    def citing(self, source_id: str) -> list[PendingRecord]:
+        """The pending records that a reject of the pending source ``source_id`` rejects too."""
+        return citing_records(self, source_id)
+
+    def units(self) -> list[list[PendingRecord]]:
+        """The pending records as the reviewer decides them: one list per unit (a record with
+        the records decided with it), the one that supersedes first, units in id order."""
+        by_id = {r.id: r for r in self.records}
+        units: list[list[PendingRecord]] = []
+        seen: set[str] = set()
+        for pending in self.records:
+            if pending.id in seen:
+                continue
+            members = [pending, *(by_id[i] for i in pending.decided_with if i in by_id)]
+            seen.update(m.id for m in members)
+            # The newest link of a chain first: the record nothing in the unit supersedes.
+            superseded = {m.supersedes for m in members}
+            members.sort(key=lambda m: (m.id in superseded, m.id))
+            units.append(members)
+        return units
 
 
 @dataclass
@@ -207,9 +249,11 @@ def review_list(git: GitRepo) -> ReviewList:
                     commits=[c.commit for c in who],
                     actors=sorted({c.actor for c in who if c.actor}),
                     authors=sorted({c.author for c in who}),
+                    reasons=list(dict.fromkeys(c.reason for c in reversed(who) if c.reason)),
                 )
             )
         records.sort(key=lambda r: r.id)
+        _link_units(records)
         tip_tree = git.repo[tip].peel(pygit2.Tree)
         sources = _pending_sources(git, since_tree, tip_tree, head_tree, commits, touched)
         answer.branches.append(
@@ -225,6 +269,28 @@ def review_list(git: GitRepo) -> ReviewList:
             )
         )
     return answer
+
+
+def _link_units(records: list[PendingRecord]) -> None:
+    """Fill each pending record's ``decided_with``: a record that supersedes another record
+    pending on the same branch is decided with it (and with the whole chain, when a
+    supersede was superseded again). Accepting the new record alone would leave the old one
+    active beside it; accepting the old one's status change alone, a record superseded by
+    nothing."""
+    ids = {r.id for r in records}
+    links: dict[str, set[str]] = {r.id: set() for r in records}
+    for pending in records:
+        old = pending.supersedes
+        if old is not None and old != pending.id and old in ids:
+            links[pending.id].add(old)
+            links[old].add(pending.id)
+    for pending in records:
+        unit, todo = {pending.id}, [pending.id]
+        while todo:
+            for other in links[todo.pop()] - unit:
+                unit.add(other)
+                todo.append(other)
+        pending.decided_with = sorted(unit - {pending.id})
 
 
 def _pending_sources(
@@ -324,15 +390,22 @@ class Choice:
     sources: list[PendingSource]
 
 
-def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choice:
+def choose(
+    git: GitRepo, ids: Sequence[str] | None, branch: str | None, expect: str | None = None
+) -> Choice:
     """The review branch and its pending records and sources that ``ids`` (record or source
-    ids or prefixes; None: all of the branch's) name. One decision is about one branch:
-    ``branch`` names it when the ids, or ``--all``, would otherwise span several."""
+    ids or prefixes; None: all of the branch's) name, with the records decided with them. One
+    decision is about one branch: ``branch`` names it when the ids, or ``--all``, would
+    otherwise span several. ``expect`` (the tip the person saw, a commit id or a prefix of 7
+    or more) names the branch too, and refuses (``review_changed``) when it moved since."""
     from .model.record import check_id_prefix
 
-    branches = review_list(git).branches
     if branch is not None:
         check_review_name(branch)
+    if expect is not None:
+        branch = expected_branch(git, expect, branch)
+    branches = review_list(git).branches
+    if branch is not None:
         branches = [b for b in branches if b.name == branch]
         if not branches:
             raise NotFound(f"nothing awaits review on lantern/review/{branch}")
@@ -378,11 +451,86 @@ def choose(git: GitRepo, ids: Sequence[str] | None, branch: str | None) -> Choic
         )
     first = next(iter(found.values()))[0]
     chosen_items = [item for _, item in sorted(found.values(), key=lambda pair: pair[1].id)]
+    named = {r.id for r in chosen_items if isinstance(r, PendingRecord)}
+    with_units = named | {
+        i for r in chosen_items if isinstance(r, PendingRecord) for i in r.decided_with
+    }
     return Choice(
         first,
-        [r for r in chosen_items if isinstance(r, PendingRecord)],
+        [r for r in first.records if r.id in with_units],
         [r for r in chosen_items if isinstance(r, PendingSource)],
     )
+
+
+_TIP = re.compile(r"[0-9a-f]{7,40}")
+
+
+def expected_branch(git: GitRepo, expect: str, name: str | None) -> str:
+    """The review branch whose tip is ``expect`` (a commit id, or a prefix of 7 or more hex
+    digits), among the one ``name`` names when given: the tip the person saw when they chose.
+    When no branch's tip is it any more, ``review_changed``, naming what arrived since on the
+    branch that moved on from it; nothing is decided."""
+    from .memory.history import branch_log
+
+    wanted = expect.strip().lower()
+    if not _TIP.fullmatch(wanted):
+        raise InvalidInput(
+            f"--expect: expected a review branch's tip (a commit id, or a prefix of 7 or more "
+            f"hex digits, as lantern review --json gives it), got {expect!r}",
+            code="usage_error",
+        )
+    tips = {
+        branch: git.branch_tip(ref)
+        for branch, ref in review_branches(git)
+        if name in (None, branch)
+    }
+    same = sorted(b for b, t in tips.items() if t is not None and str(t).startswith(wanted))
+    if len(same) == 1:
+        return same[0]
+    if same:
+        raise InvalidInput(
+            f"the tip {wanted} is the tip of several review branches ({', '.join(same)}); "
+            "name one with --branch NAME",
+            code="ambiguous_branch",
+        )
+    seen = _commit(git, wanted)
+    for branch, now in sorted(tips.items()):
+        if now is None or seen is None or not git.repo.descendant_of(now, seen):
+            continue
+        arrived = branch_log(git, now, seen)
+        listed = "; ".join(
+            f"{e.commit[:10]} {e.op or '-'} by {e.actor or e.author}: {e.summary}"
+            + (f" [{', '.join(e.records + e.sources)}]" if e.records or e.sources else "")
+            for e in arrived
+        )
+        count = len(arrived)
+        raise ReviewChanged(
+            f"lantern/review/{branch} changed since {wanted} (the tip you saw): its tip is now "
+            f"{str(now)[:10]}, {count} commit{'s' if count != 1 else ''} arrived since: {listed}. "
+            "Nothing was decided; look at the review again (lantern review) and decide",
+            tip=str(now),
+            arrived=[e.commit for e in arrived],
+        )
+    where = f"lantern/review/{name}" if name is not None else "no review branch"
+    now_tip = tips.get(name) if name is not None else None
+    raise ReviewChanged(
+        (
+            f"{where}'s tip is {str(now_tip)[:10] if now_tip else 'gone'}, not {wanted} (the tip "
+            "you saw), and it did not come from there"
+            if name is not None
+            else f"no review branch's tip is {wanted} (the tip you saw), or comes from it"
+        )
+        + ". Nothing was decided; look at the review again (lantern review) and decide",
+        tip=str(now_tip) if now_tip else None,
+    )
+
+
+def _commit(git: GitRepo, prefix: str) -> pygit2.Oid | None:
+    """The commit a hex prefix names, None when it names none or several."""
+    try:
+        return git.repo.revparse_single(prefix).peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
 
 
 def accept(
@@ -467,18 +615,49 @@ def reject(
     """Drop the chosen records and sources (or every change) from the review branch: one
     ``Lantern-Op: reject`` commit on it puts their files back as they were where the branch left
     the store's branch, so they are no longer pending; the proposal stays in the branch's
-    history."""
+    history. A rejected source takes the pending records citing it along
+    (:func:`citing_records`)."""
     git, repo, branch = tx.git, tx.git.repo, choice.branch
+    records = _with_citing_records(choice)
     base = pygit2.Oid(hex=branch.base) if branch.base is not None else git.head_oid()
     base_tree = repo[base].peel(pygit2.Tree) if base is not None else None
     pending = git.tree_changes(base_tree, repo[pygit2.Oid(hex=branch.tip)].peel(pygit2.Tree))
-    paths = set(pending) if everything else _paths(choice.records, choice.sources, pending)
+    paths = set(pending) if everything else _paths(records, choice.sources, pending)
     files: dict[str, bytes | None] = {p: git.blob_at(base_tree, p) for p in sorted(paths)}
-    ids = [r.id for r in choice.records]
+    ids = [r.id for r in records]
     source_ids = [s.id for s in choice.sources]
     summary = f"reject {_counted(ids, source_ids)} of lantern/review/{branch.name}"
     commit = tx.commit(files, summary, "reject", ids, reason=reason, sources=source_ids)
     return ReviewDecision("reject", branch.name, ids, commit, commit, sources=source_ids)
+
+
+def cited_sources(pending: PendingRecord) -> set[str]:
+    """The source ids a pending record's ``source:`` references name."""
+    found: set[str] = set()
+    for ref in pending.record.source_refs if pending.record is not None else ():
+        if is_source_ref(ref):
+            try:
+                found.add(SourceRef.parse(ref).source_id)
+            except LanternError:
+                continue  # a hand-broken reference: verify reports it
+    return found
+
+
+def citing_records(branch: ReviewBranch, source_id: str) -> list[PendingRecord]:
+    """The records pending on ``branch`` that cite ``source_id``, with their units: a reject of
+    the source rejects them too, since accepted later they would cite a source the store's
+    branch never got."""
+    citing = {r.id for r in branch.records if source_id in cited_sources(r)}
+    citing |= {i for r in branch.records if r.id in citing for i in r.decided_with}
+    return [r for r in branch.records if r.id in citing]
+
+
+def _with_citing_records(choice: Choice) -> list[PendingRecord]:
+    """The chosen records, and the records of the branch that cite a chosen source."""
+    wanted = {r.id: r for r in choice.records}
+    for source in choice.sources:
+        wanted.update((r.id, r) for r in citing_records(choice.branch, source.id))
+    return [wanted[i] for i in sorted(wanted)]
 
 
 def _with_cited_sources(choice: Choice) -> list[PendingSource]:
@@ -486,11 +665,8 @@ def _with_cited_sources(choice: Choice) -> list[PendingSource]:
     pending = {s.id: s for s in choice.branch.sources}
     wanted = {s.id: s for s in choice.sources}
     for record in choice.records:
-        for ref in record.record.source_refs if record.record is not None else ():
-            if is_source_ref(ref):
-                source_id = SourceRef.parse(ref).source_id
-                if source_id in pending:
-                    wanted.setdefault(source_id, pending[source_id])
+        for source_id in sorted(cited_sources(record) & set(pending)):
+            wanted.setdefault(source_id, pending[source_id])
     return [wanted[i] for i in sorted(wanted)]
 
 

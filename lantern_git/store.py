@@ -4,39 +4,64 @@ A store is a git repository holding ``lantern.yaml``, ``memory/<aa>/<id>.md`` re
 local ``.lantern/`` folder of derived state (search index, lock, write journal). The files are
 the truth; every write is one git commit carrying provenance trailers.
 
-The Store is a front over three parts it creates and wires together: the
-:class:`~lantern_git.workspace.workspace.Workspace` (the folder, git, the lock, the indexes, the
-write path), the records (:class:`~lantern_git.memory.records.Records`, the memory half) and the
-sources (:class:`~lantern_git.evidence.sources.Sources`, the evidence half, ``store.sources``). The
-halves each take the workspace and never each other: the Store hands the records the sources'
-pinning and resolving (as :class:`~lantern_git.workspace.workspace.Citations`), and the sources'
-verify the records it checks. Review and sync, which span both halves, are the Store's own.
+The Store hands back its three parts, each the real home of its methods: ``store.records``
+(:class:`~lantern_git.memory.records.Records`, the memory part), ``store.sources``
+(:class:`~lantern_git.evidence.sources.Sources`, the evidence part) and ``store.workspace``
+(:class:`~lantern_git.workspace.workspace.Workspace`: the folder, git, the lock, the indexes, the
+write path). The parts each take the workspace and never each other: the Store hands the records
+the sources' pinning and resolving (as :class:`~lantern_git.workspace.workspace.Citations`), and
+the sources' verify the records it checks. The Store itself keeps only what spans the store:
+opening, creating and cloning it, closing it, the write transaction, its status, review and
+sync. The record methods are also the Store's own (``store.add`` is ``store.records.add``):
+the flat API every release has promised (docs/library.md), each a plain call of the record
+part, as are the few workspace attributes and methods the surfaces and tests read.
 """
 
 from __future__ import annotations
 
-import functools
+import builtins
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from .core.fields import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PRIORITY,
+    DEFAULT_SCOPE,
+    DEFAULT_URGENCY,
+    DUPE_THRESHOLD,
+    UNSET,
+)
 from .errors import InvalidInput, NoStore
 from .memory.records import Records
 from .model.record_file import count_records
 from .workspace.workspace import MARKER, Workspace, locate_store
 
 if TYPE_CHECKING:
-    from .core.config import StoreSettings
+    from .core.fields import Unset
+    from .core.written import Written
     from .entities.entities import Entities
     from .evidence.sources import Sources
+    from .git.identity import Identity
     from .git.repo import GitRepo
     from .index.chunks import ChunkIndex
-    from .index.search import Progress, SearchIndex
+    from .index.search import Hit, Progress, RefreshReport, SearchIndex
+    from .index.vectors import Vectors
+    from .memory.checker import CheckReport, HandCommit
+    from .memory.editing import EditSession
+    from .memory.history import HistoryEntry, LogEntry, RecordHistory
+    from .memory.records import Deletion
+    from .memory.revert import RevertResult
+    from .memory.timetravel import RecordDiff
+    from .memory.transfer import ImportResult, RecordExport
+    from .model.query import DupePair, RecordQuery
     from .model.record import Record
     from .review import ReviewDecision, ReviewList
     from .sync import SyncReport
-    from .workspace.lock import WriterLock
+    from .workspace.transaction import WriteTransaction
+    from .workspace.workspace import InitResult
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -64,49 +89,6 @@ class CloneResult:
             "registered_merge_driver": self.registered_merge_driver,
             "set_pull_rebase": self.set_pull_rebase,
         }
-
-
-def _forwarded(
-    part: str, method: Callable[Concatenate[Any, P], T]
-) -> Callable[Concatenate[Store, P], T]:
-    """``method`` of one of the Store's parts (``"records"``, ``"workspace"``) as a method of
-    the Store itself, with its name, docstring and signature: ``store.add(...)`` is
-    ``store.records.add(...)``."""
-
-    @functools.wraps(method)
-    def forward(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return method(getattr(self, part), *args, **kwargs)
-
-    return forward
-
-
-class _Shared(Generic[T]):
-    """An attribute of the Store's workspace, read through the Store: ``store.root`` is
-    ``store.workspace.root``. Settable only where the workspace's is meant to be replaced."""
-
-    def __init__(self, doc: str | None = None, *, settable: bool = False) -> None:
-        self.__doc__ = doc
-        self.settable = settable
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, store: None, owner: type) -> _Shared[T]: ...
-
-    @overload
-    def __get__(self, store: Store, owner: type | None = None) -> T: ...
-
-    def __get__(self, store: Store | None, owner: type | None = None) -> T | _Shared[T]:
-        if store is None:
-            return self
-        value: T = getattr(store.workspace, self.name)
-        return value
-
-    def __set__(self, store: Store, value: T) -> None:
-        if not self.settable:
-            raise AttributeError(f"the store's {self.name} cannot be set")
-        setattr(store.workspace, self.name, value)
 
 
 class Store:
@@ -245,110 +227,346 @@ class Store:
 
         return pending_versions(self.review_list())
 
-    # ------------------------------------------------------------------ the workspace
+    # ------------------------------------------------------------------ the store as a whole
 
-    root: _Shared[str] = _Shared()
-    state_dir: _Shared[str] = _Shared()
-    derived_dir: _Shared[str] = _Shared(
-        "Where the indexes live: ``.lantern/``, or a temporary folder for a read-only store."
-    )
-    read_only: _Shared[bool] = _Shared()
-    exists: _Shared[bool] = _Shared()
-    settings: _Shared[StoreSettings | None] = _Shared(
-        "``lantern.yaml``'s keys (None: no store yet, every default)."
-    )
-    actor: _Shared[str] = _Shared()
-    author: _Shared[str | None] = _Shared()
-    create_on_write: _Shared[bool] = _Shared()
-    watch: _Shared[bool] = _Shared()
-    warn: _Shared[Callable[[str], None]] = _Shared(
-        "Where warnings go (stderr unless ``warn=`` says otherwise); it may be replaced.",
-        settable=True,
-    )
-    registered_merge_driver: _Shared[bool] = _Shared(
-        "Whether opening the store registered the record merge driver (a fresh clone)."
-    )
-    progress: _Shared[Callable[[int, str], Progress] | None] = _Shared(
-        "Given (total, what), a progress display for a long index job (set it before the "
-        "first read: the index takes it when it opens).",
-        settable=True,
-    )
-    git: _Shared[GitRepo] = _Shared(
-        "The store's repository (opened on first use: pygit2 is imported then)."
-    )
-    index: _Shared[SearchIndex] = _Shared(
-        "The search index (opened on first use: Whoosh is imported then)."
-    )
-    chunks: _Shared[ChunkIndex] = _Shared(
-        "The index of source chunks (opened on first use, like ``index``)."
-    )
-    review_ref: _Shared[str | None] = _Shared(
-        "The review branch this store's writes go to, or None when review is off (see "
-        ":attr:`Workspace.review_ref <lantern_git.workspace.workspace.Workspace.review_ref>`)."
-    )
-    reviewer: _Shared[tuple[str, str]] = _Shared(
-        "Who accepts: (actor, review name), compared with a change's writer."
-    )
-    embedder_name: _Shared[str] = _Shared(
-        "The embedder this store uses (see :mod:`lantern_git.index.embedders`)."
-    )
-    semantic_available: _Shared[bool] = _Shared(
-        "Whether semantic and hybrid search can run (decides the default search mode)."
-    )
+    def close(self) -> None:
+        """Stop watching the files and close the indexes (the store can be opened again)."""
+        self.workspace.close()
 
-    # The workspace's lock and record index under the names the Store once held them by, for
-    # the tests that look inside (the lock's timeout, the index's segments).
-    @property
-    def _lock(self) -> WriterLock:
-        return self.workspace.lock
+    def initialize(self) -> InitResult:
+        """Create the store in its folder (``lantern init``): see :meth:`Workspace.initialize
+        <lantern_git.workspace.workspace.Workspace.initialize>`."""
+        return self.workspace.initialize()
+
+    def transaction(
+        self, *, require_head: bool = True, review: bool = True, branch: str | None = None
+    ) -> AbstractContextManager[WriteTransaction]:
+        """The one write path (:meth:`Workspace.transaction
+        <lantern_git.workspace.workspace.Workspace.transaction>`)."""
+        return self.workspace.transaction(require_head=require_head, review=review, branch=branch)
+
+    def written(self, write: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Written[T]:
+        """One write and what it did (:meth:`Workspace.written
+        <lantern_git.workspace.workspace.Workspace.written>`)."""
+        return self.workspace.written(write, *args, **kwargs)
+
+    def status(self) -> dict[str, Any]:
+        """``lantern status``: see :meth:`Workspace.status
+        <lantern_git.workspace.workspace.Workspace.status>`."""
+        return self.workspace.status()
+
+    # What the surfaces and the tests read of the workspace, under the Store's name for it:
+    # read-only, but for ``warn`` and ``progress``, which a caller may replace.
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        shown = getattr(type(self), name, None)
+        if isinstance(shown, property) and shown.fset is None:
+            raise AttributeError(f"the store's {name} cannot be set")
+        super().__setattr__(name, value)
 
     @property
-    def _index(self) -> SearchIndex:
+    def root(self) -> str:
+        return self.workspace.root
+
+    @property
+    def exists(self) -> bool:
+        return self.workspace.exists
+
+    @property
+    def read_only(self) -> bool:
+        return self.workspace.read_only
+
+    @property
+    def state_dir(self) -> str:
+        return self.workspace.state_dir
+
+    @property
+    def derived_dir(self) -> str:
+        """Where the indexes live: ``.lantern/``, or a temporary folder for a read-only store."""
+        return self.workspace.derived_dir
+
+    @property
+    def git(self) -> GitRepo:
+        """The store's repository (opened on first use: pygit2 is imported then)."""
+        return self.workspace.git
+
+    @property
+    def index(self) -> SearchIndex:
+        """The search index (opened on first use: Whoosh is imported then)."""
         return self.workspace.index
 
-    close = _forwarded("workspace", Workspace.close)
-    initialize = _forwarded("workspace", Workspace.initialize)
-    locked = _forwarded("workspace", Workspace.locked)
-    recover = _forwarded("workspace", Workspace.recover)
-    refuse_if_read_only = _forwarded("workspace", Workspace.refuse_if_read_only)
-    transaction = _forwarded("workspace", Workspace.transaction)
-    written = _forwarded("workspace", Workspace.written)
-    identity = _forwarded("workspace", Workspace.identity)
-    refresh = _forwarded("workspace", Workspace.refresh)
-    record_vectors = _forwarded("workspace", Workspace.record_vectors)
-    chunk_vectors = _forwarded("workspace", Workspace.chunk_vectors)
-    rebuild_index = _forwarded("workspace", Workspace.rebuild_index)
-    status = _forwarded("workspace", Workspace.status)
+    @property
+    def chunks(self) -> ChunkIndex:
+        """The index of source chunks (opened on first use, like ``index``)."""
+        return self.workspace.chunks
 
-    # ------------------------------------------------------------------ the records
+    @property
+    def review_ref(self) -> str | None:
+        """The review branch this store's writes go to, or None when review is off."""
+        return self.workspace.review_ref
 
-    resolve_id = _forwarded("records", Records.resolve_id)
-    read = _forwarded("records", Records.read)
-    get = _forwarded("records", Records.get)
-    list = _forwarded("records", Records.list)
-    count = _forwarded("records", Records.count)
-    search = _forwarded("records", Records.search)
-    similar = _forwarded("records", Records.similar)
-    dupes = _forwarded("records", Records.dupes)
-    add = _forwarded("records", Records.add)
-    archive = _forwarded("records", Records.archive)
-    restore = _forwarded("records", Records.restore)
-    update = _forwarded("records", Records.update)
-    supersede = _forwarded("records", Records.supersede)
-    delete = _forwarded("records", Records.delete)
-    revert = _forwarded("records", Records.revert)
-    diff = _forwarded("records", Records.diff)
-    ensure_committed = _forwarded("records", Records.ensure_committed)
-    history = _forwarded("records", Records.history)
-    record_history = _forwarded("records", Records.record_history)
-    log = _forwarded("records", Records.log)
-    check = _forwarded("records", Records.check)
-    commit_hand_edits = _forwarded("records", Records.commit_hand_edits)
-    begin_edit = _forwarded("records", Records.begin_edit)
-    apply_edit = _forwarded("records", Records.apply_edit)
-    export_records = _forwarded("records", Records.export_records)
-    import_records = _forwarded("records", Records.import_records)
-    import_source = _forwarded("records", Records.import_source)
+    @property
+    def warn(self) -> Callable[[str], None]:
+        """Where warnings go (stderr unless ``warn=`` says otherwise); it may be replaced."""
+        return self.workspace.warn
+
+    @warn.setter
+    def warn(self, value: Callable[[str], None]) -> None:
+        self.workspace.warn = value
+
+    @property
+    def progress(self) -> Callable[[int, str], Progress] | None:
+        """Given (total, what), a progress display for a long index job (set it before the
+        first read: the index takes it when it opens)."""
+        return self.workspace.progress
+
+    @progress.setter
+    def progress(self, value: Callable[[int, str], Progress] | None) -> None:
+        self.workspace.progress = value
+
+    def identity(self) -> Identity:
+        return self.workspace.identity()
+
+    def refresh(self) -> RefreshReport:
+        return self.workspace.refresh()
+
+    def rebuild_index(self) -> RefreshReport:
+        return self.workspace.rebuild_index()
+
+    def record_vectors(self) -> Vectors:
+        return self.workspace.record_vectors()
+
+    def chunk_vectors(self) -> Vectors:
+        return self.workspace.chunk_vectors()
+
+    # ------------------------------------------------------------------ the records, flat
+    # The promise of docs/library.md: ``store.add(...)`` is ``store.records.add(...)``.
+
+    def resolve_id(self, ref: str) -> str:
+        """``store.records.resolve_id`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.resolve_id(ref)
+
+    def read(self, record_id: str) -> tuple[str, Record]:
+        """``store.records.read`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.read(record_id)
+
+    def get(
+        self, ref: str, *, at: str | int | None = None, include_pending: bool = False
+    ) -> Record:
+        """``store.records.get`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.get(ref, at=at, include_pending=include_pending)
+
+    def list(
+        self,
+        query: RecordQuery | None = None,
+        *,
+        at: str | int | None = None,
+        include_pending: bool = False,
+        **filters: Any,
+    ) -> builtins.list[Record]:
+        """``store.records.list`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.list(query, at=at, include_pending=include_pending, **filters)
+
+    def count(self, query: RecordQuery | None = None, *, at: str | int | None = None) -> int:
+        """``store.records.count`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.count(query, at=at)
+
+    def search(
+        self,
+        text: str,
+        query: RecordQuery | None = None,
+        *,
+        mode: str | None = None,
+        include_pending: bool = False,
+        explain: bool = False,
+        **filters: Any,
+    ) -> builtins.list[Hit]:
+        """``store.records.search`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.search(
+            text, query, mode=mode, include_pending=include_pending, explain=explain, **filters
+        )
+
+    def similar(
+        self, ref: str, *, limit: int | None = 10, offset: int = 0, min_score: float | None = None
+    ) -> builtins.list[Hit]:
+        """``store.records.similar`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.similar(ref, limit=limit, offset=offset, min_score=min_score)
+
+    def dupes(
+        self,
+        *,
+        scopes: Iterable[str] | None = None,
+        threshold: float = DUPE_THRESHOLD,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins.list[DupePair]:
+        """``store.records.dupes`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.dupes(scopes=scopes, threshold=threshold, limit=limit, offset=offset)
+
+    def add(
+        self,
+        content: str,
+        *,
+        kind: str,
+        scope: str = DEFAULT_SCOPE,
+        priority: int = DEFAULT_PRIORITY,
+        urgency: int = DEFAULT_URGENCY,
+        confidence: float = DEFAULT_CONFIDENCE,
+        expires_at: int | None = None,
+        source_refs: Iterable[str] = (),
+        entities: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """``store.records.add`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.add(
+            content,
+            kind=kind,
+            scope=scope,
+            priority=priority,
+            urgency=urgency,
+            confidence=confidence,
+            expires_at=expires_at,
+            source_refs=source_refs,
+            entities=entities,
+            reason=reason,
+        )
+
+    def archive(self, ref: str, *, reason: str | None = None) -> Record:
+        """``store.records.archive`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.archive(ref, reason=reason)
+
+    def restore(self, ref: str, *, reason: str | None = None) -> Record:
+        """``store.records.restore`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.restore(ref, reason=reason)
+
+    def update(
+        self,
+        ref: str,
+        *,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | Unset | None = UNSET,
+        add_source_refs: Iterable[str] = (),
+        add_entities: Iterable[str] = (),
+        remove_entities: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """``store.records.update`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.update(
+            ref,
+            priority=priority,
+            urgency=urgency,
+            confidence=confidence,
+            expires_at=expires_at,
+            add_source_refs=add_source_refs,
+            add_entities=add_entities,
+            remove_entities=remove_entities,
+            reason=reason,
+        )
+
+    def supersede(
+        self,
+        old_ref: str,
+        content: str,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | Unset | None = None,
+        source_refs: Iterable[str] = (),
+        reason: str | None = None,
+    ) -> Record:
+        """``store.records.supersede`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.supersede(
+            old_ref,
+            content,
+            kind=kind,
+            scope=scope,
+            priority=priority,
+            urgency=urgency,
+            confidence=confidence,
+            expires_at=expires_at,
+            source_refs=source_refs,
+            reason=reason,
+        )
+
+    def delete(self, ref: str, *, reason: str | None = None) -> Deletion:
+        """``store.records.delete`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.delete(ref, reason=reason)
+
+    def revert(self, commit: str, *, reason: str | None = None) -> RevertResult:
+        """``store.records.revert`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.revert(commit, reason=reason)
+
+    def diff(self, old: str | int | None = None, new: str | int | None = None) -> RecordDiff:
+        """``store.records.diff`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.diff(old, new)
+
+    def history(self, ref: str) -> builtins.list[HistoryEntry]:
+        """``store.records.history`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.history(ref)
+
+    def record_history(
+        self, ref: str, *, limit: int | None = None, offset: int = 0
+    ) -> RecordHistory:
+        """``store.records.record_history`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.record_history(ref, limit=limit, offset=offset)
+
+    def log(self, limit: int | None = 20, offset: int = 0) -> builtins.list[LogEntry]:
+        """``store.records.log`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.log(limit, offset)
+
+    def check(self) -> CheckReport:
+        """``store.records.check`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.check()
+
+    def commit_hand_edits(
+        self, message: str | None = None, *, reason: str | None = None
+    ) -> HandCommit:
+        """``store.records.commit_hand_edits`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.commit_hand_edits(message, reason=reason)
+
+    def begin_edit(self, ref: str) -> EditSession:
+        """``store.records.begin_edit`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.begin_edit(ref)
+
+    def apply_edit(
+        self, ref: str, original_text: str, text: str, *, reason: str | None = None
+    ) -> Record:
+        """``store.records.apply_edit`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.apply_edit(ref, original_text, text, reason=reason)
+
+    def export_records(self) -> RecordExport:
+        """``store.records.export_records`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.export_records()
+
+    def import_records(
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        reason: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportResult:
+        """``store.records.import_records`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.import_records(lines, reason=reason, progress=progress)
+
+    def import_source(
+        self,
+        source: str,
+        *,
+        format: str = "auto",
+        kind: str | None = None,
+        scope: str | None = None,
+        reason: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportResult:
+        """``store.records.import_source`` (:class:`~lantern_git.memory.records.Records`)."""
+        return self.records.import_source(
+            source, format=format, kind=kind, scope=scope, reason=reason, progress=progress
+        )
 
     # ------------------------------------------------------------------ review
 
@@ -360,7 +578,7 @@ class Store:
         from .review import ReviewList, review_list
 
         page = Page(limit, offset)
-        self.recover()
+        self.workspace.recover()
         if not self.exists:
             return ReviewList()
         found = review_list(self.git)
@@ -372,21 +590,25 @@ class Store:
         *,
         branch: str | None = None,
         reason: str | None = None,
+        expect: str | None = None,
     ) -> ReviewDecision:
         """Bring pending records (``ids``, or None for everything on the branch) of one review
         branch onto the store's branch in one ``Lantern-Op: accept`` commit, this store's
         author as the reviewer; they are no longer pending after. Refuses (``self_approval``)
-        a reviewer with the writer's actor and review name."""
+        a reviewer with the writer's actor and review name. ``expect``: the branch's tip the
+        reviewer saw (``lantern review --json``'s ``"tip"``); when it moved since, nothing is
+        accepted (``review_changed``). A supersede is accepted whole (its new record and its
+        old record's status change), whichever of the two ``ids`` names."""
         from .review import accept, choose
 
         wanted = None if ids is None else list(ids)
         with self.transaction(review=False) as tx:
             return accept(
                 tx,
-                choose(self.git, wanted, branch),
+                choose(self.git, wanted, branch, expect),
                 everything=wanted is None,
                 reason=reason,
-                reviewer=self.reviewer,
+                reviewer=self.workspace.reviewer,
             )
 
     def review_reject(
@@ -395,17 +617,19 @@ class Store:
         *,
         branch: str | None = None,
         reason: str | None = None,
+        expect: str | None = None,
     ) -> ReviewDecision:
         """Drop pending records (``ids``, or None for all) from their review branch with a
-        ``Lantern-Op: reject`` commit on it; the store's branch does not change."""
+        ``Lantern-Op: reject`` commit on it; the store's branch does not change. ``expect``
+        and supersedes as :meth:`review_accept`."""
         from .review import REVIEW_PREFIX as REVIEW_BRANCHES
         from .review import choose, reject
 
         wanted = None if ids is None else list(ids)
-        ref = choose(self.git, wanted, branch).branch.ref
+        ref = choose(self.git, wanted, branch, expect).branch.ref
         with self.transaction(branch=ref) as tx:
             # Chosen again under the writer lock: the branch may have moved meanwhile.
-            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES))
+            chosen = choose(self.git, wanted, ref.removeprefix(REVIEW_BRANCHES), expect)
             return reject(tx, chosen, everything=wanted is None, reason=reason)
 
     # ------------------------------------------------------------------ sync
@@ -427,7 +651,7 @@ class Store:
 
         if not self.exists:
             raise NoStore(f"{self.root} is not a lantern store; create one with: lantern init")
-        with_reviews = sync_review_enabled(review_branches, self.settings)
+        with_reviews = sync_review_enabled(review_branches, self.workspace.settings)
         with self.transaction(require_head=False, review=False) as tx:
             ensure_merge_driver(self.git.repo, self.warn)
             report = sync(tx, remote, push=push, review_branches=with_reviews)

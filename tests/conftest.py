@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ IDENTITY = {
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch):
-    """Each test gets its own HOME and data dir, and no LANTERN_* variables from outside."""
+    """Each test gets its own HOME and data dir, and no LANTERN_* variables (nor a terminal
+    size) from outside."""
     home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test Author\n\temail = author@example.com\n"
@@ -34,6 +36,10 @@ def isolated_env(tmp_path_factory, monkeypatch):
     for name in list(os.environ):
         if name.startswith("LANTERN_"):
             monkeypatch.delenv(name)
+    # The terminal's size is the runner's, not the test's: pytest-xdist's workers get
+    # COLUMNS=80 and LINES=24, a plain run none; a test that wants a width sets one.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     for name, value in IDENTITY.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("LANTERN_LOCK_TIMEOUT", "20")
@@ -105,6 +111,27 @@ def lantern(*args, cwd=None, env=None, input=None, timeout=60):
         text=isinstance(input, str) or input is None,
         timeout=timeout,
     )
+
+
+def first_line(proc: subprocess.Popen, timeout: float = 60) -> str:
+    """The first line ``proc`` prints, waited for ``timeout`` seconds at most: a server that
+    never prints its address fails the test, where a bare ``readline()`` would wait forever."""
+    assert proc.stdout is not None
+    readable, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not readable:
+        raise AssertionError(f"{proc.args!r} printed no line in {timeout:.0f} s")
+    return proc.stdout.readline().rstrip("\n")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Ends ``proc``: SIGTERM, then SIGKILL if it is still running after ``timeout`` seconds;
+    every wait bounded."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 def snapshot(path) -> dict:

@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,13 @@ def start_cli(store: Path | str, *args: str, env: dict | None = None) -> subproc
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def join(thread: threading.Thread, timeout: float = 240) -> None:
+    """``thread.join()`` with a bound: a thread still running after ``timeout`` seconds fails
+    the test rather than holding the run."""
+    thread.join(timeout)
+    assert not thread.is_alive(), f"{thread.name} still running after {timeout:.0f} s"
 
 
 def add_args(content: str, scope: str = "global", kind: str = "fact") -> list[str]:
@@ -138,7 +146,7 @@ def kill_after(proc: subprocess.Popen, delay: float) -> bool:
         return False
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.wait(timeout=30)
         return True
 
 
@@ -173,7 +181,7 @@ def random_kill_round(
     if killed:
         tally.kills += 1
         return
-    out, err = proc.communicate()
+    out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err
     if "lantern: completed" in err or "lantern: rolled back" in err:
         tally.recoveries += 1
@@ -362,10 +370,10 @@ def concurrent_round(path: Path, rng: random.Random, tally: Tally, tag: str, wit
     for thread in readers + writers:
         thread.start()
     for thread in writers:
-        thread.join()
+        join(thread)
     stop.set()
     for thread in readers:
-        thread.join()
+        join(thread)
     shared.close()
     for each in tallies:
         tally.merge(each)

@@ -194,11 +194,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("model",)),
     # Derived, rebuildable state.
     ("indexes", ("index",)),
-    # What both halves stand on: the folder, git, the lock, the indexes and the one write path
-    # (which reads files only through the kinds the halves hand it).
+    # What both parts stand on: the folder, git, the lock, the indexes and the one write path
+    # (which reads files only through the kinds the parts hand it).
     ("workspace", ("workspace",)),
     # The memory, evidence and entity parts (which never import each other: see below).
-    ("halves", ("memory", "evidence", "entities")),
+    ("parts", ("memory", "evidence", "entities")),
     ("operations", ("review", "sync")),
     # "": the package itself (lantern_git/__init__.py, which hands out Store).
     ("library", ("store", "")),
@@ -277,13 +277,13 @@ def test_typing_only_imports_make_no_cycle_either():
     assert cycles(graph) == []
 
 
-# The parts of the "halves" layer, which stand on the workspace and never on each other: the
+# The parts of the "parts" layer, which stand on the workspace and never on each other: the
 # Store hands the records the evidence's pinning (a ``Citations``), the evidence's verify the
 # records it checks, and the entities the records' side of a rename (a ``Mentions``).
-MEMORY_HALF = "lantern_git.memory"
-EVIDENCE_HALF = "lantern_git.evidence"
+MEMORY_PART = "lantern_git.memory"
+EVIDENCE_PART = "lantern_git.evidence"
 ENTITY_PART = "lantern_git.entities"
-PARTS = (MEMORY_HALF, EVIDENCE_HALF, ENTITY_PART)
+PARTS = (MEMORY_PART, EVIDENCE_PART, ENTITY_PART)
 
 
 def crossings(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
@@ -302,12 +302,12 @@ def test_the_memory_evidence_and_entity_parts_never_import_each_other():
     assert sorted(crossings(import_graph(typing=True))) == []
 
 
-def test_the_halves_check_finds_a_planted_crossing():
+def test_the_parts_check_finds_a_planted_crossing():
     # A type-only import of the records by the evidence, as Sources once had of the Store.
     graph = import_graph(typing=True)
     graph["lantern_git.evidence.sources"].add("lantern_git.memory.records")
     assert ("lantern_git.evidence.sources", "lantern_git.memory.records") in crossings(graph)
-    # One half reaching the other through a module of neither counts too.
+    # One part reaching the other through a module of neither counts too.
     graph = import_graph(typing=True)
     graph["lantern_git.workspace.transaction"].add("lantern_git.evidence.sources")
     assert ("lantern_git.memory.records", "lantern_git.evidence.sources") in crossings(graph)
@@ -326,7 +326,7 @@ def test_a_module_without_a_layer_is_named():
 
 
 def test_the_transaction_reads_no_file_format_itself():
-    """The halves hand the transaction their file kinds; it imports their modules for types
+    """The parts hand the transaction their file kinds; it imports their modules for types
     only."""
     formats = {f"lantern_git.model.{m}" for m in ("record", "record_file", "source", "source_file")}
     assert not import_graph()["lantern_git.workspace.transaction"] & formats

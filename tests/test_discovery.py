@@ -265,7 +265,7 @@ def test_lock_timeout_defaults_to_10_seconds_and_ignores_bad_values(
     assert lock_timeout() == expected
     # The value is read when the store opens: what every write then waits for.
     store = Store.open(str(store_path))
-    assert store._lock.timeout == expected
+    assert store.workspace.lock.timeout == expected
     store.close()
 
 
@@ -405,17 +405,17 @@ def test_the_readmes_second_command_makes_a_venv_installs_the_test_tools_and_run
         "python3 -m venv .venv",
         ". .venv/bin/activate",
         "pip install -e '.[dev]'",
-        "python -m pytest -q -m 'not semantic'",
+        "python -m pytest -q -n 2 --dist loadgroup -m 'not semantic'",
         "pip install -e '.[dev,semantic,e5,model2vec]'",
-        "python -m pytest -q -m semantic",
+        "python -m pytest -q -n 2 --dist loadgroup -m semantic",
     ]
     # CI runs the same installs and test runs, in the same order.
     ci = [line.strip() for line in (EXAMPLES.parent / ".ci" / "run").read_text().splitlines()]
     same = [
         "python -m pip install --quiet -e '.[dev]'",
-        "python -m pytest -q -m 'not semantic'",
+        "python -m pytest -q -n 2 --dist loadgroup -m 'not semantic'",
         "python -m pip install --quiet -e '.[dev,semantic,e5,model2vec]'",
-        "python -m pytest -q -m semantic",
+        "python -m pytest -q -n 2 --dist loadgroup -m semantic",
     ]
     positions = [ci.index(line) for line in same]
     assert positions == sorted(positions)

@@ -396,6 +396,25 @@ def test_memory_show_evidence_and_list_cites(store, store_path):
     assert [r.id for r in store.list(cites=source_id[:6])] == [cited.id]
 
 
+def test_a_keyword_search_that_cites_a_source_finds_only_the_records_citing_it(store):
+    source_id = ingest(store).manifest.id
+    cited = [
+        store.add(f"tea note {n}", kind="fact", source_refs=[f"source:{source_id}#L3"])
+        for n in range(3)
+    ]
+    store.add("tea is not coffee", kind="fact")
+    store.add("tea again, citing nothing", kind="fact")
+    everything = [h.record.id for h in store.search("tea", mode="keyword")]
+    assert len(everything) == 5
+    wanted = [i for i in everything if i in {r.id for r in cited}]
+    for cites in (source_id, source_id[:6]):
+        found = store.search("tea", mode="keyword", cites=cites)
+        assert [h.record.id for h in found] == wanted
+        # A page counts cited hits only: offset 1, limit 1 is the second cited record.
+        paged = store.search("tea", mode="keyword", cites=cites, limit=1, offset=1)
+        assert [h.record.id for h in paged] == wanted[1:2]
+
+
 # ---------------------------------------------------------------------------- the CLI
 
 

@@ -707,7 +707,7 @@ def test_server_and_cli_writing_at_once_lose_nothing(store_path):
                 for i in range(6)
             )
         )
-        codes = [await anyio.to_thread.run_sync(p.wait) for p in procs]
+        codes = [await anyio.to_thread.run_sync(lambda p=p: p.wait(timeout=120)) for p in procs]
         for p in procs:
             p.stdout.close()
             p.stderr.close()

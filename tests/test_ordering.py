@@ -423,7 +423,7 @@ def test_list_pages_over_segments_with_deleted_documents(store, store_path):
         changed = store.get(record.id)
         assert changed.content == record.content + "!"
         assert order_key(changed) == order_key(record)
-    with store._index._open().searcher() as searcher:
+    with store.workspace.index._open().searcher() as searcher:
         assert len(list(searcher.reader().leaf_readers())) > 1
         assert searcher.reader().has_deletions()
     # Every record as its file holds it (not as the index lists it), ordered by the reference.

@@ -100,15 +100,21 @@ def test_the_evidence_session_runs_as_written(tmp_path):
         ["lantern", "status", "--json"], env=env, capture_output=True, text=True, check=True
     )
     store = Path(json.loads(status.stdout)["path"])
-    body = store / "sources" / "d3" / "d312e8f5e55324ec.md"
+    # The tidy, as the page states it (a reader must be able to make the same edit).
+    page = " ".join(PAGE.read_text().split())
+    tidy = re.search(
+        r"tidies the transcript in an editor \(the body is `([^`]+)` in the store `lantern "
+        r"status` names\): under the heading go a blank line and the line `([^`]+)`, and the "
+        r"reply `([^`]+)` becomes `([^`]+)`\.",
+        page,
+    )
+    assert tidy, "docs/evidence.md states the tidy edit"
+    where, attendees, reply, shorter = tidy.groups()
+    body = store / where
     text = body.read_text()
     text = text.replace(
-        "# Planning call, 3 December\n",
-        "# Planning call, 3 December\n\nAttendees: Ana, the assistant.\n",
-    ).replace(
-        "Assistant: understood, Friday deploys wait for the freeze review.",
-        "Assistant: understood.",
-    )
+        "# Planning call, 3 December\n", f"# Planning call, 3 December\n\n{attendees}\n"
+    ).replace(reply, shorter)
     body.write_text(text)
     run_steps(second, tmp_path, env)
 

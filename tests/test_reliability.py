@@ -18,6 +18,7 @@ import textwrap
 import threading
 
 import pytest
+from conftest import first_line
 from reliability_support import (
     Tally,
     add_args,
@@ -25,6 +26,7 @@ from reliability_support import (
     cli,
     cli_env,
     concurrent_round,
+    join,
     library_writer,
     make_store,
     random_kill_round,
@@ -80,7 +82,7 @@ def test_one_shared_store_object_serializes_its_threads(tmp_path):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        join(thread)
     shared.close()
     acked = set().union(*(t.acked_ids for t in tallies))
     assert len(acked) == 30
@@ -107,7 +109,7 @@ def test_a_waiting_writer_gives_up_after_the_timeout_and_a_killed_holder_never_b
         text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert first_line(holder) == "held"
         waited = cli(path, *add_args("blocked"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"))
         assert waited.returncode == 1
         error = json.loads(waited.stderr)["error"]
@@ -118,7 +120,7 @@ def test_a_waiting_writer_gives_up_after_the_timeout_and_a_killed_holder_never_b
             WriterLock(str(path / ".lantern" / "lock"), timeout=0.1).acquire()
     finally:
         holder.send_signal(signal.SIGKILL)
-        holder.wait()
+        holder.wait(timeout=30)
     # The kernel dropped the killed holder's flock: the next writer goes straight through.
     done = cli(path, *add_args("after the holder died"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"))
     assert done.returncode == 0, done.stderr
@@ -141,13 +143,13 @@ def test_the_writer_lock_is_reentrant_in_a_thread_and_exclusive_between_threads(
 
     thread = threading.Thread(target=other)
     thread.start()
-    thread.join()
+    join(thread)
     assert outcome == ["timed out"]
     lock.release()
     lock.release()
     thread = threading.Thread(target=other)
     thread.start()
-    thread.join()
+    join(thread)
     assert outcome == ["timed out", "acquired"]
 
 
@@ -179,7 +181,7 @@ def test_cli_writers_killed_at_random_moments_lose_no_acknowledged_write(tmp_pat
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join()
+            join(thread)
         if errors:
             raise errors[0]
         for t in tallies:

@@ -361,7 +361,7 @@ def test_pending_records_are_searched_by_keyword_only(store, store_path):
 
 @pytest.mark.semantic
 def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
-    from lantern_git.index.vectors import fuse
+    from lantern_git.index.ranking import fuse
 
     keyword = [("a", 8.0), ("b", 4.0), ("d", 1.6)]
     semantic = [("c", 0.7), ("d", 0.6), ("b", 0.5), ("a", -0.2)]
@@ -390,7 +390,8 @@ def test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine():
 def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id():
     import numpy as np
 
-    from lantern_git.index.vectors import VectorSet, fuse_page
+    from lantern_git.index.ranking import fuse_page
+    from lantern_git.index.vectors import VectorSet
 
     # Row i's cosine with the query (the first axis) is COSINES[i], exactly in float32; None:
     # a row at 0 (no cosine, under any floor). BM25 scores, best 2.0, and keyword weights.
@@ -842,7 +843,8 @@ def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, mo
 def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
     store, store_path
 ):
-    from lantern_git.index.vectors import fuse, fuse_page, rank
+    from lantern_git.index.ranking import fuse, fuse_page
+    from lantern_git.index.vectors import rank
     from lantern_git.model.query import RecordQuery
 
     words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]

@@ -674,15 +674,20 @@ def test_a_post_without_the_right_csrf_token_changes_nothing(path, csrf):
 def test_a_bad_decision_shows_the_librarys_error_and_changes_nothing(path):
     agent_writes(path, "pending")
     before = state(path)
+    seen = tip(path, MCP_BRANCH)
     with served(path) as (client, config):
         cases = [
             ({"id": "ffff"}, 404, "no pending record or source with id ffff"),
             ({"id": "xyz!"}, 400, "invalid_id"),
             ({}, 400, "give record ids, or all"),
             ({"all": "1", "branch": "../main"}, 400, "invalid_review_name"),
+            ({"all": "1", "tip": None}, 400, "the form has no tip"),
+            ({"all": "1", "tip": "not-hex"}, 400, "--expect: expected a review branch's tip"),
+            ({"all": "1", "tip": "abc12"}, 400, "a prefix of 7 or more hex digits"),
         ]
         for data, status, message in cases:
-            response = client.post("/review/accept", data={"csrf": config.csrf, **data})
+            form = {"csrf": config.csrf, "tip": seen, **data}
+            response = client.post("/review/accept", data={k: v for k, v in form.items() if v})
             assert response.status_code == status, (data, response.text[:300])
             assert message in Markup(response.text).text
             assert state(path) == before

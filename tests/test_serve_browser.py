@@ -13,7 +13,11 @@ from reliability_support import make_store
 from test_serve_cli import LINE, serving
 
 from lantern_git.evidence.sources import SourceInput
+from lantern_git.git.repo import parse_trailers
 from lantern_git.store import Store
+
+# One browser serves the module (the fixture below): under pytest-xdist, on one worker.
+pytestmark = pytest.mark.xdist_group("chromium")
 
 TRANSCRIPT = (
     b"User: let's set up the repo\n"
@@ -130,3 +134,31 @@ def test_the_record_page_shows_the_cited_lines_in_a_screenshot(browser, reviewed
         keep = os.environ.get("KEEP_SCREENSHOT")
         if keep:  # to look at it: KEEP_SCREENSHOT=/tmp/record.png pytest ...
             shutil.copy(shot, keep)
+
+
+def test_each_review_button_does_what_it_says_reject_rejects(browser, reviewed_store):
+    """Clicking a pending record's Reject in the browser records a reject (its commit on the
+    review branch, nothing on the store's branch); the page's Accept beside it is not what
+    the click sends. The buttons' targets are only proved by a browser following them."""
+    from selenium.webdriver.common.by import By
+
+    path, cited, other = reviewed_store
+    repo = pygit2.Repository(str(path))
+    head = str(repo.head.target)
+    with serving(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
+        browser.get(line.removeprefix("lantern serve: "))
+        browser.find_element(By.LINK_TEXT, "Review").click()
+        article = browser.find_element(By.ID, f"pending-{other}")
+        article.find_element(By.NAME, "reason").send_keys("not what the user said")
+        article.find_element(By.CSS_SELECTOR, "button[value=reject]").click()
+        assert f"rejected {other}" in browser.find_element(By.ID, "notice").text
+        assert not browser.find_elements(By.ID, f"pending-{other}")
+        assert browser.find_elements(By.ID, f"pending-{cited}")
+    repo = pygit2.Repository(str(path))
+    assert str(repo.head.target) == head  # a reject leaves the store's branch alone
+    tip = repo[repo.references["refs/heads/lantern/review/mcp"].target].peel(pygit2.Commit)
+    trailers = parse_trailers(tip.message)
+    assert trailers["Lantern-Op"] == ["reject"]
+    assert trailers["Lantern-Record"] == [other]
+    assert trailers["Lantern-Reason"] == ["not what the user said"]
+    assert tip.author.email == "rita@example.com"

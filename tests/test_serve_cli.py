@@ -13,6 +13,7 @@ import urllib.request
 from contextlib import contextmanager
 
 import pytest
+from conftest import first_line, stop
 from reliability_support import cli, cli_env, make_store
 
 LINE = re.compile(r"^lantern serve: (http://([^/]+)/)\?token=([A-Za-z0-9_-]+)$")
@@ -28,15 +29,9 @@ def serving(path, *args: str):
         text=True,
     )
     try:
-        line = proc.stdout.readline().rstrip("\n")  # type: ignore[union-attr]
-        yield proc, line
+        yield proc, first_line(proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def fetch(url: str, opener=None) -> tuple[int, str]:

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from conftest import first_line, stop
 from serve_support import Markup
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "serve.md"
@@ -76,7 +77,7 @@ class Shell:
                     stdout=subprocess.PIPE,
                     text=True,
                 )
-                line = self.server.stdout.readline().rstrip("\n")  # type: ignore[union-attr]
+                line = first_line(self.server)
                 assert [normalise(line, self.home)] == want, line
                 self.url = line.removeprefix("lantern serve: ")
                 continue
@@ -93,8 +94,7 @@ class Shell:
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.terminate()
-            self.server.wait(timeout=30)
+            stop(self.server)
 
 
 def test_the_review_session_of_docs_serve_runs_as_written(tmp_path, isolated_env):
@@ -110,6 +110,10 @@ def test_the_review_session_of_docs_serve_runs_as_written(tmp_path, isolated_env
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+    # git's own default branch (master), as on a reader's machine: the page names no branch.
+    (isolated_env / ".gitconfig").write_text(
+        "[user]\n\tname = Test Author\n\temail = author@example.com\n"
+    )
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     # The agent's script, as the page shows it.
     (script,) = re.findall(r"```python\n(# agent\.py\n.*?)```", text, re.DOTALL)

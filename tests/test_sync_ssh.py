@@ -20,6 +20,10 @@ from conftest import git, init_repo, lantern
 
 from lantern_git.store import Store
 
+# Each sshd takes a port another process may take between _free_port and sshd's bind: under
+# pytest-xdist these tests run on one worker, one sshd at a time.
+pytestmark = pytest.mark.xdist_group("sshd")
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -142,14 +143,18 @@ def use_lantern(root):
 
 
 def run(script: str, *args: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    result = subprocess.run(
-        [sys.executable, "-c", NEIGHBOUR + USE_LANTERN + script, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    # The neighbour's own RamStorage keeps its temporary files in $TMPDIR/MAIN.tmp, which
+    # every process on the machine shares (see whoosh_compat.memory_index): a TMPDIR per run
+    # keeps two runs at once (pytest-xdist) from deleting each other's.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=tmp)
+        result = subprocess.run(
+            [sys.executable, "-c", NEIGHBOUR + USE_LANTERN + script, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -372,3 +377,30 @@ def test_the_index_counted_from_its_table_of_contents_or_by_a_reader_gives_the_s
         assert not whoosh_compat.usable("toc")
     finally:
         store.close()
+
+
+def test_an_index_in_memory_leaves_the_shared_temporary_folder_alone(tmp_path, monkeypatch):
+    """Whoosh's RamStorage writers share $TMPDIR/MAIN.tmp with every process on the machine
+    and delete it whole when they finish; lantern's (``whoosh_compat.memory_index``) keep
+    their temporary files to themselves, so another process's files there survive."""
+    import tempfile as tempfile_module
+
+    from whoosh.fields import TEXT, Schema
+    from whoosh.filedb.filestore import RamStorage
+
+    monkeypatch.setattr(tempfile_module, "tempdir", str(tmp_path))
+    shared = tmp_path / "MAIN.tmp"
+
+    def build(ix) -> None:
+        shared.mkdir(exist_ok=True)
+        (shared / "another-process.ctmp").write_text("in use")
+        writer = ix.writer()
+        writer.add_document(body="alpha beta")
+        writer.commit()
+
+    build(whoosh_compat.memory_index(Schema(body=TEXT)))
+    assert (shared / "another-process.ctmp").read_text() == "in use"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["MAIN.tmp"]  # its own is gone
+    # Stock RamStorage, for contrast: the other process's file is deleted under it.
+    build(RamStorage().create_index(Schema(body=TEXT)))
+    assert not (shared / "another-process.ctmp").exists()

@@ -178,6 +178,11 @@ def memory_list(
     query = RecordQuery.from_options(**filters)
     records = store.list(query, at=at, include_pending=include_pending)
     render.emit_listing(records, output, store.root)
+    if not records and output.format == "table" and not output.count_only and at is None:
+        # An empty answer from an empty store reads like a broken one: say which store it was.
+        everything = RecordQuery.from_options(status="all", include_expired=True)
+        if not store.exists or store.count(everything) == 0:
+            render.note(f"{store.root} has no records yet; lantern memory add writes the first")
 
 
 @memory.command("search")

@@ -44,7 +44,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
                 except ValidationError as err:
                     if not sys.stdin.isatty():
                         raise
-                    click.echo(f"Error: {err.message}", err=True)
+                    render.error(err, False)
                     if not click.confirm("edit again?", default=True, err=True):
                         raise
         verb = "edited" if written.commit else "unchanged"

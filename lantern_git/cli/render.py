@@ -8,30 +8,28 @@ commands only parse, call the library and hand the result over.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core.hidden import display_lines, hidden_in, reveal
+from ..core.timespec import field_time, human_time
 from ..errors import LanternError
 
 if TYPE_CHECKING:
-    from ..evidence.sources import IngestResult, SourceView, VerifyReport
+    from ..evidence.sources import IngestResult, RefCheck, SourceView, VerifyReport
     from ..index.chunks import ChunkHit
     from ..index.search import RefreshReport
     from ..memory.checker import CheckReport, HandCommit
-    from ..memory.history import OperationLog, RecordHistory
+    from ..memory.history import Change, OperationLog, RecordHistory
     from ..memory.records import Deletion
     from ..memory.revert import RevertResult
     from ..memory.timetravel import RecordDiff
     from ..memory.transfer import ImportResult
     from ..model.record import Record
     from ..model.source import SourceManifest
-    from ..review import ReviewDecision, ReviewList
+    from ..review import PendingRecord, ReviewDecision, ReviewList
     from ..store import CloneResult
     from ..workspace.workspace import InitResult
 
@@ -49,6 +47,8 @@ def to_jsonable(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     """One JSON document on one line, non-ASCII kept as it is."""
+    import json  # here, not at the top: `lantern --help` never needs it
+
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
@@ -57,8 +57,23 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], Iterable[str]]) -> Non
     if as_json:
         sys.stdout.write(dumps(value) + "\n")
         return
-    for line in text(value):
-        sys.stdout.write(line + "\n")
+    write_lines(text(value))
+
+
+def write_lines(lines: Iterable[str], out: Any = None) -> None:
+    """Text for people, the one way it reaches the terminal: each hidden character (a bidi
+    override, ESC, a C1 control: :mod:`lantern_git.core.hidden`) written as ``<U+XXXX>``, so
+    that what a person reads is what is stored. JSON, CSV and TSV keep the stored text."""
+    out = out or sys.stdout
+    for line in lines:
+        out.write(reveal(line) + "\n")
+
+
+def flag(value: Any) -> str:
+    """`` [hidden characters: U+202E]`` after a record or change that holds any (shown as
+    ``<U+202E>`` in its text), else nothing."""
+    found = hidden_in(value)
+    return f"  [hidden characters: {', '.join(found)}]" if found else ""
 
 
 def emit_write(
@@ -93,9 +108,15 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
         message = str(err)
     if as_json:
         payload = {"error": {"code": code or "error", "message": message}}
-        sys.stderr.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stderr.write(dumps(payload) + "\n")
     else:
-        sys.stderr.write(f"Error: {message}\n")
+        sys.stderr.write(f"Error: {reveal(message)}\n")
+
+
+def note(message: str) -> None:
+    """A word to the person at the terminal, on stderr (text mode only: stdout stays the
+    answer, and a ``--json`` caller reads its stderr for errors alone)."""
+    sys.stderr.write(f"lantern: {message}\n")
 
 
 # ---------------------------------------------------------------------------- text
@@ -104,26 +125,50 @@ def error(err: LanternError | Exception, as_json: bool, code: str | None = None)
 def terminal_width() -> int:
     """The terminal's columns; 120 when writing to a pipe, so scripts see stable lines."""
     if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return max(40, shutil.get_terminal_size((100, 24)).columns)
+        return max(40, terminal_columns(100))
     return 120
 
 
+def terminal_columns(fallback: int) -> int:
+    """``shutil.get_terminal_size((fallback, 24)).columns``, without importing ``shutil``
+    (with it come ``bz2``, ``lzma`` and ``zlib``: ~2 ms of a 60 ms ``lantern --help``):
+    ``$COLUMNS`` when it is a positive number, else the terminal's, else ``fallback``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (stdout and os.get_terminal_size(stdout.fileno()).columns) or fallback
+    except (AttributeError, ValueError, OSError):
+        return fallback
+
+
 def when(stamp: int | None) -> str:
-    """Unix seconds as ``YYYY-MM-DD HH:MM`` in UTC, or ``-``."""
-    if stamp is None:
-        return "-"
-    return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    """Unix seconds as ISO 8601 in local time with its offset (``2026-12-05T09:01:17+01:00``),
+    or ``-``: every time a person reads (:func:`~lantern_git.core.timespec.human_time`)."""
+    return human_time(stamp)
 
 
 def truncate(text: str, width: int) -> str:
     """``text`` on one line, whitespace collapsed, cut to ``width`` characters with an ellipsis.
 
-    The one shortener for every text output (table cells, history values, sync fields).
+    The one shortener for every text output (table cells, history values, sync fields). Hidden
+    characters are shown (``<U+202E>``) before it measures, so a cut never splits one.
     """
-    flat = " ".join(text.split())
+    flat = " ".join(reveal(text).split())
     if len(flat) <= width:
         return flat
     return flat[: max(0, width - 1)] + "…"
+
+
+def change_text(change: Change, width: int = 60) -> str:
+    """One changed field as ``field: old -> new``; a time field's values as dates."""
+    old = value_text(field_time(change.field, change.old), width)
+    new = value_text(field_time(change.field, change.new), width)
+    return f"{change.field}: {old} -> {new}"
 
 
 def value_text(value: Any, width: int = 60, absent: str = "(none)") -> str:
@@ -190,14 +235,17 @@ def record_lines(record: Record) -> list[str]:
         if value is None or value == []:
             continue
         if key in ("created_at", "updated_at", "expires_at"):
-            value = f"{value} ({when(value)} UTC)"
+            value = f"{when(value)} ({value})"
         elif key in ("source_refs", "entities"):
             value = ", ".join(value)
         elif key == "pending":
             value = "yes: awaits review on a review branch (lantern review)"
         lines.append(f"{key + ':':<15}{value}")
+    found = hidden_in(record)
+    if found:
+        lines.append(f"{'hidden:':<15}{', '.join(found)}: characters shown as <U+XXXX>")
     lines.append("")
-    lines.extend(content.splitlines())
+    lines.extend(display_lines(content))
     return lines
 
 
@@ -297,14 +345,14 @@ MAX_CELL = 24
 TABLE_FIELDS = ("id", "kind", "scope", "status", "priority", "urgency", "updated_at", "content")
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """How a listing is written: its format, the fields (None: every field, or ``table`` for
-    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out)."""
+    the table), ``--count`` (just the number), ``--wide`` (cells whole, no column left out).
+    A named tuple, not a dataclass: ``lantern --help`` then never imports ``dataclasses``."""
 
     format: str = "table"
     fields: tuple[str, ...] | None = None
-    count: bool = False
+    count_only: bool = False
     wide: bool = False
     table: tuple[str, ...] = TABLE_FIELDS
 
@@ -345,13 +393,12 @@ def emit_listing(
     listing whose rows are not records gives its own ``default_table`` for the plain table.
     """
     items = list(items)
-    plain = output.format == "table" and output.fields is None and not output.count
+    plain = output.format == "table" and output.fields is None and not output.count_only
     if default_table is not None and plain:
-        for line in default_table(items):
-            sys.stdout.write(line + "\n")
+        write_lines(default_table(items))
         return
     rows = [to_jsonable(item) for item in items]
-    if output.count:
+    if output.count_only:
         emit({"count": len(rows)}, output.as_json, lambda value: [str(value["count"])])
         return
     pending = [bool(row.get("pending")) for row in rows]
@@ -377,8 +424,7 @@ def emit_listing(
                 for row_line, why in zip(lines[1:], explains, strict=True)
                 for line in (row_line, "    " + explain_text(why))
             ]
-        for line in lines:
-            out.write(line + "\n")
+        write_lines(lines, out)
         return
     if output.format == "json":
         out.write(dumps(rows) + "\n")
@@ -388,8 +434,7 @@ def emit_listing(
     elif output.format in ("csv", "tsv"):
         _write_delimited(rows, output, out)
     else:
-        for line in table(rows, ShortIds(root), output):
-            out.write(line + "\n")
+        write_lines(table(rows, ShortIds(root), output), out)
 
 
 def _write_delimited(rows: list[dict[str, Any]], output: Output, out: Any) -> None:
@@ -414,7 +459,7 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     return str(value)
 
 
@@ -470,8 +515,11 @@ def table(rows: list[dict[str, Any]], short: ShortIds, output: Output | None = N
     for i, row in enumerate(rows):
         content = None
         if flexible:
-            text = str(row.get(flexible) or "")
-            content = " ".join(text.split()) if output.wide else truncate(text, space)
+            # The row's record holds hidden characters (shown as <U+XXXX> where the cell has
+            # room): flagged first, where no cut can drop the flag.
+            marker = "[hidden] " if hidden_in(row) else ""
+            text = marker + str(row.get(flexible) or "")
+            content = " ".join(reveal(text).split()) if output.wide else truncate(text, space)
         out.append(line({n: cells[n][i] for n in fixed}, content))
     return out
 
@@ -603,8 +651,9 @@ def history_lines(history: RecordHistory) -> list[str]:
     for entry in history.entries:
         op = entry.op or "(not a lantern commit)"
         actor = f" by {entry.actor}" if entry.actor else ""
-        lines.append(f"commit {entry.commit[:10]}  {when(entry.time)} UTC  {entry.author}")
-        lines.append(f"    {op}{actor}: {entry.summary}")
+        lines.append(f"commit {entry.commit[:10]}  {when(entry.time)}  {entry.author}")
+        held = flag([entry.summary, entry.reason, entry.changes])
+        lines.append(f"    {op}{actor}: {entry.summary}{held}")
         if entry.reason:
             lines.append(f"    reason: {entry.reason}")
         if entry.problem:
@@ -614,9 +663,7 @@ def history_lines(history: RecordHistory) -> list[str]:
         elif entry.changes and all(c.new is None for c in entry.changes):
             pass  # deleted: the problem line says so
         else:
-            lines.extend(
-                f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in entry.changes
-            )
+            lines.extend(f"    {change_text(c)}" for c in entry.changes)
         lines.append("")
     return lines[:-1]
 
@@ -630,28 +677,40 @@ def emit_diff(diff: RecordDiff, as_json: bool, root: str | None) -> None:
 def diff_lines(diff: RecordDiff, short: ShortIds) -> list[str]:
     """Added, then removed, then changed records (each in id order), then unreadable files."""
     width = terminal_width() - 20
-    lines = [f"added    {short(r.id)}  {truncate(r.content, width)}" for r in diff.added]
-    lines += [f"removed  {short(r.id)}  {truncate(r.content, width)}" for r in diff.removed]
+    lines = [f"added    {short(r.id)}  {truncate(r.content, width)}{flag(r)}" for r in diff.added]
+    lines += [
+        f"removed  {short(r.id)}  {truncate(r.content, width)}{flag(r)}" for r in diff.removed
+    ]
     for change in diff.changed:
-        lines.append(f"changed  {short(change.id)}  {truncate(change.content, width)}")
-        lines.extend(
-            f"    {c.field}: {value_text(c.old)} -> {value_text(c.new)}" for c in change.changes
-        )
+        held = flag([change.content, change.changes])
+        lines.append(f"changed  {short(change.id)}  {truncate(change.content, width)}{held}")
+        lines.extend(f"    {change_text(c)}" for c in change.changes)
     lines.extend(f"problem  {problem}" for problem in diff.problems)
     return lines
 
 
-def emit_review(review: ReviewList, as_json: bool, root: str | None) -> None:
-    """``lantern review``: its object, or per branch its pending records and field changes."""
+Evidence = dict[str, list[tuple[str, "RefCheck | None"]]]
+
+
+def emit_review(
+    review: ReviewList, as_json: bool, root: str | None, evidence: Evidence | None = None
+) -> None:
+    """``lantern review``: its object, or per branch its pending changes, each as the reviewer
+    decides it (``evidence``: each pending record's references with verify's findings)."""
     short = ShortIds(root)
-    emit(review, as_json, lambda r: review_lines(r, short))
+    emit(review, as_json, lambda r: review_lines(r, short, evidence or {}))
 
 
-def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
-    """A heading per review branch, then its records as ``lantern diff`` shows them, with who
-    wrote each and whether the store's branch changed it meanwhile."""
+def review_lines(
+    review: ReviewList, short: ShortIds, evidence: Evidence | None = None
+) -> list[str]:
+    """A heading per review branch with its tip (what ``--expect`` takes), then each unit a
+    decision takes (a supersede's two records together): what changed, the writer's reason,
+    the content against the store's version, the evidence cited with its verify status, who
+    wrote it, and whether the store's branch changed it meanwhile."""
     if not review.branches:
         return ["nothing awaits review"]
+    evidence = evidence or {}
     width = terminal_width() - 20
     lines: list[str] = []
     for branch in review.branches:
@@ -662,23 +721,102 @@ def review_lines(review: ReviewList, short: ShortIds) -> list[str]:
             + (f"{sources} source{'s' if sources != 1 else ''}, " if sources else "")
             + f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
         )
-        for pending in branch.records:
-            shown = pending.record or pending.before
-            content = truncate(shown.content, width) if shown is not None else ""
-            note = " (also changed on the store's branch)" if pending.moved else ""
-            lines.append(f"  {pending.change:<8} {short(pending.id)}  {content}{note}")
-            lines.extend(
-                f"      {c.field}: {value_text(c.old)} -> {value_text(c.new)}"
-                for c in pending.changes
-            )
-            lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
+        lines.append(f"  tip {branch.tip} (review accept|reject --expect {branch.tip[:12]})")
+        for unit in branch.units():
+            ids = {p.id for p in unit}
+            if len(unit) > 1:
+                lines.append(
+                    f"  decided as one ({len(unit)} records, accepted or rejected together):"
+                )
+            for pending in unit:
+                lines.extend(_pending_lines(pending, unit, ids, short, width, evidence))
         for source in branch.sources:
             manifest = source.manifest
             name = (manifest.title or manifest.uri or "") if manifest is not None else ""
             note = " (also changed on the store's branch)" if source.moved else ""
-            lines.append(f"  {source.change:<8} source {source.id}  {truncate(name, width)}{note}")
+            lines.append(
+                f"  {source.change:<8} source {source.id}  {truncate(name, width)}{note}"
+                f"{flag(manifest)}"
+            )
+            citing = branch.citing(source.id)
+            if citing:
+                lines.append(
+                    "      cited by pending "
+                    + ", ".join(short(r.id) for r in citing)
+                    + " (a reject of the source rejects them too)"
+                )
             lines.append(f"      by {', '.join(source.actors)}: {', '.join(source.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
+    return lines
+
+
+def _pending_lines(
+    pending: PendingRecord,
+    unit: list[PendingRecord],
+    ids: set[str],
+    short: ShortIds,
+    width: int,
+    evidence: Evidence,
+) -> list[str]:
+    import difflib
+
+    shown = pending.record or pending.before
+    content = truncate(shown.content, width) if shown is not None else ""
+    note = " (also changed on the store's branch)" if pending.moved else ""
+    held = flag([pending.record, pending.before, pending.changes])
+    lines = [f"  {pending.change:<8} {short(pending.id)}  {content}{note}{held}"]
+    old = (
+        next((p for p in unit if p.id == pending.supersedes), None)
+        if pending.supersedes in ids
+        else None
+    )
+    for reason in pending.reasons or ["(none given)"]:
+        lines.append(f"      reason: {reason}")
+    if old is not None and pending.record is not None:
+        was = old.before or old.record
+        lines.append(f"      supersedes {short(old.id)}; content against it:")
+        before = display_lines(was.content) if was is not None else []
+        lines.extend(
+            f"        {line}"
+            for line in difflib.ndiff(before, display_lines(pending.record.content))
+            if not line.startswith("?")
+        )
+    if pending.change == "added" and pending.record is not None:
+        fields = {
+            k: v
+            for k, v in pending.record.to_dict().items()
+            if k not in ("id", "content", "pending", "created_at", "updated_at")
+            and v not in (None, [])
+        }
+        lines.append(
+            "      " + ", ".join(f"{k} {value_text(field_time(k, v))}" for k, v in fields.items())
+        )
+    if old is None and pending.change == "added" and pending.record is not None:
+        lines.append("      content:")
+        lines.extend(f"        {line}" for line in display_lines(pending.record.content))
+    for change in pending.changes:
+        if change.field == "content":
+            lines.append("      content:")
+            before = display_lines(change.old) if isinstance(change.old, str) else []
+            after = display_lines(change.new) if isinstance(change.new, str) else []
+            lines.extend(
+                f"        {line}"
+                for line in difflib.ndiff(before, after)
+                if not line.startswith("?")
+            )
+        else:
+            lines.append(f"      {change_text(change)}")
+    for ref, check in evidence.get(pending.id, []):
+        status = check.problem if check is not None else "not checked (not a source: reference)"
+        lines.append(f"      evidence {ref}: {status}")
+        if check is not None and check.detail and check.problem != "ok":
+            lines.append(f"        {check.detail}")
+        if check is not None and check.text is not None and check.lines is not None:
+            lines.extend(
+                f"        {check.lines[0] + i:>5}  {line}"
+                for i, line in enumerate(display_lines(check.text))
+            )
+    lines.append(f"      by {', '.join(pending.actors)}: {', '.join(pending.authors)}")
     return lines
 
 
@@ -722,7 +860,9 @@ def log_lines(log: OperationLog) -> list[str]:
         op = entry.op or "-"
         lines.append(
             f"{entry.commit[:10]}  {when(entry.time)}  {op:<9} {entry.actor or '-':<5} "
-            f"{entry.summary}" + (f"  [{records}]" if records and op != "import" else "")
+            f"{entry.summary}"
+            + (f"  [{records}]" if records and op != "import" else "")
+            + flag([entry.summary, entry.reason])
         )
         if entry.reason:
             lines.append(f"{'':12}reason: {entry.reason}")
@@ -739,8 +879,7 @@ def check_lines(report: CheckReport) -> list[str]:
 
 def check_failure(report: CheckReport) -> str:
     """The closing line on stderr when ``lantern check`` found problems."""
-    count = len(report.problems)
-    return f"Error: {count} problem{'s' if count != 1 else ''} in record files"
+    return f"Error: {report.summary}"
 
 
 def commit_lines(result: HandCommit) -> list[str]:
@@ -850,7 +989,7 @@ def source_table(manifests: list[SourceManifest]) -> list[str]:
     out = [f"{'ID':<16}  {'KIND':<11}  {'LINES':>7}  {'UPDATED':<10}  TITLE/URI"]
     room = max(20, terminal_width() - 54)
     for m in manifests:
-        name = m.title or m.uri or ""
+        name = ("[hidden] " if hidden_in([m.title, m.uri]) else "") + (m.title or m.uri or "")
         out.append(
             f"{m.id:<16}  {m.kind:<11}  {m.lines:>7}  {when(m.updated_at)[:10]:<10}  "
             f"{truncate(name, room)}"
@@ -861,16 +1000,19 @@ def source_table(manifests: list[SourceManifest]) -> list[str]:
 def source_view_lines(view: SourceView) -> list[str]:
     """``source show``: the lines a reference names, or the manifest's fields."""
     if view.text is not None:
-        return view.text.splitlines()
+        return display_lines(view.text)
     lines = []
     for key, value in view.manifest.to_dict().items():
         if value is None or value == {}:
             continue
         if key in ("captured_at", "updated_at"):
-            value = f"{value} ({when(value)} UTC)"
+            value = f"{when(value)} ({value})"
         elif key == "meta":
             value = ", ".join(f"{k}={v}" for k, v in value.items())
         lines.append(f"{key + ':':<13}{value}")
+    found = hidden_in(view.manifest)
+    if found:
+        lines.append(f"{'hidden:':<13}{', '.join(found)}: characters shown as <U+XXXX>")
     return lines
 
 
@@ -907,7 +1049,7 @@ def chunk_hit_lines(hits: list[ChunkHit], query: str = "") -> list[str]:
         out.append(f"{hit.ref}  {hit.score:.2f}  {truncate(name, max(10, width - 60))}")
         if hit.explain is not None:
             out.append("  " + explain_text(hit.explain))
-        numbered = list(enumerate(hit.text.splitlines(), hit.lines[0]))
+        numbered = list(enumerate(display_lines(hit.text), hit.lines[0]))
         shown = [(n, t) for n, t in numbered if any(w[:5] in t.lower() for w in words)]
         for number, line in (shown or [(n, t) for n, t in numbered if t.strip()])[:3]:
             prefix = f"  L{number}  "
@@ -931,7 +1073,7 @@ def evidence_lines(record: Record, evidence: list[dict[str, Any]]) -> list[str]:
         status = item["problem"] or ("ok" if item["lines"] else "opaque")
         out.append(f"── {item['ref']}  ({status})")
         if item["text"] is not None:
-            out.extend("   " + line for line in item["text"].splitlines())
+            out.extend("   " + line for line in display_lines(item["text"]))
     return out
 
 

@@ -31,7 +31,16 @@ def review_command(ctx: click.Context, page: Page, as_json: bool, store_path: st
         return
     store = support.open_store(store_path)
     review = store.review_list(limit=page.limit, offset=page.offset)
-    render.emit_review(review, as_json, store.root)
+    evidence = (
+        {}
+        if as_json
+        else {
+            pending.id: store.sources.check_refs(pending.record)
+            for pending in review.records
+            if pending.record is not None and pending.record.source_refs
+        }
+    )
+    render.emit_review(review, as_json, store.root, evidence)
 
 
 def _decision_options(func: Callable) -> Callable:
@@ -42,27 +51,39 @@ def _decision_options(func: Callable) -> Callable:
     func = click.option(
         "--branch", default=None, metavar="NAME", help="The review branch (lantern/review/NAME)."
     )(func)
+    func = click.option(
+        "--expect",
+        default=None,
+        metavar="TIP",
+        help="The branch's tip you reviewed (lantern review --json, 7+ hex digits): when "
+        "anything arrived on it since, nothing is decided (review_changed, exit 1).",
+    )(func)
     return writer(reason_option(func))
 
 
-def _decide(op: str, ids, everything, branch, reason, as_json, store_path, author) -> None:
+def _decide(op: str, ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
     if bool(ids) == everything:
         raise click.UsageError("give record ids, or --all (not both)")
     store = support.open_store(store_path, author)
     call = store.review_accept if op == "accept" else store.review_reject
-    decision = call(None if everything else list(ids), branch=branch, reason=reason)
+    wanted = None if everything else list(ids)
+    decision = call(wanted, branch=branch, reason=reason, expect=expect)
     render.emit(decision, as_json, render.decision_lines)
 
 
 @review_command.command("accept")
 @_decision_options
-def accept_command(ids, everything, branch, reason, as_json, store_path, author) -> None:
-    """Bring pending records onto the store's branch in one commit, you as its author."""
-    _decide("accept", ids, everything, branch, reason, as_json, store_path, author)
+def accept_command(ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
+    """Bring pending records onto the store's branch in one commit, you as its author.
+
+    A supersede is accepted whole: its new record and its old record's status change."""
+    _decide("accept", ids, everything, branch, expect, reason, as_json, store_path, author)
 
 
 @review_command.command("reject")
 @_decision_options
-def reject_command(ids, everything, branch, reason, as_json, store_path, author) -> None:
-    """Drop pending records from their review branch, with a commit recording why."""
-    _decide("reject", ids, everything, branch, reason, as_json, store_path, author)
+def reject_command(ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
+    """Drop pending records from their review branch, with a commit recording why.
+
+    A supersede is rejected whole, as it is accepted."""
+    _decide("reject", ids, everything, branch, expect, reason, as_json, store_path, author)

@@ -7,8 +7,7 @@ import errno
 import os
 import stat
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -33,8 +32,7 @@ if TYPE_CHECKING:
 PROGRESS_FROM = 20
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     """A file to ingest: its bytes, and the absolute path they were read from (a followed
     link's target)."""
 

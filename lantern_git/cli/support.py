@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.config import environment
 from ..core.fields import (
     DEFAULT_CONFIDENCE,
     DEFAULT_PRIORITY,
@@ -33,10 +32,31 @@ if TYPE_CHECKING:
 class LanternGroup(click.Group):
     """Maps lantern's typed errors and click's usage errors to the contract's exit codes."""
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        # click suggests a command whose name is close (stauts: status); a name that is a
+        # command one level down (search: memory search, source search) it cannot see.
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            nested = [
+                f"'lantern {name} {args[0]}'"
+                for name, group in sorted(self.commands.items())
+                if args and isinstance(group, click.Group) and not group.hidden
+                and args[0] in group.commands and not group.commands[args[0]].hidden
+            ]  # fmt: skip
+            if nested and "Did you mean" not in err.message:
+                hint = f"{err.message} Did you mean {' or '.join(nested)}?"
+                raise click.UsageError(hint, err.ctx) from None
+            raise
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in args
         from . import render
+
+        # The width click's help would take (its HelpFormatter's rule), given so that click
+        # never imports shutil for it.
+        extra.setdefault("terminal_width", max(min(render.terminal_columns(80), 80) - 2, 50))
 
         try:
             code = super().main(
@@ -83,6 +103,8 @@ def _internal_error(err: Exception, as_json: bool) -> int:
 
 
 def _debug_traceback() -> None:
+    from ..core.config import environment
+
     if environment().debug:
         import traceback
 
@@ -153,7 +175,42 @@ def open_store(
     as_json = bool(ctx is not None and ctx.params.get("as_json"))
     if not as_json:
         store.progress = progress_bar
+        if store.workspace.create_on_write and sys.stderr.isatty():
+            _say_the_default_store_answers(store)
     return store
+
+
+def _say_the_default_store_answers(store: Store) -> None:
+    """Where no store was named and none encloses the current folder, the default store
+    answers; a person at a terminal is told so when it would surprise them: before the
+    default store exists (the first write creates it), and inside a git repository that is
+    not a store (they may think they are in one)."""
+    from . import render
+
+    if not store.exists:
+        render.note(
+            f"no store here; using the default store {store.root}, which the first write "
+            "creates (lantern init makes a store in this folder)"
+        )
+        return
+    repository = _enclosing_repository(os.getcwd())
+    if repository is not None:
+        render.note(
+            f"{repository} is a git repository but not a lantern store; answering from the "
+            f"default store {store.root} (lantern init {repository} makes it one)"
+        )
+
+
+def _enclosing_repository(start: str) -> str | None:
+    """The nearest folder at or above ``start`` with a ``.git``, as git finds its repository."""
+    current = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
 
 
 class _Bar:
@@ -189,6 +246,8 @@ def progress_bar(
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
     ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
     pseudo-terminal), ``never`` never."""
+    from ..core.config import environment
+
     wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
         return _NoBar()
@@ -384,7 +443,6 @@ def output_options(
     instead of the flags; ``fields`` are the names ``--fields`` may choose from, ``table``
     the table's default columns (default: a record's)."""
     import functools
-    from dataclasses import replace
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
@@ -401,7 +459,7 @@ def output_options(
             output = make_output(
                 bool(kwargs["as_json"]), jsonl, as_csv, as_tsv, chosen, count, wide, fields
             )
-            kwargs["output"] = output if table is None else replace(output, table=table)
+            kwargs["output"] = output if table is None else output._replace(table=table)
             return func(*args, **kwargs)
 
         options = [

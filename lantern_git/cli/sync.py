@@ -9,7 +9,6 @@ nothing else.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import click
@@ -100,6 +99,8 @@ def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int
         return _merge_entity_file(base, ours, theirs, path)
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.
+        import subprocess
+
         result = subprocess.run(
             ["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", ours, base, theirs],
             check=False,
@@ -191,6 +192,8 @@ def _merge_marker(base: str, ours: str, theirs: str) -> int:
             f"migrate in {older} first (git merge --abort undoes this merge)\n"
         )
         return 1
+    import subprocess
+
     result = subprocess.run(
         ["git", "merge-file", "-p", ours, base, theirs], capture_output=True, check=False
     )

@@ -1,7 +1,10 @@
-"""Parsing the times users type: unix seconds, ISO 8601, or a duration from now.
+"""Parsing the times users type: unix seconds, ISO 8601, or a duration from now; and the
+one way a time is shown to a person.
 
 The CLI's ``--expires-at`` and the MCP tools' ``expires_at`` both go through
-:func:`parse_expiry`, so they accept the same texts and fail with the same message.
+:func:`parse_expiry`, so they accept the same texts and fail with the same message. Every
+text a person reads (``memory history``, ``diff``, ``lantern review``, the pages of ``lantern
+serve``) shows a time through :func:`human_time`; JSON keeps unix seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from datetime import datetime, timezone
 
 from ..errors import InvalidInput
 from .fields import Unset
+
+# The record fields that hold unix seconds: shown as dates wherever a person reads them.
+TIME_FIELDS = frozenset({"created_at", "updated_at", "expires_at"})
 
 _RELATIVE = re.compile(r"([+-])(\d+)([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -59,4 +65,20 @@ def parse_expiry(
         if value.strip().lower() == "none":
             return None
         return parse_time(value, name=name, now=now)
+    return value
+
+
+def human_time(stamp: int | None) -> str:
+    """Unix seconds as ISO 8601 in the local time zone, to the second, with its offset
+    (``2026-12-05T09:01:17+01:00``); ``-`` for no time."""
+    if stamp is None:
+        return "-"
+    return datetime.fromtimestamp(stamp, timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def field_time(name: str, value: object) -> object:
+    """A field's value as a person reads it: a time field's unix seconds as :func:`human_time`,
+    anything else as it is."""
+    if name in TIME_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+        return human_time(value)
     return value

@@ -1,1 +1,1 @@
-"""The evidence half: sources, their chunks, and the references records make to them."""
+"""The evidence part: sources, their chunks, and the references records make to them."""

@@ -6,7 +6,7 @@ journaled and recovered exactly as a record is. What a reference says is checked
 objects, not the working tree alone: a pinned reference names a blob, and that blob stays readable
 after later versions and after the source is removed.
 
-The evidence half stands on the workspace alone and knows nothing of the records: the Store hands
+The evidence part stands on the workspace alone and knows nothing of the records: the Store hands
 the records :meth:`Sources.pin` and :meth:`Sources.resolve` (as
 :class:`~lantern_git.workspace.workspace.Citations`), and hands :meth:`Sources.verify` the records
 whose references it checks.
@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..core.fields import SEARCH_MODES
 from ..core.paging import Page
 from ..errors import InvalidInput, NotFound, StoreError, ValidationError
 from ..model.source import (
@@ -561,12 +560,10 @@ class Sources:
         is hybrid when an embedder is available. ``explain``: each hit's ``explain`` says what
         made its score, as for records.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("query: must not be empty", code="invalid_query")
-        if mode is not None and mode not in SEARCH_MODES:
-            raise InvalidInput(
-                f"mode: must be keyword, semantic or hybrid; got {mode!r}", code="invalid_field"
-            )
+        from ..index import retrieval
+        from ..index.corpora import ChunkCorpus, ChunkFilters
+
+        retrieval.check(text, mode)
         kinds = tuple(kinds)
         for kind in kinds:
             check_kind(kind)
@@ -577,66 +574,18 @@ class Sources:
             return []
         self.workspace.recover()
         index = self.workspace.chunks
-        report = index.refresh()
-        for problem in report.broken.values():
-            self.workspace.warn(f"warning: skipped {problem}")
+
+        def refresh() -> None:
+            for problem in index.refresh().broken.values():
+                self.workspace.warn(f"warning: skipped {problem}")
+
         if mode == "keyword":
-            hits = index.search(
-                text, kinds=kinds, sources=source_ids, limit=page.limit, offset=page.offset
-            )
-            if explain:
-                from ..index.chunks import indexed_text
-                from ..index.ranking import explained
-
-                for hit in hits:
-                    hit.explain = explained(
-                        mode, text, indexed_text(hit.text, hit.title), hit.score, None, None, None
-                    )
+            corpus = ChunkCorpus(index, refresh)
         else:
-            hits = self._search_vectors(text, kinds, source_ids, page, mode, explain)
-        for hit in hits:
-            hit.mode = mode
-        return hits
-
-    def _search_vectors(
-        self,
-        text: str,
-        kinds: tuple[str, ...],
-        sources: tuple[str, ...],
-        page: Page,
-        mode: str,
-        explain: bool = False,
-    ) -> builtins.list[ChunkHit]:
-        from ..index import ranking
-        from ..index.chunks import indexed_text
-        from ..index.vectors import fuse, rank
-
-        index = self.workspace.chunks
-        vectors = self.workspace.chunk_vectors()
-        current = vectors.current()
-        wanted = vectors.embed_query(text)
-        keyword = [
-            (index.key(hit), hit.score) for hit in index.search(text, kinds=kinds, sources=sources)
-        ]
-        floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword))
-        ranked = rank(current, wanted, index.chunk_keys(kinds, sources), floor=floor)
-        weights: dict[str, float] = {}
-        if mode == "hybrid":  # each keyword hit's weight: the share of the words it holds
-            words, held = index.words_held(text, [key for key, _ in keyword])
-            weights = {key: ranking.keyword_weight(count, words) for key, count in held.items()}
-            ranked = fuse(keyword, ranked, weights)
-        hits = index.hits(page.take(ranked))
-        if explain:
-            scores = dict(keyword)
-            best = keyword[0][1] if keyword else None
-            for hit in hits:
-                key = index.key(hit)
-                cosine = round(float(current.vector(key) @ wanted), 6)
-                content = indexed_text(hit.text, hit.title)
-                hit.explain = ranking.explained(
-                    mode, text, content, scores.get(key), best, cosine, floor, weights.get(key, 0.0)
-                )
-        return hits
+            vectors, embedder = self.workspace.chunk_vectors(), self.workspace.embedder_name
+            corpus = ChunkCorpus(index, refresh, vectors, embedder)
+        filters = ChunkFilters(kinds, source_ids)
+        return retrieval.search(corpus, retrieval.SearchRequest(text, mode, filters, page, explain))
 
     # ------------------------------------------------------------------ references
 

@@ -381,10 +381,7 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query: must not be empty", code="invalid_query")
-        if has_undecodable(text):
-            raise InvalidInput(
-                "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
-            )
+        _decodable(text)
         kinds = tuple(check_kind(kind) for kind in kinds)
         sources = tuple(check_source_id(sid, "source") for sid in sources)
         page = Page(limit, offset)  # the one paging rule: 0 is no limit
@@ -395,6 +392,24 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         def read() -> list[ChunkHit]:
             state = self._indexed()
             return _ranked(self._searcher(), state, query, restrict, limit, offset)
+
+        return self._answer(read)
+
+    def raw_scored(
+        self, text: str, kinds: Sequence[str] = (), sources: Sequence[str] = ()
+    ) -> tuple[list[str], list[float]]:
+        """Every chunk matching ``text`` among those the filters select, as :meth:`search`
+        finds them, as (keys, BM25 scores before rounding) in no order: the keyword side of a
+        semantic or hybrid search, ranked in bulk (``ranking.fuse_page``)."""
+        query = _parsed(text)
+        restrict = _filter(tuple(kinds), tuple(sources))
+
+        def read() -> tuple[list[str], list[float]]:
+            searcher = self._searcher()
+            allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
+            docs, scores = bm25.raw_scored(searcher, query, allowed, None)
+            keys = [f"{f['source']}:{f['a']}" for f in map(searcher.stored_fields, docs)]
+            return keys, scores
 
         return self._answer(read)
 
@@ -691,6 +706,19 @@ def _filter(kinds: tuple[str, ...], sources: tuple[str, ...]) -> Any:
     return Q.And(parts) if len(parts) > 1 else parts[0]
 
 
+def _decodable(text: str) -> None:
+    if has_undecodable(text):
+        raise InvalidInput(
+            "query: is not valid Unicode text (undecodable bytes?)", code="invalid_query"
+        )
+
+
+def _parsed(text: str) -> Any:
+    """A search text as a Whoosh query; an undecodable text is refused (``invalid_query``)."""
+    _decodable(text)
+    return text_query(text)
+
+
 def _ranked(
     searcher: Any,
     state: dict[str, Any],
@@ -700,7 +728,7 @@ def _ranked(
     offset: int,
 ) -> list[ChunkHit]:
     """Hits ``offset:offset+limit`` by score, then source id and first line."""
-    end = None if limit is None else offset + limit
+    end = Page(limit, offset).end
     allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
     scored = bm25.scored(searcher, query, allowed, None, end)
     known: dict[str, _Indexed] = state["sources"]

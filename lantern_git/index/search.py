@@ -788,6 +788,31 @@ class SearchIndex(DerivedIndex[RefreshReport]):
     def search(self, query: RecordQuery) -> builtins.list[Hit]:
         return self._run(query, scored=True)
 
+    def fresh(
+        self,
+        query: RecordQuery,
+        scored: bool,
+        refresh: Callable[[Callable[[], object] | None], RefreshReport],
+    ) -> builtins.list[Hit]:
+        """``search`` (``scored``) or ``list`` of ``query`` once ``refresh`` (the workspace's:
+        recovery, then :meth:`refresh`, warning of broken files) brought the index in step.
+
+        The query runs while the freshness check's finds do (on two cores their time is
+        hidden), and its answer is kept when no record file changed since the last check.
+        """
+        early: builtins.list[builtins.list[Hit]] = []
+
+        def meanwhile() -> None:
+            try:
+                early.append(self.run_once(query, scored))
+            except Exception:  # a damaged index: the normal path below rebuilds it
+                pass
+
+        report = refresh(meanwhile)
+        if report.unchanged and early:
+            return early[0]
+        return self.search(query) if scored else self.list(query)
+
     def run_once(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
         """``list`` or ``search`` without the rebuild on a damaged index: raises instead."""
         if query.limit == 0:
@@ -804,7 +829,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         """The read that answers ``query``, its text parsed first (a text that cannot be read
         as a search is the caller's error, and no reason to look at the index)."""
         words = text_query(query.text) if query.text else None
-        end = None if query.limit is None else query.offset + query.limit
+        end = query.page.end
 
         def read() -> builtins.list[Hit]:
             searcher = self._searcher()
@@ -1103,11 +1128,9 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
     """``query`` (with its text) answered over ``records`` alone, as the store's index would
     answer it were they its records: the same analyzer, filters, BM25F scores and order. The
     records go into an index in memory built for this one answer (``--include-pending``)."""
-    from whoosh.filedb.filestore import RamStorage
-
     if query.limit == 0 or not query.text:
         return []
-    ix = RamStorage().create_index(_schema())
+    ix = whoosh_compat.memory_index(_schema())
     writer = ix.writer()
     for record in records:
         # The stored object is the plain record's (a PendingVersion adds "pending"); the caller
@@ -1116,7 +1139,7 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
         document["doc"] = json.dumps(Record.to_dict(record), ensure_ascii=False)
         writer.add_document(**document)
     writer.commit()
-    end = None if query.limit is None else query.offset + query.limit
+    end = query.page.end
     with ix.searcher() as searcher:
         expired = _mask_docs(searcher, _mask_query(query))
         words = text_query(query.text)

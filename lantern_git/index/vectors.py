@@ -28,7 +28,8 @@ A vector set made by another embedder (name or dim) is not used: everything is e
 A set whose meta does not parse, whose array has another shape or dtype, or whose CRCs differ
 is rebuilt, never trusted.
 
-Only this module and ``embedders.py`` import numpy, and only semantic paths import them.
+Only this module, ``embedders.py`` and the hybrid fusion in ``ranking.py`` import numpy, and only
+semantic paths import them.
 """
 
 from __future__ import annotations
@@ -41,14 +42,13 @@ import os
 import shutil
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from . import ranking, whoosh_compat
+from . import whoosh_compat
 from .embedders import Embedder
 from .search import SearchIndex
 
@@ -107,7 +107,7 @@ class VectorSet:
         self._keys: np.ndarray | None = None
         self._by_hash: dict[str, int] | None = None
         # (the index's ids by document number, each document's row or -1): see ``rows_of_docs``
-        self._doc_rows: tuple[builtins.list[str], np.ndarray] | None = None
+        self._doc_rows: tuple[Sequence[str], np.ndarray] | None = None
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of every row with ``vector`` (a unit vector): one pass over the map, on one
@@ -122,7 +122,7 @@ class VectorSet:
         return scores
 
     def rows_of_docs(
-        self, ids_by_docnum: builtins.list[str], docs: Iterable[int], ordered: bool = True
+        self, ids_by_docnum: Sequence[str], docs: Iterable[int], ordered: bool = True
     ) -> np.ndarray:
         """The rows of the index documents ``docs`` (numbers into ``ids_by_docnum``, the
         index's ids by document number, kept while the index is unchanged), sorted, each once:
@@ -134,7 +134,11 @@ class VectorSet:
         rows = rows[rows >= 0]
         return _unique_sorted(rows) if ordered else rows
 
-    def doc_rows(self, ids_by_docnum: builtins.list[str]) -> np.ndarray:
+    def rows_of(self, keys: Iterable[str]) -> np.ndarray:
+        """The rows of these keys (those that have one), sorted, each once."""
+        return _rows_of(self, keys)
+
+    def doc_rows(self, ids_by_docnum: Sequence[str]) -> np.ndarray:
         """Each index document's row (-1 for none), by document number: built once per index
         and vector set."""
         kept = self._doc_rows
@@ -694,150 +698,6 @@ def _unique_sorted(rows: np.ndarray) -> np.ndarray:
     if len(rows) > 1:
         rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
     return rows
-
-
-@dataclass
-class Fused:
-    """A page of a hybrid ranking (:func:`fuse_page`): its (id, score) best first, and what
-    ``--explain`` shows of it: the page's keyword hits' BM25 scores (rounded as the keyword
-    ranking's) and keyword weights, and the best BM25 among the candidates (None: no keyword
-    hit)."""
-
-    ranked: builtins.list[tuple[str, float]]
-    bm25: dict[str, float]
-    best: float | None
-    weights: dict[str, float]
-
-
-def fuse_page(
-    vectors: VectorSet,
-    query: np.ndarray,
-    candidates: np.ndarray,
-    ids_by_docnum: builtins.list[str],
-    keyword_docs: builtins.list[int],
-    keyword_scores: builtins.list[float],
-    keyword_weights: builtins.list[float],
-    end: int,
-    floor: float = 0.0,
-) -> Fused:
-    """The first ``end`` of ``fuse(keyword, rank(vectors, query, candidates, floor=floor),
-    weights)``, same ids, scores and order, where ``candidates`` are rows (``rows_of_docs``, in
-    any order) and the keyword ranking is given as index documents (numbers into
-    ``ids_by_docnum``) with their BM25 scores before rounding (``SearchIndex.raw_scored_docs``)
-    and their keyword weights (``ranking.keyword_weight``), in the same order.
-
-    Every candidate's fused score is computed at once in numpy, the ``end``-th best found by a
-    partition, and only the candidates within rounding of it (a few more than ``end``) are
-    scored again in Python exactly as :func:`fuse` scores them and put in its order. Scores
-    are rounded to 6 places, and numpy's rounding and sums differ from Python's by less than
-    the margin kept (2e-6, and the BM25's rounding scaled by ``1 / best``), so no
-    candidate further below the ``end``-th can reach the page. A search thus never rounds,
-    sorts or looks up the ids of the thousands of matches that a common word has."""
-    count = len(vectors.ids)
-    rows = candidates
-    chosen = np.round(vectors.scores(query)[rows].astype(np.float64), 6)
-    keep = chosen >= floor if floor > 0 else chosen > 0
-    rows, chosen = rows[keep], chosen[keep]
-    # Per row: its rounded cosine if it is a semantic candidate (NaN if not), its BM25 and
-    # keyword weight if it matched a word (NaN if not), and its fused score (-inf: not a
-    # candidate at all; a semantic candidate with no keyword match: its cosine alone)
-    cosine_of = np.full(count, np.nan)
-    cosine_of[rows] = chosen
-    fused = np.full(count, -np.inf)
-    fused[rows] = np.maximum(chosen, 0.0)
-    raw = np.asarray(keyword_scores, dtype=np.float64)
-    best = round(float(raw.max()), 6) if len(raw) else None
-    divisor = best if best is not None and best > 0 else 1.0
-    bm25_of = np.full(count, np.nan)
-    weight_of = np.full(count, np.nan)
-    alone: builtins.list[tuple[str, float, float]] = []  # keyword hits with no vector (rare)
-    if len(raw):
-        docs = np.asarray(keyword_docs, dtype=np.int64)
-        weights = np.asarray(keyword_weights, dtype=np.float64)
-        at = vectors.doc_rows(ids_by_docnum)[docs]
-        has = at >= 0
-        at, found, weight = at[has], raw[has], weights[has]
-        bm25_of[at] = found
-        weight_of[at] = weight
-        counted = np.where(np.isnan(cosine_of[at]), 0.0, np.maximum(cosine_of[at], 0.0))
-        fused[at] = np.maximum(
-            counted, weight * np.round(found, 6) / divisor + np.round(1.0 - weight, 6) * counted
-        )
-        alone = [
-            (ids_by_docnum[int(d)], float(s), float(w))
-            for d, s, w in zip(docs[~has], raw[~has], weights[~has])
-        ]
-    shortlist = np.flatnonzero(fused > -np.inf)
-    if end <= 0:
-        shortlist = shortlist[:0]
-    elif len(shortlist) > end:
-        values = fused[shortlist]
-        nth = -np.partition(-values, end - 1)[end - 1]
-        # Rounding (numpy's and Python's, of the BM25 and of the sum) moves a score by less
-        # (a keyword weight is at most 1).
-        margin = 2e-6 + 2e-6 / divisor
-        shortlist = shortlist[values >= nth - margin]
-    keys = vectors.order_keys() if len(vectors.extra) else None
-    ids = vectors.ids
-    scored = []
-    shown: dict[str, float] = {}
-    weighed: dict[str, float] = {}
-    for row in shortlist.tolist():
-        key = ids[row]
-        cosine = float(cosine_of[row])
-        placed = cosine == cosine  # not NaN: a semantic candidate
-        bm25 = float(bm25_of[row])
-        if bm25 == bm25:
-            rounded = round(bm25, 6)
-            shown[key], weighed[key] = rounded, float(weight_of[row])
-            total = _fused(weighed[key], rounded / divisor, cosine if placed else None)
-        else:
-            total = _fused(0.0, 0.0, cosine)
-        # fuse's ties: the semantic ranking's order (cosine, then the row's place in id
-        # order), those it leaves out after, then the id
-        tie = (0, -cosine, row if keys is None else float(keys[row])) if placed else (1, 0.0, 0)
-        scored.append((-total, tie, key))
-    for key, bm25, kept in alone:
-        rounded = round(bm25, 6)
-        shown[key], weighed[key] = rounded, kept
-        scored.append((-_fused(kept, rounded / divisor, None), (1, 0.0, 0), key))
-    scored.sort()
-    page = [(key, -score) for score, _, key in scored[: max(end, 0)]]
-    on_page = [key for key, _ in page if key in shown]
-    return Fused(page, {k: shown[k] for k in on_page}, best, {k: weighed[k] for k in on_page})
-
-
-def fuse(
-    keyword: builtins.list[tuple[str, float]],
-    semantic: builtins.list[tuple[str, float]],
-    weights: Mapping[str, float],
-) -> builtins.list[tuple[str, float]]:
-    """The hybrid ranking of the keyword (BM25, best first) and semantic (cosine, best first,
-    those under the floor already left out by :func:`rank`) rankings of the same candidates:
-    each id scores ``max(cosine, w * bm25 / best bm25 + (1 - w) * cosine)`` (rounded to 6
-    places; ``ranking.py``), ``w`` its keyword weight in ``weights``
-    (``ranking.keyword_weight``; 0 for an id the keyword ranking does not hold); best first,
-    ties by the semantic ranking's order, then id. An id the semantic ranking leaves out has
-    a cosine of 0 here: its keyword part."""
-    best = keyword[0][1] if keyword and keyword[0][1] > 0 else 1.0
-    bm25 = dict(keyword)
-    cosines = dict(semantic)
-    places = {key: place for place, (key, _) in enumerate(semantic)}
-    ordered = []
-    for key in bm25.keys() | cosines.keys():
-        share = bm25[key] / best if key in bm25 else 0.0
-        weight = weights.get(key, 0.0) if key in bm25 else 0.0
-        ordered.append((key, _fused(weight, share, cosines.get(key))))
-    unplaced = len(semantic)
-    ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
-    return ordered
-
-
-def _fused(weight: float, share: float, cosine: float | None) -> float:
-    """One candidate's hybrid score (``ranking.py``), rounded to 6 places: ``share`` its BM25
-    over the best, ``cosine`` None when it is not a semantic candidate (under the floor)."""
-    counted = 0.0 if cosine is None else max(cosine, 0.0)
-    return round(max(counted, weight * share + ranking.semantic_weight(weight) * counted), 6)
 
 
 def pairs_above(

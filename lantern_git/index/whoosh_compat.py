@@ -49,7 +49,7 @@ from itertools import repeat
 from typing import Any
 
 from cachetools import LRUCache
-from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.filedb.structfile import StructFile
 
 from ..errors import StoreError
@@ -64,6 +64,33 @@ FILE_INDEX_HAS = ("_segments",)
 SEGMENT_WRITER_HAS = ("_finalize_segment", "_close_segment", "_commit_toc", "_finish", "_added")
 
 _usable: dict[str, bool] = {}
+
+
+def memory_index(schema: Any) -> Any:
+    """An index in memory (Whoosh's ``RamStorage``) whose writers keep their temporary files
+    in a folder of their own. Stock ``RamStorage`` puts them in one folder per index name,
+    ``$TMPDIR/MAIN.tmp``, shared by every process on the machine, and a writer that finishes
+    deletes that folder with whatever is in it: two processes building one at once (two
+    ``lantern`` commands, or lantern and any program using Whoosh) failed with
+    ``FileNotFoundError: .../MAIN.tmp/....ctmp`` in the commit."""
+    return _PrivateRamStorage().create_index(schema)
+
+
+class _PrivateRamStorage(RamStorage):
+    def __init__(self) -> None:
+        super().__init__()
+        # name -> this index's own folder for it: the segment writer and its per-document
+        # writer share one, as they share MAIN.tmp in stock Whoosh, and the writer that
+        # finishes deletes it.
+        self._temp_folders: dict[str | None, str] = {}
+
+    def temp_storage(self, name: str | None = None) -> Any:
+        import tempfile
+
+        folder = self._temp_folders.get(name)
+        if folder is None or not os.path.isdir(folder):
+            folder = self._temp_folders[name] = tempfile.mkdtemp(prefix="lantern-whoosh-")
+        return FileStorage(folder).create()
 
 
 def usable(speedup: str) -> bool:
@@ -704,9 +731,8 @@ def _probe_index() -> Any:
     """A small index in memory whose word ``alpha`` spans two posting blocks (128 postings
     each), with varied frequencies and lengths."""
     from whoosh.fields import TEXT, Schema
-    from whoosh.filedb.filestore import RamStorage
 
-    ix = RamStorage().create_index(Schema(body=TEXT))
+    ix = memory_index(Schema(body=TEXT))
     writer = ix.writer()
     for n in range(PROBE_DOCS):
         writer.add_document(body=" ".join(["alpha"] * (1 + n % 3) + ["beta"] * (n % 7)))

@@ -19,176 +19,161 @@ from .schemas import (
     SourceSearchArguments,
     SourceShowArguments,
 )
-from .spec import ToolSpec, page_of
+from .spec import Tools, page_of
 
 if TYPE_CHECKING:
     from ..store import Store
 
-# ---------------------------------------------------------------------------- handlers
-
-
-def _add(store: Store, args: dict) -> Written[dict]:
-    from ..evidence.sources import SourceInput
-
-    item = SourceInput(
-        encode_body(args["text"]),
-        kind=args.get("kind"),
-        uri=args.get("uri"),
-        title=args.get("title"),
-        meta=args.get("meta") or {},
-    )
-    added = store.written(store.sources.add, [item], reason=args.get("reason"))
-    return added.map(lambda results: results[0].to_dict())
-
-
-def _append(store: Store, args: dict) -> Written[dict]:
-    appended = store.written(
-        store.sources.append, args["id"], args["text"], reason=args.get("reason")
-    )
-    return appended.map(lambda result: result.to_dict())
-
-
-def _list(store: Store, args: dict) -> Written[dict]:
-    page = page_of(args)
-    manifests = store.sources.list(
-        kinds=args.get("kind", ()),
-        uri_prefix=args.get("uri_prefix"),
-        limit=page.one_more().limit,
-        offset=page.offset,
-    )
-    return Written(page.document("sources", [m.to_dict() for m in manifests]))
-
-
-def _show(store: Store, args: dict) -> Written[dict]:
-    return Written(store.sources.show(args["ref"], at=args.get("at")).to_dict())
-
-
-def _search(store: Store, args: dict) -> Written[dict]:
-    page = page_of(args)
-    hits = store.sources.search(
-        args["query"],
-        kinds=args.get("kind", ()),
-        sources=args.get("source", ()),
-        limit=page.one_more().limit,
-        offset=page.offset,
-        mode=args.get("mode"),
-        explain=args.get("explain", False),
-    )
-    return Written(page.document("hits", [h.to_dict() for h in hits]))
-
-
-def _verify(store: Store, args: dict) -> Written[dict]:
-    return Written(store.sources.verify().to_dict())
-
 
 # ---------------------------------------------------------------------------- the tools
+
+TOOLS = Tools()
 
 _NOTE = (
     " One git commit (Lantern-Op: {op}, Lantern-Actor: mcp, a Lantern-Source trailer); history "
     "keeps every version, and references pinned to a version keep resolving."
 )
 
-EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        name="lantern_source_add",
-        title="Store a source (evidence)",
-        description=(
-            "Store a document the agent observed (a transcript, a note, a tool output, a log) "
-            "verbatim as a source, and return its manifest. With a `uri`, ingesting the same "
-            "uri again makes a new version of the same source (an append when the old text is "
-            "a prefix of the new); without one, the id comes from the text, so the same text "
-            "twice is one source. The same text again commits nothing (safe to retry). Text "
-            "only: the server never reads a file for you." + _NOTE.format(op="ingest")
-        ),
-        arguments=SourceAddArguments,
-        answer=Manifest,
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-        call=_add,
+
+@TOOLS.tool(
+    "lantern_source_add",
+    title="Store a source (evidence)",
+    description=(
+        "Store a document the agent observed (a transcript, a note, a tool output, a log) "
+        "verbatim as a source, and return its manifest. With a `uri`, ingesting the same "
+        "uri again makes a new version of the same source (an append when the old text is "
+        "a prefix of the new); without one, the id comes from the text, so the same text "
+        "twice is one source. The same text again commits nothing (safe to retry). Text "
+        "only: the server never reads a file for you." + _NOTE.format(op="ingest")
     ),
-    ToolSpec(
-        name="lantern_source_append",
-        title="Append to a source",
-        description=(
-            "Add text at the end of a source, on a new line, and return its manifest. Every "
-            "earlier line keeps its number, so references to them still hold. Text of nothing "
-            "but whitespace is refused. Not idempotent: each call appends."
-            + _NOTE.format(op="append")
-        ),
-        arguments=SourceAppendArguments,
-        answer=Manifest,
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-        call=_append,
-    ),
-    ToolSpec(
-        name="lantern_source_list",
-        title="List sources",
-        description=(
-            "Return one page of source manifests (id, kind, uri, title, lines, versions' "
-            "times), the most recently updated first; page with `offset` and `next_offset`. "
-            "Read-only."
-        ),
-        arguments=SourceListArguments,
-        answer=listing("sources", Manifest),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-        call=_list,
-        quick=True,
-    ),
-    ToolSpec(
-        name="lantern_source_show",
-        title="Show a source or the lines a reference names",
-        description=(
-            "Return a source's manifest; for a reference with lines (source:<id>@<blob>#L3-L7) "
-            "also `ref`, `lines` and the exact `text`, read from git's objects, so a pinned "
-            "reference resolves after later versions and after the source was removed. `at` "
-            "reads the source as it was at a git revision or a time. Read-only."
-        ),
-        arguments=SourceShowArguments,
-        answer=View,
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-        call=_show,
-        quick=True,
-    ),
-    ToolSpec(
-        name="lantern_source_search",
-        title="Search sources",
-        description=(
-            "Return one page of source chunks (line ranges) matching the query, most "
-            "relevant first, each with the text, its `score`, the `mode` that ranked it "
-            "(keyword: BM25; semantic: cosine of text embeddings; hybrid: a weighted sum of "
-            "the two) and a `ref` to cite in a record's source_refs unchanged. "
-            "Read-only."
-        ),
-        arguments=SourceSearchArguments,
-        answer=listing("hits", Hit),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-        call=_search,
-        quick=True,
-    ),
-    ToolSpec(
-        name="lantern_verify",
-        title="Verify records' source references",
-        description=(
-            "Check every record's source: references against the sources and their history: "
-            "`ok` is true when every reference still holds; each problem names the record, the "
-            "reference and what is wrong (unknown_source, unknown_version, out_of_range, "
-            "drifted with `moved_to` when the text is found elsewhere, removed). Lantern "
-            "reports; deciding what to do about a drifted memory is yours. Read-only."
-        ),
-        arguments=NoArguments,
-        answer=Verification,
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-        call=_verify,
-    ),
+    answer=Manifest,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
 )
+def _add(store: Store, args: SourceAddArguments) -> Written[dict]:
+    from ..evidence.sources import SourceInput
+
+    item = SourceInput(
+        encode_body(args.text),
+        kind=args.kind,
+        uri=args.uri,
+        title=args.title,
+        meta=args.meta or {},
+    )
+    added = store.written(store.sources.add, [item], reason=args.reason)
+    return added.map(lambda results: results[0].to_dict())
+
+
+@TOOLS.tool(
+    "lantern_source_append",
+    title="Append to a source",
+    description=(
+        "Add text at the end of a source, on a new line, and return its manifest. Every "
+        "earlier line keeps its number, so references to them still hold. Text of nothing "
+        "but whitespace is refused. Not idempotent: each call appends." + _NOTE.format(op="append")
+    ),
+    answer=Manifest,
+    read_only=False,
+    destructive=False,
+    idempotent=False,
+)
+def _append(store: Store, args: SourceAppendArguments) -> Written[dict]:
+    appended = store.written(store.sources.append, args.id, args.text, reason=args.reason)
+    return appended.map(lambda result: result.to_dict())
+
+
+@TOOLS.tool(
+    "lantern_source_list",
+    title="List sources",
+    description=(
+        "Return one page of source manifests (id, kind, uri, title, lines, versions' "
+        "times), the most recently updated first; page with `offset` and `next_offset`. "
+        "Read-only."
+    ),
+    answer=listing("sources", Manifest),
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    quick=True,
+)
+def _list(store: Store, args: SourceListArguments) -> Written[dict]:
+    page = page_of(args)
+    manifests = store.sources.list(
+        kinds=args.kind or (),
+        uri_prefix=args.uri_prefix,
+        limit=page.one_more().limit,
+        offset=page.offset,
+    )
+    return Written(page.document("sources", [m.to_dict() for m in manifests]))
+
+
+@TOOLS.tool(
+    "lantern_source_show",
+    title="Show a source or the lines a reference names",
+    description=(
+        "Return a source's manifest; for a reference with lines (source:<id>@<blob>#L3-L7) "
+        "also `ref`, `lines` and the exact `text`, read from git's objects, so a pinned "
+        "reference resolves after later versions and after the source was removed. `at` "
+        "reads the source as it was at a git revision or a time. Read-only."
+    ),
+    answer=View,
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    quick=True,
+)
+def _show(store: Store, args: SourceShowArguments) -> Written[dict]:
+    return Written(store.sources.show(args.ref, at=args.at).to_dict())
+
+
+@TOOLS.tool(
+    "lantern_source_search",
+    title="Search sources",
+    description=(
+        "Return one page of source chunks (line ranges) matching the query, most "
+        "relevant first, each with the text, its `score`, the `mode` that ranked it "
+        "(keyword: BM25; semantic: cosine of text embeddings; hybrid: a weighted sum of "
+        "the two) and a `ref` to cite in a record's source_refs unchanged. "
+        "Read-only."
+    ),
+    answer=listing("hits", Hit),
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+    quick=True,
+)
+def _search(store: Store, args: SourceSearchArguments) -> Written[dict]:
+    page = page_of(args)
+    hits = store.sources.search(
+        args.query,
+        kinds=args.kind or (),
+        sources=args.source or (),
+        limit=page.one_more().limit,
+        offset=page.offset,
+        mode=args.mode,
+        explain=args.explain,
+    )
+    return Written(page.document("hits", [h.to_dict() for h in hits]))
+
+
+@TOOLS.tool(
+    "lantern_verify",
+    title="Verify records' source references",
+    description=(
+        "Check every record's source: references against the sources and their history: "
+        "`ok` is true when every reference still holds; each problem names the record, the "
+        "reference and what is wrong (unknown_source, unknown_version, out_of_range, "
+        "drifted with `moved_to` when the text is found elsewhere, removed). Lantern "
+        "reports; deciding what to do about a drifted memory is yours. Read-only."
+    ),
+    answer=Verification,
+    read_only=True,
+    destructive=False,
+    idempotent=True,
+)
+def _verify(store: Store, args: NoArguments) -> Written[dict]:
+    return Written(store.sources.verify().to_dict())
+
+
+EVIDENCE_TOOLS = TOOLS.specs

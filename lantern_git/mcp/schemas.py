@@ -110,10 +110,13 @@ Many = Annotated[list[T], BeforeValidator(_lone)]
 class Arguments(BaseModel):
     """A tool's arguments: each of the wire's JSON types exactly (no "5" for 5), nothing else.
 
-    An argument left out is None here and left out of what the handler gets, so the library's
-    own default applies (the one the schema shows, where it shows one)."""
+    An argument left out with no default shown is None here, and the handler passes the
+    library's own default on (the one the schema shows, where it shows one)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+A = TypeVar("A", bound=Arguments)
 
 
 def omitted(description: str | None = None, *, alias: str | None = None) -> Any:
@@ -188,11 +191,10 @@ def json_schema(kind: Any) -> dict[str, Any]:
     return _tidy(inline(schema))
 
 
-def check_arguments(
-    tool: str, model: type[Arguments], schema: dict[str, Any], arguments: object
-) -> dict[str, Any]:
-    """The arguments a caller sent to ``tool``, checked by its model, as a dict of those given
-    (defaults left to the library); ``schema`` is the model's, for naming the expected types."""
+def check_arguments(tool: str, model: type[A], schema: dict[str, Any], arguments: object) -> A:
+    """The arguments a caller sent to ``tool``, checked by its model, as that model (an argument
+    left out has the model's default); ``schema`` is the model's, for naming the expected
+    types."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -201,11 +203,10 @@ def check_arguments(
         checked = model.model_validate(arguments)
     except ValidationError as err:
         raise _refusal(tool, schema, err) from None
-    values = checked.model_dump(exclude_unset=True, by_alias=True)
-    fields = values.get("fields")
+    fields = getattr(checked, "fields", None)
     if fields:  # the CLI's --fields check, word for word
         choose_fields(fields, tuple(schema["properties"]["fields"]["items"]["enum"]))
-    return values
+    return checked
 
 
 def _refusal(tool: str, schema: dict[str, Any], err: ValidationError) -> InvalidInput:
@@ -392,6 +393,13 @@ class ShowArguments(Arguments):
     include_pending: IncludePending = False
 
 
+class Filter:
+    """Marks an argument as a record filter: :meth:`RecordFilters.filters` passes it on to
+    ``RecordQuery.from_options``, under its name."""
+
+
+FILTER = Filter()
+
 # The filters list and search share (a search's ``query`` is its text, not a filter).
 ScopeFilter = Annotated[
     # Not the scope pattern: a trailing * matches a prefix.
@@ -407,10 +415,12 @@ ScopeFilter = Annotated[
             "Default: every scope."
         ),
     ),
+    FILTER,
 ]
 KindFilter = Annotated[
     Many[Annotated[str, Shown(**FIELDS["kind"].value_schema())]],
     Shown(description="Only records of one of these kinds. Default: every kind."),
+    FILTER,
 ]
 StatusFilter = Annotated[
     str,
@@ -418,13 +428,16 @@ StatusFilter = Annotated[
         enum=[*(FIELDS["status"].enum or ()), "all"],
         description="Only records with this status, or 'all'.",
     ),
+    FILTER,
 ]
 MinPriority = Annotated[
-    Integer, Table("priority", description="Only records with priority >= this.")
+    Integer, Table("priority", description="Only records with priority >= this."), FILTER
 ]
-MinUrgency = Annotated[Integer, Table("urgency", description="Only records with urgency >= this.")]
+MinUrgency = Annotated[
+    Integer, Table("urgency", description="Only records with urgency >= this."), FILTER
+]
 IncludeExpired = Annotated[
-    bool, Shown(description="Also return records whose expires_at has passed.")
+    bool, Shown(description="Also return records whose expires_at has passed."), FILTER
 ]
 
 
@@ -441,31 +454,50 @@ HitFields = Annotated[
 ]
 
 
-class ListArguments(Arguments):
+class RecordFilters(Arguments):
+    """The record filters list and search share, declared once; a tool's own filters (the
+    list's ``cites`` and ``query``) are marked :data:`FILTER` beside their type."""
+
     scope: ScopeFilter = omitted()
     kind: KindFilter = omitted()
     status: StatusFilter = DEFAULT_STATUS
     min_priority: MinPriority = omitted()
     min_urgency: MinUrgency = omitted()
+    include_expired: IncludeExpired = False
+
+    def filters(self) -> dict[str, Any]:
+        """Every filter argument by name (those left out as None or their default, which
+        ``RecordQuery.from_options`` reads as not given)."""
+        return {
+            name: getattr(self, name)
+            for name, field in type(self).model_fields.items()
+            if FILTER in field.metadata
+        }
+
+
+class ListArguments(RecordFilters):
     cites: Annotated[
         str,
         Shown(
             pattern=_ID_PREFIX,
             description="Only records with a source: reference to this source id (or prefix).",
         ),
+        FILTER,
     ] = omitted()
     query: Annotated[
         str,
         Shown(description="Only records whose content matches these keywords; order unchanged."),
+        FILTER,
     ] = omitted()
-    include_expired: IncludeExpired = False
     include_pending: IncludePending = False
     limit: Limit = page_limit("records")
     offset: Offset = page_offset("records")
     fields: RecordFields = omitted()
 
 
-class SearchArguments(Arguments):
+class SearchText(Arguments):
+    """What a record search looks for and how it ranks (first in its schema)."""
+
     query: Annotated[
         str,
         Shown(
@@ -478,12 +510,9 @@ class SearchArguments(Arguments):
     ]
     mode: SearchMode = omitted()
     explain: ExplainFlag = False
-    scope: ScopeFilter = omitted()
-    kind: KindFilter = omitted()
-    status: StatusFilter = DEFAULT_STATUS
-    min_priority: MinPriority = omitted()
-    min_urgency: MinUrgency = omitted()
-    include_expired: IncludeExpired = False
+
+
+class SearchArguments(RecordFilters, SearchText):
     include_pending: IncludePending = False
     limit: Limit = page_limit("records")
     offset: Offset = page_offset("records")

@@ -1,1 +1,1 @@
-"""The memory half: what the store does with records."""
+"""The memory part: what the store does with records."""

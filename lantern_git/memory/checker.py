@@ -43,6 +43,21 @@ class CheckReport:
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def summary(self) -> str:
+        """``N problem(s) in record files`` (or ``source files``, or ``record and source
+        files``): what the problems are in, by their paths."""
+        count = len(self.problems)
+        sources = {p.path.startswith(SOURCES_DIR + "/") for p in self.problems}
+        where = {
+            frozenset({True}): "source files",
+            frozenset({True, False}): "record and source files",
+        }
+        return (
+            f"{count} problem{'s' if count != 1 else ''} in "
+            f"{where.get(frozenset(sources), 'record files')}"
+        )
+
     def to_dict(self) -> dict:
         return {
             "ok": self.ok,
@@ -257,11 +272,7 @@ class HandEditsInvalid(CheckFailed):
     def __init__(self, report: CheckReport):
         self.report = report
         lines = "\n".join(str(p) for p in report.problems)
-        count = len(report.problems)
-        super().__init__(
-            f"refusing to commit: {count} problem{'s' if count != 1 else ''} in record files "
-            f"(nothing was written)\n{lines}"
-        )
+        super().__init__(f"refusing to commit: {report.summary} (nothing was written)\n{lines}")
 
 
 def _special_entries(root: str) -> list[str]:

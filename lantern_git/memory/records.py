@@ -1,9 +1,9 @@
-"""The memory half: every read and write of a store's records.
+"""The memory part: every read and write of a store's records.
 
 :class:`Records` is what ``store.add``, ``store.list``, ``store.search`` and the other record
 methods of :class:`~lantern_git.store.Store` run. It stands on a
 :class:`~lantern_git.workspace.workspace.Workspace` (the files, git, the indexes, the write path)
-and knows nothing of the evidence half or of review: pinning the ``source:`` references a record
+and knows nothing of the evidence part or of review: pinning the ``source:`` references a record
 cites and resolving a source id prefix are asked of the
 :class:`~lantern_git.workspace.workspace.Citations` the Store hands it, and the records as the
 review branches would make them (``include_pending``) of a reader the Store hands it too.
@@ -24,7 +24,6 @@ from ..core.fields import (
     DEFAULT_SCOPE,
     DEFAULT_URGENCY,
     DUPE_THRESHOLD,
-    SEARCH_MODES,
     UNSET,
     Unset,
 )
@@ -71,8 +70,8 @@ class Deletion:
 class Records:
     """The records of one store (see the module's docstring).
 
-    ``citations``: the evidence half's pinning and resolving, asked for when first needed (so
-    that a store that never cites a source never loads the evidence half). ``pending``: every
+    ``citations``: the evidence part's pinning and resolving, asked for when first needed (so
+    that a store that never cites a source never loads the evidence part). ``pending``: every
     record the review branches change, as it would be once accepted (None: removed there), read
     when a read includes pending records.
     """
@@ -174,8 +173,7 @@ class Records:
             return []
         if include_pending:
             return self._list_pending(query, at)
-        if query.cites is not None and len(query.cites) < 16:
-            query = dataclasses.replace(query, cites=self._citations().resolve(query.cites))
+        query = self._resolved(query)
         if query.cites is not None:
             # Citations are not indexed: the filter runs on the whole list, then the page.
             whole = dataclasses.replace(query, cites=None, limit=None, offset=0)
@@ -185,7 +183,8 @@ class Records:
             from .timetravel import list_at
 
             return list_at(self.workspace.git, at, query, warn=self.workspace.warn)
-        return [hit.record for hit in self._fresh(query, scored=False)]
+        index = self.workspace.index
+        return [hit.record for hit in index.fresh(query, False, self.workspace.refresh)]
 
     def count(self, query: RecordQuery | None = None, *, at: str | int | None = None) -> int:
         """How many records :meth:`list` would return for ``query`` without its page: from the
@@ -213,30 +212,17 @@ class Records:
         versions = self._pending()
         whole = dataclasses.replace(query, limit=None, offset=0)
         records: builtins.list[Record] = [r for r in self.list(whole) if r.id not in versions]
-        if query.cites is not None:
-            query = dataclasses.replace(query, cites=self._citations().resolve(query.cites))
+        query = self._resolved(query)
         records.extend(v for v in versions.values() if v is not None and query.matches(v))
         records.sort(key=sort_key)
         return query.page.take(records)
 
-    def _fresh(self, query: RecordQuery, scored: bool) -> builtins.list[Hit]:
-        """The index's answer to ``query`` once the index is in step with the files.
-
-        The query runs while the freshness check's finds do (on two cores their time is
-        hidden), and its answer is kept when no record file changed since the last check.
-        """
-        early: builtins.list[builtins.list[Hit]] = []
-
-        def meanwhile() -> None:
-            try:
-                early.append(self.workspace.index.run_once(query, scored))
-            except Exception:  # a damaged index: the normal path below rebuilds it
-                pass
-
-        report = self.workspace.refresh(meanwhile)
-        if report.unchanged and early:
-            return early[0]
-        return self.workspace.index.search(query) if scored else self.workspace.index.list(query)
+    def _resolved(self, query: RecordQuery) -> RecordQuery:
+        """``query`` with its ``cites`` a full source id: the one place a prefix is resolved
+        (asked of the evidence part), for every list and search."""
+        if query.cites is not None and len(query.cites) < 16:
+            return dataclasses.replace(query, cites=self._citations().resolve(query.cites))
+        return query
 
     def search(
         self,
@@ -273,17 +259,16 @@ class Records:
         are accepted (as ``list``'s), each scored as the index would score it in that store; a
         pending record's hit is its :class:`~lantern_git.review.PendingVersion`. Keyword only:
         with ``mode`` semantic or hybrid it is refused (``usage_error``).
+
+        The search itself is the one pipeline every corpus shares
+        (:func:`~lantern_git.index.retrieval.search`); the records are its corpus.
         """
+        from ..index import retrieval
+        from ..index.corpora import PendingRecordCorpus, RecordCorpus
         from ..model.query import RecordQuery
 
-        if mode is not None and mode not in SEARCH_MODES:
-            raise InvalidInput(
-                f"mode: must be keyword, semantic or hybrid; got {mode!r}", code="invalid_field"
-            )
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("query: must not be empty", code="invalid_query")
-        query = query or RecordQuery(**filters)
-        query.text = text
+        retrieval.check(text, mode)
+        query = dataclasses.replace(query or RecordQuery(**filters), text=text)
         _check_query(query)
         if include_pending:
             if mode not in (None, "keyword"):
@@ -296,103 +281,34 @@ class Records:
         mode = self.workspace.search_mode(mode, "records")
         if not self.workspace.exists:
             return []
+        page = query.page
+        corpus: RecordCorpus
         if include_pending:
-            hits = self._search_pending(query)
+            corpus = PendingRecordCorpus(self.workspace.index, self._pending_records(query))
         elif mode == "keyword":
-            hits = self._fresh(query, scored=True)
+            query = self._resolved(query)
+            corpus = RecordCorpus(self.workspace.index, self.workspace.refresh)
         else:
-            hits = self._search_vectors(query, mode, explain)
-        for hit in hits:
-            hit.mode = mode
-            if explain and mode == "keyword":
-                from ..index import ranking
+            query = self._resolved(query)
+            vectors, embedder = self.workspace.record_vectors(), self.workspace.embedder_name
+            corpus = RecordCorpus(self.workspace.index, self.workspace.refresh, vectors, embedder)
+        chosen = dataclasses.replace(query, text=None, limit=None, offset=0)
+        request = retrieval.SearchRequest(text, mode, chosen, page, explain)
+        return retrieval.search(corpus, request)
 
-                hit.explain = ranking.explained(
-                    mode, text, hit.record.content, hit.score, None, None, None
-                )
-        return hits
+    def _pending_records(self, query: RecordQuery) -> builtins.list[Record]:
+        """Every record as the review branches would make them, those ``query`` cites only."""
+        from ..model.query import RecordQuery
 
-    def _search_vectors(
-        self, query: RecordQuery, mode: str, explain: bool = False
-    ) -> builtins.list[Hit]:
-        from ..index import ranking
-        from ..index.vectors import fuse, fuse_page, rank
-        from ..model.query import Hit
-
-        if query.cites is not None and len(query.cites) < 16:
-            query = dataclasses.replace(query, cites=self._citations().resolve(query.cites))
-        self.workspace.refresh()
-        vectors = self.workspace.record_vectors()
-        current = vectors.current()
-        whole = dataclasses.replace(query, limit=None, offset=0)
-        ids_by_docnum, docs = self.workspace.index.matching_docs(whole)
+        self.workspace.recover()
+        versions = self._pending()
+        every = RecordQuery(status="all", include_expired=True)
+        records: builtins.list[Record] = [r for r in self.list(every) if r.id not in versions]
+        records.extend(v for v in versions.values() if v is not None)
+        query = self._resolved(query)
         if query.cites is not None:
-            # Citations are not indexed: checked on the candidates' records.
-            cited = self.workspace.index.records(ids_by_docnum[d] for d in docs)
-            docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
-        assert query.text is not None
-        end = None if query.limit is None else query.offset + query.limit
-        paged = mode == "hybrid" and end is not None  # fuse_page: the rows in any order
-        candidates = current.rows_of_docs(ids_by_docnum, docs, ordered=not paged)
-        wanted = vectors.embed_query(query.text)
-        # The keyword ranking as documents and BM25 scores not yet rounded: a page ranks them
-        # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
-        # sorted or looked up by id.
-        id_of, keyword_docs, keyword_scores = self.workspace.index.raw_scored_docs(whole)
-        if query.cites is not None:
-            chosen = set(docs)
-            kept = [i for i, d in enumerate(keyword_docs) if d in chosen]
-            keyword_docs = [keyword_docs[i] for i in kept]
-            keyword_scores = [keyword_scores[i] for i in kept]
-        # A query sharing no word with the records searched has the higher floor
-        floor = ranking.floor(self.workspace.embedder_name, anchored=bool(keyword_docs))
-        bm25: dict[str, float] = {}
-        best: float | None = None
-        # Each keyword hit's weight in hybrid mode: the share of the query's words it holds
-        shares: builtins.list[float] = []
-        weight_of: dict[str, float] = {}  # the shown hits' (semantic mode: none, 0)
-        if mode == "hybrid":
-            words, held = self.workspace.index.words_held(query.text, keyword_docs)
-            # One weight per count (0 to the query's words): a common word has 10k hits at 100k
-            by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
-            shares = list(map(by_count.__getitem__, held))
-        if paged:
-            assert end is not None
-            fused = fuse_page(
-                current, wanted, candidates, id_of, keyword_docs, keyword_scores, shares, end, floor
-            )
-            ranked, bm25, best, weight_of = fused.ranked, fused.bm25, fused.best, fused.weights
-        else:
-            if mode == "hybrid":
-                weight_of = dict(zip((id_of[d] for d in keyword_docs), shares))
-            keyword: builtins.list[tuple[str, float]] = []
-            if mode == "hybrid" or explain:
-                keyword = sorted(
-                    ((id_of[d], round(s, 6)) for d, s in zip(keyword_docs, keyword_scores)),
-                    key=lambda item: (-item[1], item[0]),
-                )
-                bm25, best = dict(keyword), (keyword[0][1] if keyword else None)
-            if mode == "hybrid":  # every record: whole rankings fused
-                ranked = fuse(keyword, rank(current, wanted, candidates, floor=floor), weight_of)
-            else:  # semantic needs only the page
-                ranked = rank(current, wanted, candidates, end, floor)
-        page = ranked[query.offset : end]
-        records = self.workspace.index.records(record_id for record_id, _ in page)
-        hits = [Hit(records[i], score) for i, score in page if i in records]
-        if explain:
-            for hit in hits:
-                cosine = round(float(current.vector(hit.record.id) @ wanted), 6)
-                hit.explain = ranking.explained(
-                    mode,
-                    query.text,
-                    hit.record.content,
-                    bm25.get(hit.record.id),
-                    best,
-                    cosine,
-                    floor,
-                    weight_of.get(hit.record.id, 0.0),
-                )
-        return hits
+            records = [r for r in records if query.matches_cites(r)]
+        return records
 
     def similar(
         self,
@@ -465,21 +381,6 @@ class Records:
             for a, b, score in pairs
             if a in records and b in records
         ]
-
-    def _search_pending(self, query: RecordQuery) -> builtins.list[Hit]:
-        from ..index.search import search_records
-        from ..model.query import Hit, RecordQuery
-
-        self.workspace.recover()
-        versions = self._pending()
-        every = RecordQuery(status="all", include_expired=True)
-        records: builtins.list[Record] = [r for r in self.list(every) if r.id not in versions]
-        records.extend(v for v in versions.values() if v is not None)
-        if query.cites is not None:
-            query = dataclasses.replace(query, cites=self._citations().resolve(query.cites))
-            records = [r for r in records if query.matches_cites(r)]
-        by_id = {r.id: r for r in records}
-        return [Hit(by_id[h.record.id], h.score) for h in search_records(records, query)]
 
     # ------------------------------------------------------------------ writing records
 

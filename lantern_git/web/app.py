@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 import anyio.to_thread
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -27,7 +28,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..core.fields import KINDS, SEARCH_MODES
+from ..core.hidden import display_lines, hidden_in, reveal
 from ..core.paging import Page
+from ..core.timespec import field_time, human_time
 from ..errors import InvalidInput, LanternError, NotFound
 from ..model.query import RecordQuery
 from ..model.source import SourceRef, is_source_ref
@@ -36,6 +39,7 @@ from .security import WILDCARDS, Guard, allowed_hosts, csrf_ok
 
 if TYPE_CHECKING:
     from ..model.record import Record
+    from ..review import ReviewBranch, ReviewList
     from ..store import Store
 
 T = TypeVar("T")
@@ -43,8 +47,14 @@ T = TypeVar("T")
 PAGE_SIZE = 50
 LOG_SIZE = 50
 STATUSES = ("active", "archived", "superseded", "all")
-# A lantern error's exit code (the CLI's) as an HTTP status, mapped once.
+# A lantern error's exit code (the CLI's) as an HTTP status, mapped once; an error code that
+# needs its own status, by code.
 HTTP_STATUS = {2: 400, 3: 404, 4: 422}
+HTTP_STATUS_BY_CODE = {"review_changed": 409}
+
+
+def http_status(err: LanternError) -> int:
+    return HTTP_STATUS_BY_CODE.get(err.code) or HTTP_STATUS.get(err.exit_code, 500)
 
 
 @dataclass
@@ -95,20 +105,30 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # Every value a page prints shows its hidden characters (core/hidden.py): a stored
+        # right-to-left override must not make the browser show the opposite of the text.
+        finalize=_shown,
     )
-    env.filters["when"] = _when
+    env.filters["when"] = lambda value: human_time(value) if value is not None else ""
+    env.globals["field_time"] = field_time
+    env.globals["hidden_in"] = hidden_in
+    env.globals["display_lines"] = display_lines
+    env.tests["hidden"] = lambda value: bool(hidden_in(value))
     env.filters["short"] = lambda value: (value or "")[:12]
     env.globals["query"] = _query_string
     env.globals["content_diff"] = _content_diff
     return env
 
 
-def _when(value: int | None) -> str:
-    if value is None:
-        return ""
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(value))
+def _shown(value: Any) -> Any:
+    """What ``{{ value }}`` prints: its hidden characters as ``<U+XXXX>``, and a list (a
+    record's ``source_refs``, a field's old and new value on the Changes page) as its items,
+    not as Python writes a list. Markup (a macro's output) was shown through here already."""
+    if isinstance(value, Markup) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(reveal(str(item)) for item in value)
+    return reveal(value if isinstance(value, str) else str(value))
 
 
 def _query_string(params: dict[str, Any], **changes: Any) -> str:
@@ -135,7 +155,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return HTMLResponse(html, status_code=status)
 
     def failure(request: Request, err: LanternError, **context: Any) -> Response:
-        status = HTTP_STATUS.get(err.exit_code, 500)
+        status = http_status(err)
         return page(request, "error.html", status, error=err, **context)
 
     async def records(request: Request) -> Response:
@@ -223,12 +243,15 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
                     and any(c.field == "status" and c.new == "superseded" for c in entry.changes)
                 }
             )
+            is_pending = isinstance(found, PendingVersion)
             return {
                 "record": found,
-                "is_pending": isinstance(found, PendingVersion),
+                "is_pending": is_pending,
                 "history": history,
                 "replaced_by": replaced_by,
                 "evidence": [_Evidence.of(r, c) for r, c in s.sources.check_refs(found)],
+                # Where it waits, to accept or reject it here, beside its evidence.
+                "waiting": _waiting(s.review_list(), found.id) if is_pending else [],
             }
 
         try:
@@ -288,7 +311,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         except LanternError as err:
             return failure(request, err)
         view = context["view"]
-        lines = view.text.splitlines() if view.text else []
+        lines = display_lines(view.text) if view.text else []
         cited: dict[int, list[str]] = {}
         for citation in context["citations"]:
             if citation.shown is not None:
@@ -297,14 +320,21 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return page(request, "source.html", lines=lines, cited=cited, **context)
 
     async def review(request: Request, error: LanternError | None = None) -> Response:
-        """The review page; after a refused decision, with the library's error."""
+        """The review page; after a refused decision, with the library's error (a stale form:
+        409, and the page as it is now, so the person sees what changed since)."""
         try:
-            listing = await library.call(lambda s: s.review_list())
+            listing, evidence = await library.call(_review_with_evidence)
         except LanternError as err:
             return failure(request, err)
-        status = HTTP_STATUS.get(error.exit_code, 500) if error is not None else 200
+        status = http_status(error) if error is not None else 200
         return page(
-            request, "review.html", status, review=listing, notice=_notice(request), error=error
+            request,
+            "review.html",
+            status,
+            review=listing,
+            evidence=evidence,
+            notice=_notice(request),
+            error=error,
         )
 
     def decide(op: str) -> Callable[[Request], Any]:
@@ -325,13 +355,24 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             everything = form.get("all") == "1"
             branch = str(form.get("branch") or "") or None
             reason = str(form.get("reason") or "").strip() or None
+            # The branch's tip the page was rendered with: a decision is about what the person
+            # saw, never about what arrived on the branch after (docs/review.md).
+            expect = str(form.get("tip") or "").strip() or None
             if bool(ids) == everything:
                 error = InvalidInput("give record ids, or all (not both)", code="usage_error")
+                return await review(request, error=error)
+            if expect is None:
+                error = InvalidInput(
+                    "the form has no tip (the review branch's commit it was shown with): "
+                    "reload the review page and decide there",
+                    code="usage_error",
+                )
                 return await review(request, error=error)
 
             def call(s: Store) -> Any:
                 decide_with = s.review_accept if op == "accept" else s.review_reject
-                return decide_with(None if everything else ids, branch=branch, reason=reason)
+                wanted = None if everything else ids
+                return decide_with(wanted, branch=branch, reason=reason, expect=expect)
 
             try:
                 decision = await library.call(call)
@@ -344,13 +385,24 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         return handler
 
     async def changes(request: Request) -> Response:
+        """A diff (from, to: HEAD and the working tree unless given) or one commit's change
+        (commit), and the log, each of whose commits links to its change. Opened plain, the
+        page shows what is uncommitted, or, with nothing uncommitted, the last commit's
+        change rather than an empty diff."""
         params = request.query_params
         old = params.get("from") or None
         new = params.get("to") or None
+        commit = params.get("commit") or None
         try:
             limit = _int(params.get("limit"), "limit", LOG_SIZE)
-            diff = await library.call(lambda s: s.diff(old, new))
             log = await library.call(lambda s: s.log(limit))
+            if commit is None:
+                diff = await library.call(lambda s: s.diff(old, new))
+            clean = commit is None and old is new is None and not _any_change(diff)
+            if clean and log:
+                commit = log[0].commit
+            if commit is not None:
+                diff = await library.call(lambda s: _commit_diff(s, commit))
         except LanternError as err:
             return failure(request, err)
         return page(
@@ -360,6 +412,8 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             log=log,
             old=old or "",
             new=new or "",
+            commit=commit or "",
+            clean=clean,
             limit=limit,
         )
 
@@ -396,6 +450,40 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
     return app
 
 
+def _review_with_evidence(store: Store) -> tuple[ReviewList, dict[str, list[_Evidence]]]:
+    """The review list, and the evidence each pending record cites with verify's finding."""
+    listing = store.review_list()
+    evidence = {
+        pending.id: [_Evidence.of(r, c) for r, c in store.sources.check_refs(pending.record)]
+        for pending in listing.records
+        if pending.record is not None
+    }
+    return listing, evidence
+
+
+def _waiting(listing: ReviewList, record_id: str) -> list[tuple[ReviewBranch, list[str]]]:
+    """The review branches a record is pending on, each with the ids decided with it."""
+    return [
+        (branch, [pending.id, *pending.decided_with])
+        for branch in listing.branches
+        for pending in branch.records
+        if pending.id == record_id
+    ]
+
+
+def _any_change(diff: Any) -> bool:
+    return bool(diff.added or diff.removed or diff.changed or diff.problems)
+
+
+def _commit_diff(store: Store, commit: str) -> Any:
+    """The records ``commit`` changed: from its parent to it (a first commit, which has no
+    parent, from itself: lantern's first commit holds no record)."""
+    try:
+        return store.diff(f"{commit}^", commit)
+    except LanternError:
+        return store.diff(commit, commit)
+
+
 def _int(value: str | None, name: str, default: int | None = None) -> Any:
     if value is None or value.strip() == "":
         return default
@@ -419,8 +507,8 @@ def _notice(request: Request) -> str | None:
 
 def _content_diff(old: object, new: object) -> list[str]:
     """A line diff of two contents (either may be absent), as ``+``/``-``/`` `` lines."""
-    before = old.splitlines() if isinstance(old, str) else []
-    after = new.splitlines() if isinstance(new, str) else []
+    before = display_lines(old) if isinstance(old, str) else []
+    after = display_lines(new) if isinstance(new, str) else []
     return [line for line in difflib.ndiff(before, after) if not line.startswith("?")]
 
 

@@ -1,0 +1,238 @@
+"""One search path for every corpus: records, source chunks (and, next, entities).
+
+A search is a :class:`SearchRequest` (the text, the mode, the corpus's filters, the page, whether
+to explain) run over a :class:`Corpus` by :func:`search`, which owns what every corpus shares:
+the mode's dispatch, the similarity floor, the hybrid fusion (``ranking.py``), the page (the one
+paging rule, ``core/paging.py``; its end computed once, by :class:`~lantern_git.core.paging.Page`)
+and the :class:`Trace` that ``explain`` reads, each stage's figures recorded once (the cosine of a
+hit among them). A corpus says only what is its own: its keyword page, its keyword matches as
+keys and BM25 scores, the rows of the vectors its filters select, how many of the query's words
+each match holds, its vectors, and how to load a page of (key, score) as hits.
+
+Every corpus names its texts by one key type, a string (a record's id; a chunk's
+``<source id>:<first line>``), and gives its keyword matches as numbers into a table of keys
+(:class:`Matches`): the record index's table is its document numbers' ids, kept while the index
+is unchanged, so that the thousands of matches a common word has are never each looked up by id
+(``ranking.fuse_page``). The corpora themselves are in ``corpora.py``.
+
+Before this module, records and chunks each had their own orchestration of the same steps, and
+they had drifted: the chunks fused whole rankings where the records fused a page, and four call
+sites each recomputed a hit's cosine for ``explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from ..core.fields import SEARCH_MODES
+from ..core.paging import Page
+from ..errors import InvalidInput
+from . import ranking
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .vectors import Vectors, VectorSet
+
+
+class Ranked(Protocol):
+    """What the pipeline needs of a hit: its score, and room for its mode and explanation."""
+
+    @property
+    def score(self) -> float | None: ...
+
+    mode: str | None
+    explain: dict[str, Any] | None
+
+
+H = TypeVar("H", bound=Ranked)
+F = TypeVar("F")
+
+
+def check(text: Any, mode: Any) -> None:
+    """Refuse a mode that is not one of the search modes (None: the store's default) and an
+    empty search text: for every corpus, before anything is read."""
+    if mode is not None and mode not in SEARCH_MODES:
+        raise InvalidInput(
+            f"mode: must be keyword, semantic or hybrid; got {mode!r}", code="invalid_field"
+        )
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("query: must not be empty", code="invalid_query")
+
+
+@dataclass(frozen=True)
+class SearchRequest(Generic[F]):
+    """One search: ``text`` (checked by :func:`check`), ``mode`` as the store resolved it
+    (keyword, semantic or hybrid), the corpus's ``filters``, the ``page`` and whether to
+    ``explain`` each hit."""
+
+    text: str
+    mode: str
+    filters: F
+    page: Page
+    explain: bool = False
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A corpus's keyword matches: ``numbers`` into ``keys`` (a table of keys by number) and
+    their BM25 ``scores`` before rounding, in the same order (any order)."""
+
+    keys: Sequence[str]
+    numbers: list[int]
+    scores: list[float]
+
+
+class Corpus(Protocol[H, F]):
+    """What a corpus gives the pipeline (see the module's docstring). ``embedder``: the name of
+    the embedder its vectors were made by (it decides the floor)."""
+
+    embedder: str
+
+    def refresh(self) -> None:
+        """Bring the index in step with the files before a semantic or hybrid ranking."""
+
+    def keyword_page(self, request: SearchRequest[F]) -> list[H]:
+        """Keyword mode: the request's page of hits with their BM25 scores (the corpus brings
+        its index in step first), best first."""
+        ...
+
+    def matches(self, request: SearchRequest[F]) -> Matches:
+        """Every keyword match of the request's text among the documents its filters select."""
+        ...
+
+    def candidates(
+        self, request: SearchRequest[F], vectors: VectorSet, ordered: bool
+    ) -> np.ndarray:
+        """The rows of ``vectors`` of the texts the filters select: the semantic candidates,
+        sorted and each once when ``ordered``, else in any order."""
+        ...
+
+    def words_held(self, request: SearchRequest[F], matches: Matches) -> tuple[int, list[int]]:
+        """(how many words the query has as typed; how many of them each match holds, in the
+        order of ``matches.numbers``)."""
+        ...
+
+    def vectors(self) -> Vectors:
+        """The corpus's vectors (asked for in semantic and hybrid mode only)."""
+        ...
+
+    def load(self, ranked: list[tuple[str, float]]) -> list[H]:
+        """These (key, score) as hits with those scores, in that order (a key no longer
+        indexed left out)."""
+        ...
+
+    def key(self, hit: H) -> str: ...
+
+    def content(self, hit: H) -> str:
+        """The text the index holds for a hit: what ``explain`` matches the words in."""
+        ...
+
+
+@dataclass
+class Trace:
+    """What each stage of one search did, as ``explain`` reports it (``ranking.explained``):
+    the keyword stage's BM25 scores of the shown hits and the best among the candidates, the
+    floor the cosines had to reach, the fusion's keyword weights, and each shown hit's cosine,
+    computed once, here."""
+
+    mode: str
+    text: str
+    floor: float | None = None
+    best: float | None = None
+    bm25: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    cosines: dict[str, float] = field(default_factory=dict)
+
+    def explained(self, key: str, content: str) -> dict[str, Any]:
+        """One shown hit's ``explain`` object."""
+        return ranking.explained(
+            self.mode,
+            self.text,
+            content,
+            self.bm25.get(key),
+            self.best,
+            self.cosines.get(key),
+            self.floor,
+            self.weights.get(key, 0.0),
+        )
+
+
+def search(corpus: Corpus[H, F], request: SearchRequest[F]) -> list[H]:
+    """The request's page of hits over ``corpus``, best first, each with its ``mode`` and, when
+    asked, its ``explain`` (see the module's docstring and ``ranking.py``)."""
+    if request.mode == "keyword":
+        hits = corpus.keyword_page(request)
+        trace = Trace(request.mode, request.text)
+        if request.explain:
+            trace.bm25 = {corpus.key(hit): hit.score or 0.0 for hit in hits}
+    else:
+        hits, trace = _by_vectors(corpus, request)
+    for hit in hits:
+        hit.mode = request.mode
+        if request.explain:
+            hit.explain = trace.explained(corpus.key(hit), corpus.content(hit))
+    return hits
+
+
+def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H], Trace]:
+    """Semantic and hybrid: the candidates ranked by cosine, and in hybrid mode fused with the
+    keyword ranking (``ranking.py``), then the page."""
+    from .vectors import rank
+
+    corpus.refresh()
+    vectors = corpus.vectors()
+    current = vectors.current()
+    hybrid = request.mode == "hybrid"
+    end = request.page.end
+    paged = hybrid and end is not None  # fuse_page: the rows in any order
+    candidates = corpus.candidates(request, current, ordered=not paged)
+    wanted = vectors.embed_query(request.text)
+    matches = corpus.matches(request)
+    # A query sharing no word with the texts searched has the higher floor
+    floor = ranking.floor(corpus.embedder, anchored=bool(matches.numbers))
+    trace = Trace(request.mode, request.text, floor=floor)
+    # Each keyword match's weight in hybrid mode: the share of the query's words it holds
+    shares: list[float] = []
+    if hybrid:
+        words, held = corpus.words_held(request, matches)
+        # One weight per count (0 to the query's words): a common word has 10k hits at 100k
+        by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
+        shares = list(map(by_count.__getitem__, held))
+    keys = matches.keys
+    if paged:
+        assert end is not None
+        fused = ranking.fuse_page(
+            current, wanted, candidates, keys, matches.numbers, matches.scores, shares, end, floor
+        )
+        ranked, trace.bm25, trace.best, trace.weights = (
+            fused.ranked,
+            fused.bm25,
+            fused.best,
+            fused.weights,
+        )
+    else:
+        if hybrid:
+            trace.weights = dict(zip((keys[n] for n in matches.numbers), shares))
+        keyword: list[tuple[str, float]] = []
+        if hybrid or request.explain:
+            # The keyword ranking as the keyword mode rounds it: a page ranks the raw scores
+            # in bulk (fuse_page), so a common word's matches are never each rounded or sorted.
+            keyword = sorted(
+                ((keys[n], round(s, 6)) for n, s in zip(matches.numbers, matches.scores)),
+                key=lambda item: (-item[1], item[0]),
+            )
+            trace.bm25, trace.best = dict(keyword), (keyword[0][1] if keyword else None)
+        if hybrid:  # every candidate: whole rankings fused
+            ranked = ranking.fuse(
+                keyword, rank(current, wanted, candidates, floor=floor), trace.weights
+            )
+        else:  # semantic needs only the page
+            ranked = rank(current, wanted, candidates, end, floor)
+    hits = corpus.load(request.page.take(ranked))
+    if request.explain:
+        for key in map(corpus.key, hits):
+            trace.cosines[key] = round(float(current.vector(key) @ wanted), 6)
+    return hits, trace
