@@ -220,6 +220,34 @@ class Store:
             self._entities = Entities(self.workspace, RecordMentions())
         return self._entities
 
+    def entity_show(self, key: str, query: RecordQuery | None = None) -> dict[str, Any]:
+        """One entity and the records that name or ``[[link]]`` it (by key, name or alias), in
+        the list order, ``query``'s filters and page applied, with their count (all pages).
+        ``entity`` is None for a key no file holds (a mention); a key that neither a file nor
+        a record names is :class:`~lantern_git.errors.NotFound`."""
+        import dataclasses
+
+        from .errors import NotFound
+        from .model.entity_keys import check_key, label_term
+        from .model.query import RecordQuery
+
+        key = check_key(key)
+        try:
+            entity = self.entities.get(key)
+        except NotFound:
+            entity = None
+        labels = tuple(label_term(label) for label in self.entities.labels(key))
+        query = dataclasses.replace(query or RecordQuery(), mentions=labels)
+        count = self.records.count(dataclasses.replace(query, limit=None, offset=0))
+        if entity is None and count == 0:
+            raise NotFound(f"no entity file and no record names {key}")
+        return {
+            "key": key,
+            "entity": entity.to_dict() if entity is not None else None,
+            "records": self.records.list(query),
+            "record_count": count,
+        }
+
     def _pending_versions(self) -> Mapping[str, Record | None]:
         """What the records read with ``include_pending``: every record a review branch
         changes, as it would be once accepted (None: removed there)."""

@@ -144,3 +144,81 @@ def test_a_rename_racing_record_writes_loses_neither(store_path):
         )
         == 1
     )
+
+
+# ---------------------------------------------------------------------------- finding them
+
+
+def _ana_store(store_path):
+    result, _ = run(
+        store_path, "entity", "add", "person:ana", "--name", "Ana García", "--alias", "A. García"
+    )
+    assert result.returncode == 0, result.stderr
+    ids = {
+        "field": add(store_path, "Owns the Beta release.", "person:ana")["id"],
+        "key": add(store_path, "Met [[PERSON:ANA]] today.")["id"],
+        "name": add(store_path, "Lunch with [[ana  garcía]].")["id"],
+        "alias": add(store_path, "Call [[A. García]] on Friday.")["id"],
+        "other": add(store_path, "Ana Pérez is someone else; [[person:anabel]].")["id"],
+    }
+    return ids
+
+
+def test_entity_show_answers_the_records_that_name_or_link_it_in_list_order(store_path):
+    ids = _ana_store(store_path)
+    result, shown = run(store_path, "entity", "show", "person:ana")
+    assert result.returncode == 0, result.stderr
+    assert shown["entity"]["name"] == "Ana García"
+    expected = {ids["field"], ids["key"], ids["name"], ids["alias"]}
+    assert {r["id"] for r in shown["records"]} == expected and shown["record_count"] == 4
+    _, listed = run(store_path, "memory", "list", "--limit", "0")
+    in_list_order = [r["id"] for r in listed if r["id"] in expected]
+    assert [r["id"] for r in shown["records"]] == in_list_order
+    # The list filters and the page apply; the count is of every page.
+    result, page = run(store_path, "entity", "show", "person:ana", "--limit", "1")
+    assert [r["id"] for r in page["records"]] == in_list_order[:1] and page["record_count"] == 4
+    assert run(store_path, "memory", "archive", ids["alias"])[0].returncode == 0
+    _, active = run(store_path, "entity", "show", "person:ana")
+    assert ids["alias"] not in {r["id"] for r in active["records"]}
+
+
+def test_the_entity_filter_of_memory_list_and_search(store_path):
+    ids = _ana_store(store_path)
+    _, listed = run(store_path, "memory", "list", "--entity", "Person:Ana")
+    assert {r["id"] for r in listed} == {ids["field"], ids["key"], ids["name"], ids["alias"]}
+    _, hits = run(store_path, "memory", "search", "friday", "--entity", "person:ana",
+                  "--mode", "keyword")  # fmt: skip
+    assert [h["id"] for h in hits] == [ids["alias"]]
+    _, none = run(store_path, "memory", "search", "someone", "--entity", "person:ana",
+                  "--mode", "keyword")  # fmt: skip
+    assert none == []
+    # A new alias finds the records that link it at once: links are resolved when asked.
+    linked = add(store_path, "Dinner with [[Ana G.]].")["id"]
+    _, before = run(store_path, "memory", "list", "--entity", "person:ana")
+    assert linked not in {r["id"] for r in before}
+    assert run(store_path, "entity", "update", "person:ana", "--alias", "ana g.")[0].returncode == 0
+    _, after = run(store_path, "memory", "list", "--entity", "person:ana")
+    assert linked in {r["id"] for r in after}
+
+
+def test_a_key_without_a_file_is_a_mention(store_path):
+    named = add(store_path, "The staging host is slow.", "host:petabyte")["id"]
+    result, shown = run(store_path, "entity", "show", "host:petabyte")
+    assert result.returncode == 0, result.stderr
+    assert shown["entity"] is None and [r["id"] for r in shown["records"]] == [named]
+    result, missing = run(store_path, "entity", "show", "host:nowhere")
+    assert result.returncode == 3 and missing["error"]["code"] == "not_found"
+
+
+def test_the_entity_filter_sees_pending_records_with_include_pending(store_path):
+    _ana_store(store_path)
+    review = {"LANTERN_REVIEW": "1", "LANTERN_REVIEW_NAME": "agent"}
+    result, pending = run(
+        store_path, "memory", "add", "Ana asked for a summary.", "--kind", "task_state",
+        "--entity", "person:ana", env=review,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    _, plain = run(store_path, "memory", "list", "--entity", "person:ana")
+    assert pending["id"] not in {r["id"] for r in plain}
+    _, shown = run(store_path, "memory", "list", "--entity", "person:ana", "--include-pending")
+    assert pending["id"] in {r["id"] for r in shown}

@@ -100,6 +100,7 @@ def _emit_record(
 
 
 _ENTITY_HELP = "An entity the record is about, TYPE:NAME (repeatable; store format 2)."
+_ENTITY_FILTER_HELP = "Only records that name or [[link]] this entity (by key, name or alias)."
 
 
 @memory.command("add")
@@ -158,6 +159,7 @@ def memory_add(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @click.option("--cites", default=None, metavar="SOURCE_ID", help="Only records citing it.")
+@click.option("--entity", default=None, metavar="KEY", help=_ENTITY_FILTER_HELP)
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
 )
@@ -175,7 +177,9 @@ def memory_list(
     from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
-    query = RecordQuery.from_options(**filters)
+    entity = filters.pop("entity")
+    mentions = store.entities.labels(entity) if entity else ()
+    query = RecordQuery.from_options(**filters, mentions=mentions)
     records = store.list(query, at=at, include_pending=include_pending)
     render.emit_listing(records, output, store.root)
     if not records and output.format == "table" and not output.count_only and at is None:
@@ -188,6 +192,7 @@ def memory_list(
 @memory.command("search")
 @click.argument("query")
 @filter_options
+@click.option("--entity", default=None, metavar="KEY", help=_ENTITY_FILTER_HELP)
 @support.mode_option
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
@@ -209,9 +214,11 @@ def memory_search(
     from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
+    entity = filters.pop("entity")
+    mentions = store.entities.labels(entity) if entity else ()
     hits = store.search(
         query,
-        RecordQuery.from_options(**filters),
+        RecordQuery.from_options(**filters, mentions=mentions),
         mode=mode,
         include_pending=include_pending,
         explain=explain,

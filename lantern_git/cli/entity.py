@@ -4,10 +4,12 @@ Each command parses, calls ``store.entities``, renders; the rules are the librar
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from . import render, support
-from .support import common, reason_option, writer
+from .support import common, filter_options, reason_option, writer
 
 
 def register(cli: click.Group, memory: click.Group) -> None:
@@ -130,8 +132,15 @@ def entity_list(type_: str | None, as_json: bool, store_path: str | None) -> Non
 
 @entity_group.command("show")
 @click.argument("key", metavar="KEY")
+@filter_options
 @common
-def entity_show(key: str, as_json: bool, store_path: str | None) -> None:
-    """An entity: its name, aliases, description and notes."""
-    entity = support.open_store(store_path).entities.get(key)
-    render.emit(entity.to_dict(), as_json, render.entity_lines)
+def entity_show(key: str, as_json: bool, store_path: str | None, **filters: Any) -> None:
+    """An entity, and the records that name or [[link]] it, in list order (the list filters
+    apply), with their count."""
+    from ..model.query import RecordQuery
+
+    store = support.open_store(store_path)
+    query = RecordQuery.from_options(**filters)
+    shown = store.entity_show(key, query)
+    shown["records"] = [record.to_dict() for record in shown["records"]]
+    render.emit(shown, as_json, render.entity_show_lines)

@@ -567,6 +567,19 @@ def entity_lines(value: dict[str, Any]) -> list[str]:
     return lines
 
 
+def entity_show_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern entity show``: the entity (or that the key is a mention), then its records."""
+    if value["entity"] is not None:
+        lines = entity_lines(value["entity"])
+    else:
+        lines = [f"{value['key']}  (no entity file: named by records only)"]
+    count = value["record_count"]
+    lines += ["", f"records: {count}"]
+    lines += [f"  {r['id'][:7]}  {r['kind']:<11} {r['content'].splitlines()[0][:70]}"
+              for r in value["records"]]  # fmt: skip
+    return lines
+
+
 def entity_written(verb: str) -> Callable[[dict[str, Any]], list[str]]:
     """``lantern entity add|update|rename``: one line, ``<verb> KEY  NAME``."""
     return lambda value: [f"{verb} {value['key']}  {value['name']}"]

@@ -72,6 +72,16 @@ class Entities:
         found = [e for _, e, _ in iter_entity_files(self.workspace.root, folder) if e is not None]
         return sorted(found, key=lambda entity: entity.key)
 
+    def labels(self, key: str) -> builtins.list[str]:
+        """What text may call ``key``'s entity: the key, and from its file (when it has one)
+        its name and aliases. ``--entity KEY`` filters by these (a key without a file is a
+        mention: the key alone)."""
+        key = check_key(key)
+        try:
+            return builtins.list(self.get(key).labels)
+        except NotFound:
+            return [key]
+
     def paths(self) -> builtins.list[str]:
         """The entity files' paths in the working tree."""
         return entity_file_paths(self.workspace.root)

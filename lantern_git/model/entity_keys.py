@@ -10,6 +10,7 @@ hostile key can never name a file outside ``entities/``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..core.fields import MAX_SCOPE_CHARS, SCOPE_PATTERN
@@ -88,3 +89,17 @@ def links_in(text: str) -> list[str]:
     for match in _LINK.finditer(text):
         seen.setdefault(" ".join(match.group(1).split()).lower(), None)
     return [target for target in seen if target]
+
+
+def label_term(text: str) -> str:
+    """How a key, a name, an alias or a link's target is compared: lower-cased, whitespace runs
+    made one space, commas made spaces (the index keeps a record's mentions comma-separated)."""
+    return " ".join(text.replace(",", " ").split()).lower()
+
+
+def mention_terms(entities: Iterable[str], content: str) -> list[str]:
+    """What a record names or links, as :func:`label_term`s: its ``entities`` keys, then the
+    targets of its ``[[links]]``, each once."""
+    terms = dict.fromkeys(label_term(key) for key in entities)
+    terms.update(dict.fromkeys(label_term(target) for target in links_in(content)))
+    return [term for term in terms if term]
