@@ -221,8 +221,9 @@ class Store:
         return self._entities
 
     def entity_show(self, key: str, query: RecordQuery | None = None) -> dict[str, Any]:
-        """One entity and the records that name or ``[[link]]`` it (by key, name or alias), in
-        the list order, ``query``'s filters and page applied, with their count (all pages).
+        """One entity, the records that name or ``[[link]]`` it (by key, name or alias), in the
+        list order, ``query``'s filters and page applied, with their count (all pages), and the
+        references of the source chunks that hold its key, name or an alias as a phrase.
         ``entity`` is None for a key no file holds (a mention); a key that neither a file nor
         a record names is :class:`~lantern_git.errors.NotFound`."""
         import dataclasses
@@ -239,13 +240,16 @@ class Store:
         labels = tuple(label_term(label) for label in self.entities.labels(key))
         query = dataclasses.replace(query or RecordQuery(), mentions=labels)
         count = self.records.count(dataclasses.replace(query, limit=None, offset=0))
-        if entity is None and count == 0:
-            raise NotFound(f"no entity file and no record names {key}")
+        chunks = self.sources.holding(labels)
+        if entity is None and count == 0 and not chunks:
+            raise NotFound(f"no entity file, record or source names {key}")
         return {
             "key": key,
             "entity": entity.to_dict() if entity is not None else None,
             "records": self.records.list(query),
             "record_count": count,
+            "chunks": [hit.ref for hit in chunks],
+            "chunk_count": len(chunks),
         }
 
     def _pending_versions(self) -> Mapping[str, Record | None]:

@@ -14,8 +14,8 @@ from lantern_git.model.record import Record
 from lantern_git.model.record_merge import merge_records
 
 
-def run(store, *args, env=None):
-    result = lantern("--store", str(store), *args, "--json", env=env)
+def run(store, *args, env=None, input=None):
+    result = lantern("--store", str(store), *args, "--json", env=env, input=input)
     out = result.stdout if result.stdout.strip() else result.stderr
     return result, (json.loads(out) if out.strip() else None)
 
@@ -222,3 +222,24 @@ def test_the_entity_filter_sees_pending_records_with_include_pending(store_path)
     assert pending["id"] not in {r["id"] for r in plain}
     _, shown = run(store_path, "memory", "list", "--entity", "person:ana", "--include-pending")
     assert pending["id"] in {r["id"] for r in shown}
+
+
+def test_chunks_holding_an_entity_s_names_as_a_phrase(store_path):
+    _ana_store(store_path)
+    sources = {}
+    for uri, text in (
+        ("chat:1", "User: I met A. García at the offsite.\nAssistant: Noted.\n"),
+        ("chat:2", "User: Ana met Beta's garcia team.\nAssistant: Noted.\n"),
+        ("chat:3", "User: [[person:ana]] asked for the notes.\nAssistant: Noted.\n"),
+    ):
+        result, added = run(store_path, "source", "add", "-", "--uri", uri, input=text)
+        assert result.returncode == 0, result.stderr
+        sources[uri] = (added[0] if isinstance(added, list) else added)["id"]
+    result, shown = run(store_path, "entity", "show", "person:ana")
+    assert result.returncode == 0, result.stderr
+    held = {ref.split("@")[0].removeprefix("source:") for ref in shown["chunks"]}
+    assert held == {sources["chat:1"], sources["chat:3"]} and shown["chunk_count"] == 2
+    result, hits = run(store_path, "source", "search", "noted", "--entity", "person:ana",
+                       "--mode", "keyword")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert {h["source_id"] for h in hits} == {sources["chat:1"], sources["chat:3"]}

@@ -577,6 +577,8 @@ def entity_show_lines(value: dict[str, Any]) -> list[str]:
     lines += ["", f"records: {count}"]
     lines += [f"  {r['id'][:7]}  {r['kind']:<11} {r['content'].splitlines()[0][:70]}"
               for r in value["records"]]  # fmt: skip
+    lines += ["", f"chunks: {value['chunk_count']}"]
+    lines += [f"  {ref}" for ref in value["chunks"]]
     return lines
 
 
