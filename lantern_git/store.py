@@ -220,6 +220,44 @@ class Store:
             self._entities = Entities(self.workspace, RecordMentions())
         return self._entities
 
+    def entity_list(self, type: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every entity key, files and mentions alike (a key records name in ``entities`` or
+        link as ``[[TYPE:NAME]]`` without a file), by key: its name, whether it has a file,
+        and how many active records and source chunks ``entity_show`` would answer."""
+        import dataclasses
+
+        from .errors import ValidationError
+        from .model.entity_keys import check_key, label_term
+        from .model.query import RecordQuery
+
+        files = {entity.key: entity for entity in self.entities.list(type)}
+        keys = set(files)
+        if self.workspace.exists:
+            self.workspace.refresh()
+            for term in self.workspace.index.mentioned():
+                try:
+                    key = check_key(term)
+                except ValidationError:
+                    continue  # a link by name or alias, not a key
+                if type is None or key.split(":", 1)[0] == type.lower():
+                    keys.add(key)
+        out = []
+        for key in sorted(keys):
+            entity = files.get(key)
+            labels = entity.labels if entity is not None else (key,)
+            terms = tuple(label_term(label) for label in labels)
+            query = dataclasses.replace(RecordQuery(), mentions=terms)
+            out.append(
+                {
+                    "key": key,
+                    "name": entity.name if entity is not None else key.split(":", 1)[1],
+                    "file": entity is not None,
+                    "record_count": self.records.count(query),
+                    "chunk_count": len(self.sources.holding(labels)),
+                }
+            )
+        return out
+
     def entity_show(self, key: str, query: RecordQuery | None = None) -> dict[str, Any]:
         """One entity, the records that name or ``[[link]]`` it (by key, name or alias), in the
         list order, ``query``'s filters and page applied, with their count (all pages), and the

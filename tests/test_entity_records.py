@@ -208,6 +208,19 @@ def test_a_key_without_a_file_is_a_mention(store_path):
     assert shown["entity"] is None and [r["id"] for r in shown["records"]] == [named]
     result, missing = run(store_path, "entity", "show", "host:nowhere")
     assert result.returncode == 3 and missing["error"]["code"] == "not_found"
+    # entity list has it, beside the files, with its counts; a link by key counts too.
+    assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
+    add(store_path, "Ask [[person:ana]] and [[Host:Exabyte]].")
+    _, listed = run(store_path, "entity", "list")
+    assert listed == [
+        {"key": "host:exabyte", "name": "exabyte", "file": False, "record_count": 1,
+         "chunk_count": 0},
+        {"key": "host:petabyte", "name": "petabyte", "file": False, "record_count": 1,
+         "chunk_count": 0},
+        {"key": "person:ana", "name": "ana", "file": True, "record_count": 1, "chunk_count": 0},
+    ]  # fmt: skip
+    _, hosts = run(store_path, "entity", "list", "--type", "host")
+    assert [item["key"] for item in hosts] == ["host:exabyte", "host:petabyte"]
 
 
 def test_the_entity_filter_sees_pending_records_with_include_pending(store_path):

@@ -125,9 +125,9 @@ def entity_rename(
 @click.option("--type", "type_", default=None, metavar="TYPE", help="Only this type (person).")
 @common
 def entity_list(type_: str | None, as_json: bool, store_path: str | None) -> None:
-    """Every entity file, by key."""
-    entities = support.open_store(store_path).entities.list(type_)
-    render.emit([e.to_dict() for e in entities], as_json, render.entity_list_lines)
+    """Every entity key, files and keys records name alike, with its name and counts."""
+    listed = support.open_store(store_path).entity_list(type_)
+    render.emit(listed, as_json, render.entity_list_lines)
 
 
 @entity_group.command("show")

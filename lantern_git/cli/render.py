@@ -588,8 +588,13 @@ def entity_written(verb: str) -> Callable[[dict[str, Any]], list[str]]:
 
 
 def entity_list_lines(values: list[dict[str, Any]]) -> list[str]:
-    """``lantern entity list``: one line per entity."""
-    return [f"{value['key']}  {value['name']}" for value in values]
+    """``lantern entity list``: one line per key: its name (``*``: no file, a mention) and
+    its record and chunk counts."""
+    return [
+        f"{v['key']}  {v['name']}{'' if v['file'] else ' *'}  "
+        f"({v['record_count']} records, {v['chunk_count']} chunks)"
+        for v in values
+    ]
 
 
 def migrate_lines(value: dict[str, Any]) -> list[str]:

@@ -1072,6 +1072,17 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                 live.add((self._folder, segment.segment_id()))
         self._columns = {k: v for k, v in self._columns.items() if k[:2] in live}
 
+    def mentioned(self) -> builtins.list[str]:
+        """Every term a record names or links (its ``entities`` keys, its ``[[link]]``
+        targets), from the index's lexicon: no record is read. Answers from the index as it is
+        (call :meth:`refresh` first)."""
+
+        def read() -> builtins.list[str]:
+            terms = self._searcher().lexicon("mentions")
+            return [t.decode() if isinstance(t, bytes) else t for t in terms]
+
+        return self._answer(read)
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
         return self._answer(self._count)
