@@ -158,6 +158,12 @@ def test_review_mode_applies_to_entity_writes(store_path):
     branch = "lantern/review/agent"
     assert "- A." in git(store_path, "show", f"{branch}:entities/person/ana.md")
     assert "Lantern-Op: entity-update" in git(store_path, "log", "-1", "--format=%B", branch)
+    # Nothing on the store's branch until a person accepts; accepting the branch brings it.
+    assert run(store_path, "entity", "list")[1] == []
+    result, _ = run(store_path, "review", "accept", "--branch", "agent", "--all")
+    assert result.returncode == 0, result.stderr
+    assert "- A." in (store_path / "entities" / "person" / "ana.md").read_text()
+    assert git(store_path, "status", "--porcelain") == ""
 
 
 # ---------------------------------------------------------------------------- two hosts
