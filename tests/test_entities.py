@@ -251,3 +251,48 @@ def test_importing_entities_into_a_format1_store_needs_migration(tmp_path):
     assert result.returncode == 2
     assert json.loads(result.stderr)["error"]["code"] == "needs_migration"
     assert snapshot(beta) == before
+
+
+# ---------------------------------------------------------------------------- MCP
+
+
+def test_the_mcp_entity_tools_and_the_entity_argument(store_path):
+    import jsonschema
+
+    from lantern_git.mcp.server import TOOLS_BY_NAME, StoreTarget, ToolRunner
+
+    runner = ToolRunner(StoreTarget(str(store_path)))
+
+    def call(tool: str, **arguments) -> dict:
+        # conftest.schema_checked_calls, with room for an argument called "name"
+        outcome = runner.run(tool, {k.rstrip("_"): v for k, v in arguments.items()})
+        assert not outcome.is_error, outcome.value
+        jsonschema.validate(outcome.value, TOOLS_BY_NAME[tool].output_schema)
+        return outcome.value
+
+    added = call("lantern_entity_add", key="Person:Ana", name_="Ana García", aliases=["A. García"])
+    assert added["key"] == "person:ana"
+    assert "Lantern-Op: entity-add" in git(store_path, "log", "-1", "--format=%B")
+    updated = call("lantern_entity_update", key="person:ana", aliases=["Ana G."])
+    assert updated["aliases"] == ["A. García", "Ana G."]
+    named = call("lantern_memory_add", content="Owns Beta.", kind="fact", entities=["person:ana"])
+    assert named["entities"] == ["person:ana"]
+    linked = call("lantern_memory_add", content="Lunch with [[Ana G.]].", kind="observation")
+    call("lantern_memory_add", content="Nothing about her.", kind="fact")
+    changed = call("lantern_memory_update", id=linked["id"], entities=["project:beta"])
+    assert changed["entities"] == ["project:beta"]
+    listed = call("lantern_memory_list", entity="person:ana")
+    assert {r["id"] for r in listed["records"]} == {named["id"], linked["id"]}
+    found = call("lantern_memory_search", query="lunch", entity="person:ana", mode="keyword")
+    assert [r["id"] for r in found["records"]] == [linked["id"]]
+    shown = call("lantern_entity_show", key="person:ana", limit=1)
+    assert shown["record_count"] == 2 and len(shown["records"]) == 1
+    assert shown["entity"]["name"] == "Ana García"
+    keys = call("lantern_entity_list")["entities"]
+    assert [(e["key"], e["file"], e["record_count"]) for e in keys] == [
+        ("person:ana", True, 2),
+        ("project:beta", False, 1),
+    ]
+    # A hostile key is the library's refusal, as in the CLI.
+    outcome = runner.run("lantern_entity_add", {"key": "person:../x"})
+    assert outcome.is_error and "invalid_entity" in json.dumps(outcome.value)
