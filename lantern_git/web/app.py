@@ -260,6 +260,18 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
             return failure(request, err)
         return page(request, "record.html", at=at, pending=pending, **context)
 
+    async def entity(request: Request) -> Response:
+        key = request.path_params["key"]
+
+        def answer(s: Store) -> dict[str, Any]:
+            return s.entity_show(key, RecordQuery(status="all", include_expired=True))
+
+        try:
+            shown = await library.call(answer)
+        except LanternError as err:
+            return failure(request, err)
+        return page(request, "entity.html", **shown)
+
     async def sources(request: Request) -> Response:
         params = request.query_params
         try:
@@ -429,6 +441,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
     routes = [
         Route("/", records),
         Route("/records/{record_id}", record),
+        Route("/entities/{key}", entity),
         Route("/sources", sources),
         Route("/sources/{source_id}", source),
         Route("/review", review),
