@@ -116,6 +116,13 @@ class ValidationError(InvalidInput):
         return ValidationError(self.reason, field=self.field, path=path, line=line, code=self.code)
 
 
+class NeedsMigration(InvalidInput):
+    """A write (or a sync) that needs a newer store format than the store has: the message
+    names ``lantern migrate``. Exit 2; nothing was written."""
+
+    code = "needs_migration"
+
+
 class CannotRevert(InvalidInput):
     """``lantern revert`` cannot undo this commit as asked (a merge commit, a commit lantern did
     not make, a later change to a field it changed); nothing was written. Exit 2."""

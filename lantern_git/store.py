@@ -42,6 +42,7 @@ from .workspace.workspace import MARKER, Workspace, locate_store
 if TYPE_CHECKING:
     from .core.fields import Unset
     from .core.written import Written
+    from .entities.entities import Entities
     from .evidence.sources import Sources
     from .git.identity import Identity
     from .git.repo import GitRepo
@@ -119,6 +120,7 @@ class Store:
         )
         self.records = Records(self.workspace, lambda: self.sources, self._pending_versions)
         self._sources: Sources | None = None
+        self._entities: Entities | None = None
         # Set by :meth:`clone`: what the clone set up.
         self.cloned: CloneResult | None = None
 
@@ -207,6 +209,88 @@ class Store:
 
             self._sources = Sources(self.workspace, _EveryRecord(self.records))
         return self._sources
+
+    @property
+    def entities(self) -> Entities:
+        """The store's entities: add, update, rename, list, show
+        (:class:`~lantern_git.entities.entities.Entities`); a rename rewrites the records that
+        name the old key through :class:`~lantern_git.memory.mentions.RecordMentions`."""
+        if self._entities is None:
+            from .entities.entities import Entities
+            from .memory.mentions import RecordMentions
+
+            self._entities = Entities(self.workspace, RecordMentions())
+        return self._entities
+
+    def entity_list(self, type: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every entity key, files and mentions alike (a key records name in ``entities`` or
+        link as ``[[TYPE:NAME]]`` without a file), by key: its name, whether it has a file,
+        and how many active records and source chunks ``entity_show`` would answer."""
+        import dataclasses
+
+        from .errors import ValidationError
+        from .model.entity_keys import check_key, label_term
+        from .model.query import RecordQuery
+
+        files = {entity.key: entity for entity in self.entities.list(type)}
+        keys = set(files)
+        if self.workspace.exists:
+            self.workspace.refresh()
+            for term in self.workspace.index.mentioned():
+                try:
+                    key = check_key(term)
+                except ValidationError:
+                    continue  # a link by name or alias, not a key
+                if type is None or key.split(":", 1)[0] == type.lower():
+                    keys.add(key)
+        out = []
+        for key in sorted(keys):
+            entity = files.get(key)
+            labels = entity.labels if entity is not None else (key,)
+            terms = tuple(label_term(label) for label in labels)
+            query = dataclasses.replace(RecordQuery(), mentions=terms)
+            out.append(
+                {
+                    "key": key,
+                    "name": entity.name if entity is not None else key.split(":", 1)[1],
+                    "file": entity is not None,
+                    "record_count": self.records.count(query),
+                    "chunk_count": len(self.sources.holding(labels)),
+                }
+            )
+        return out
+
+    def entity_show(self, key: str, query: RecordQuery | None = None) -> dict[str, Any]:
+        """One entity, the records that name or ``[[link]]`` it (by key, name or alias), in the
+        list order, ``query``'s filters and page applied, with their count (all pages), and the
+        references of the source chunks that hold its key, name or an alias as a phrase.
+        ``entity`` is None for a key no file holds (a mention); a key that neither a file nor
+        a record names is :class:`~lantern_git.errors.NotFound`."""
+        import dataclasses
+
+        from .errors import NotFound
+        from .model.entity_keys import check_key, label_term
+        from .model.query import RecordQuery
+
+        key = check_key(key)
+        try:
+            entity = self.entities.get(key)
+        except NotFound:
+            entity = None
+        labels = tuple(label_term(label) for label in self.entities.labels(key))
+        query = dataclasses.replace(query or RecordQuery(), mentions=labels)
+        count = self.records.count(dataclasses.replace(query, limit=None, offset=0))
+        chunks = self.sources.holding(labels)
+        if entity is None and count == 0 and not chunks:
+            raise NotFound(f"no entity file, record or source names {key}")
+        return {
+            "key": key,
+            "entity": entity.to_dict() if entity is not None else None,
+            "records": self.records.list(query),
+            "record_count": count,
+            "chunks": [hit.ref for hit in chunks],
+            "chunk_count": len(chunks),
+        }
 
     def _pending_versions(self) -> Mapping[str, Record | None]:
         """What the records read with ``include_pending``: every record a review branch
@@ -410,6 +494,7 @@ class Store:
         confidence: float = DEFAULT_CONFIDENCE,
         expires_at: int | None = None,
         source_refs: Iterable[str] = (),
+        entities: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
         """``store.records.add`` (:class:`~lantern_git.memory.records.Records`)."""
@@ -422,6 +507,7 @@ class Store:
             confidence=confidence,
             expires_at=expires_at,
             source_refs=source_refs,
+            entities=entities,
             reason=reason,
         )
 
@@ -442,6 +528,8 @@ class Store:
         confidence: float | None = None,
         expires_at: int | Unset | None = UNSET,
         add_source_refs: Iterable[str] = (),
+        add_entities: Iterable[str] = (),
+        remove_entities: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
         """``store.records.update`` (:class:`~lantern_git.memory.records.Records`)."""
@@ -452,6 +540,8 @@ class Store:
             confidence=confidence,
             expires_at=expires_at,
             add_source_refs=add_source_refs,
+            add_entities=add_entities,
+            remove_entities=remove_entities,
             reason=reason,
         )
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .errors import GitError, InvalidInput
+from .errors import GitError, InvalidInput, NeedsMigration, UnsupportedFormat
 from .git.remote import (
     Target,
     failure,
@@ -32,10 +32,12 @@ from .git.remote import (
     resolve_target,
     run_git,
 )
+from .model.entity_keys import ENTITIES_DIR
 from .model.record_file import MEMORY_DIR, expected_id
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches
 from .model.source import SOURCES_DIR
 from .model.tree_merge import RecordReport, SourceReport, TreeMerge, Unmergeable, merge_trees
+from .workspace.migrations import FORMAT, MARKER, read_format
 from .workspace.transaction import refuse_uncommitted
 
 if TYPE_CHECKING:
@@ -228,7 +230,13 @@ class _Sync:
             else:
                 label = f"merge lantern/review/{name} of {self.target.remote}"
                 try:
-                    commit, merged = self._merge(ours, theirs, label)
+                    commit, merged = self._merge(
+                        ours,
+                        theirs,
+                        label,
+                        "That review branch was left as it was; the store's branch is synced "
+                        "here but not pushed",
+                    )
                 except Unmergeable as err:
                     # The store's branch is merged by now: "nothing was changed" would be false.
                     raise GitError(
@@ -260,13 +268,18 @@ class _Sync:
         return refused
 
     def _merge(
-        self, ours: pygit2.Oid, theirs: pygit2.Oid, summary: str
+        self,
+        ours: pygit2.Oid,
+        theirs: pygit2.Oid,
+        summary: str,
+        unchanged: str = "Nothing was changed here or there",
     ) -> tuple[pygit2.Oid, TreeMerge]:
         """The record-aware merge commit of ``ours`` and ``theirs`` (not referenced yet), its
         ``summary`` followed by what changed on both sides; the store's branch and the review
         branches are merged by this one function."""
         repo = self.repo
         theirs_tree = repo[theirs].peel(pygit2.Tree)
+        self._refuse_other_format(repo[ours].peel(pygit2.Tree), theirs_tree, summary, unchanged)
         base_tree = self._base_tree(str(ours), str(theirs), theirs_tree)
         merged = merge_trees(self.git, base_tree, repo[ours].peel(pygit2.Tree), theirs_tree)
         records = sorted(merged.records, key=lambda r: r.id)
@@ -288,6 +301,45 @@ class _Sync:
         merged.records, merged.sources = records, sources
         return commit, merged
 
+    def _format_of(self, tree: pygit2.Tree) -> int | None:
+        """The store format of a commit's tree; None: not a store (refused elsewhere)."""
+        data = self.git.blob_at(tree, MARKER)
+        return read_format(data, f"{MARKER} on {self.target.label}") if data is not None else None
+
+    def _refuse_unknown_format(self, theirs: pygit2.Tree) -> None:
+        """A fast-forward may bring a migration this lantern knows (format 1 -> 2), never a
+        format it does not."""
+        found = self._format_of(theirs)
+        if found is not None and found > FORMAT:
+            raise UnsupportedFormat(
+                f"{self.target.label} is store format {found}, and this lantern knows formats "
+                f"up to {FORMAT}: upgrade lantern-git, then sync again; nothing was changed"
+            )
+
+    def _refuse_other_format(
+        self, ours: pygit2.Tree, theirs: pygit2.Tree, what: str, unchanged: str
+    ) -> None:
+        """Two histories of different store formats are never merged: the result would hold
+        files of one format under the other's ``lantern.yaml``. The older side migrates
+        first, then the merge is of like with like, and nothing is lost meanwhile: both
+        sides' commits stay where they are."""
+        mine, other = self._format_of(ours), self._format_of(theirs)
+        if mine is None or other is None or mine == other:
+            return
+        self._refuse_unknown_format(theirs)
+        if mine < other:
+            advice = f"run lantern migrate here (format {mine} -> {other}), then lantern sync again"
+        else:
+            advice = (
+                f"run lantern migrate on the host that wrote {self.target.label}'s new "
+                f"commits and sync it first (or migrate a clone of it), then lantern sync "
+                "again here"
+            )
+        raise NeedsMigration(
+            f"cannot {what}: this store is format {mine} and {self.target.label} is format "
+            f"{other}; lantern merges only stores of the same format: {advice}. {unchanged}"
+        )
+
     def _ahead(self, head: pygit2.Oid, remote_head: str | None) -> int:
         if remote_head is None:
             return sum(1 for _ in self.repo.walk(head))
@@ -308,7 +360,8 @@ class _Sync:
         refuse_uncommitted(
             self.git,
             counts_untracked=lambda path: (
-                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/")) or path == "lantern.yaml"
+                path.startswith((MEMORY_DIR + "/", SOURCES_DIR + "/", ENTITIES_DIR + "/"))
+                or path == "lantern.yaml"
             ),
         )
 
@@ -327,6 +380,7 @@ class _Sync:
         head_tree = repo[head].peel(pygit2.Tree) if head is not None else None
         theirs_tree = repo[theirs].peel(pygit2.Tree)
         if head is None or repo.descendant_of(theirs, head):
+            self._refuse_unknown_format(theirs_tree)
             self._advance(
                 head, theirs, head_tree, theirs_tree, f"sync: fast-forward to {self.target.label}"
             )

@@ -197,8 +197,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # What both parts stand on: the folder, git, the lock, the indexes and the one write path
     # (which reads files only through the kinds the parts hand it).
     ("workspace", ("workspace",)),
-    # The memory part and the evidence part (which never import each other: see below).
-    ("parts", ("memory", "evidence")),
+    # The memory, evidence and entity parts (which never import each other: see below).
+    ("parts", ("memory", "evidence", "entities")),
     ("operations", ("review", "sync")),
     # "": the package itself (lantern_git/__init__.py, which hands out Store).
     ("library", ("store", "")),
@@ -277,26 +277,28 @@ def test_typing_only_imports_make_no_cycle_either():
     assert cycles(graph) == []
 
 
-# The two parts of the "parts" layer, which stand on the workspace and never on each other:
-# the Store hands the records the evidence's pinning (a ``Citations``), and the evidence's
-# verify the records it checks.
+# The parts of the "parts" layer, which stand on the workspace and never on each other: the
+# Store hands the records the evidence's pinning (a ``Citations``), the evidence's verify the
+# records it checks, and the entities the records' side of a rename (a ``Mentions``).
 MEMORY_PART = "lantern_git.memory"
 EVIDENCE_PART = "lantern_git.evidence"
+ENTITY_PART = "lantern_git.entities"
+PARTS = (MEMORY_PART, EVIDENCE_PART, ENTITY_PART)
 
 
 def crossings(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
-    """Every (module, reached) where one part reaches the other through its imports, directly
+    """Every (module, reached) where one part reaches another through its imports, directly
     or through any module between."""
-    memory = {m for m in graph if m == MEMORY_PART or m.startswith(MEMORY_PART + ".")}
-    evidence = {m for m in graph if m == EVIDENCE_PART or m.startswith(EVIDENCE_PART + ".")}
+    members = {part: {m for m in graph if m == part or m.startswith(part + ".")} for part in PARTS}
     found = set()
-    for mine, theirs in ((memory, evidence), (evidence, memory)):
+    for part, mine in members.items():
+        theirs = set().union(*(others for name, others in members.items() if name != part))
         for module in sorted(mine):
             found |= {(module, other) for other in _reaches(graph, module) & theirs}
     return found
 
 
-def test_the_memory_and_evidence_parts_never_import_each_other():
+def test_the_memory_evidence_and_entity_parts_never_import_each_other():
     assert sorted(crossings(import_graph(typing=True))) == []
 
 
@@ -309,6 +311,13 @@ def test_the_parts_check_finds_a_planted_crossing():
     graph = import_graph(typing=True)
     graph["lantern_git.workspace.transaction"].add("lantern_git.evidence.sources")
     assert ("lantern_git.memory.records", "lantern_git.evidence.sources") in crossings(graph)
+    # The entity part reaching the records' mentions, or the records the entities.
+    graph = import_graph(typing=True)
+    graph["lantern_git.entities.entities"].add("lantern_git.memory.mentions")
+    assert ("lantern_git.entities.entities", "lantern_git.memory.mentions") in crossings(graph)
+    graph = import_graph(typing=True)
+    graph["lantern_git.memory.records"].add("lantern_git.entities.entities")
+    assert ("lantern_git.memory.records", "lantern_git.entities.entities") in crossings(graph)
 
 
 # Inside the web app, the same rule: what the pages stand on (the start-up config, the

@@ -196,7 +196,7 @@ def test_status_json_fields(run, store_path):
     assert info["path"] == str(store_path)
     assert info["exists"] is True
     assert info["read_only"] is False
-    assert info["format"] == 1
+    assert info["format"] == 2
     assert info["records"] == 2
     assert info["by_status"] == {"active": 1, "archived": 1}
     assert info["by_kind"] == {"fact": 1, "goal": 1}
@@ -213,7 +213,7 @@ def test_status_text(run, store_path):
     add(run, "one")
     out = run("status").stdout
     assert f"store:    {store_path}\n" in out
-    assert "format:   1\n" in out
+    assert "format:   2\n" in out
     assert "records:  1\n" in out
     assert "branch:   main" in out
     assert re.search(r"^index:    (up to date|refreshed|rebuilt)$", out, re.M)

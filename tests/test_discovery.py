@@ -108,7 +108,7 @@ def test_the_default_store_is_created_by_the_first_write_only(tmp_path, isolated
     added = lantern("memory", "add", "first memory", "--kind", "fact", "--json", cwd=outside)
     assert added.returncode == 0, added.stderr
     record = json.loads(added.stdout)
-    assert (default / "lantern.yaml").read_text() == "format: 1\n"
+    assert (default / "lantern.yaml").read_text() == "format: 2\n"
     assert (default / record_path(record["id"])).exists()
     assert commits(default) == 2
     ops = git(default, "log", "--format=%(trailers:key=Lantern-Op,valueonly)").split()

@@ -621,7 +621,13 @@ def test_export_and_import_carry_sources(store, store_path, tmp_path):
     assert f"Lantern-Source: {source_id}" in trailers(other)
     assert lantern("--store", str(other), "verify").returncode == 0
     again = lantern("--store", str(other), "import", str(dump), "--json")
-    assert json.loads(again.stdout) == {"imported": 0, "skipped": 1, "commit": None, "sources": []}
+    assert json.loads(again.stdout) == {
+        "imported": 0,
+        "skipped": 1,
+        "commit": None,
+        "sources": [],
+        "entities": [],
+    }
 
 
 def test_an_import_line_with_a_bad_source_is_refused_naming_the_line(store, store_path, tmp_path):

@@ -44,6 +44,10 @@ TOOL_NAMES = {
     "lantern_source_search",
     "lantern_verify",
     "lantern_review_list",
+    "lantern_entity_list",
+    "lantern_entity_show",
+    "lantern_entity_add",
+    "lantern_entity_update",
 }
 READ_ONLY = {
     "lantern_memory_show",
@@ -59,6 +63,8 @@ READ_ONLY = {
     "lantern_source_search",
     "lantern_verify",
     "lantern_review_list",
+    "lantern_entity_list",
+    "lantern_entity_show",
 }
 CLI = (sys.executable, "-m", "lantern_git")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_policy.py"

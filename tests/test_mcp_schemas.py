@@ -88,7 +88,7 @@ def test_every_argument_of_the_wrong_json_type_is_refused_by_schema_and_server_a
 
     refused = run(body)(store_path)
     # Every tool that takes arguments (status and verify take none), lists' items too.
-    assert len({tool for tool, *_ in refused}) == 20
+    assert len({tool for tool, *_ in refused}) == 24
     assert {"kind[0]", "scope[0]", "source_refs[0]", "fields[0]"} <= {n for _, n, *_ in refused}
     for tool, name, prop, shown, error in refused:
         words = " or ".join(TYPE_WORDS[t] for t in _types(prop))
@@ -109,7 +109,7 @@ def test_an_unknown_argument_is_refused_by_every_tools_schema_and_the_server(sto
         return refused
 
     refused = run(body)(store_path)
-    assert len(refused) == 22
+    assert len(refused) == 26
     for tool, (names, error) in refused.items():
         message = f"colour: unknown argument for {tool}; it takes: {', '.join(names)}"
         assert error == {"code": "usage_error", "message": message}

@@ -219,6 +219,7 @@ def test_keys_are_written_in_the_contract_order_then_extras():
         expires_at=5,
         supersedes_id="1111111111111111",
         source_refs=("a",),
+        entities=("person:ana",),
         extra={"zeta": 1, "alpha": 2},
         created_at=1,
         updated_at=1,

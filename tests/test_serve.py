@@ -819,3 +819,29 @@ def test_an_accept_over_uncommitted_hand_edits_shows_the_librarys_error_and_chan
         assert "uncommitted_changes" in text and "has uncommitted changes" in text
         assert "nothing was changed" in text
     assert state(path) == before
+
+
+# ---------------------------------------------------------------------------- entities
+
+
+def test_the_entity_page_shows_its_records_and_chunks_and_record_pages_link_it(path):
+    with opened(path) as store:
+        store.entities.add("person:ana", name="Ana García", aliases=["A. García"])
+        named = store.add("Owns the Beta release.", kind="fact", entities=["person:ana"]).id
+        linked = store.add("Lunch with [[A. García]].", kind="observation").id
+        store.add("Someone else entirely.", kind="fact")
+        store.add("Ask the [[host:petabyte]] team.", kind="fact")
+    with served(path) as (client, _):
+        record = client.get(f"/records/{named}")
+        assert record.status_code == 200
+        assert 'href="/entities/person%3Aana"' in record.text
+        entity = client.get("/entities/person%3Aana")
+        assert entity.status_code == 200
+        assert "Ana García" in entity.text and "A. García" in entity.text
+        assert "Records (2)" in entity.text
+        assert f"/records/{named}" in entity.text and f"/records/{linked}" in entity.text
+        assert "Someone else" not in entity.text
+        mention = client.get("/entities/host:petabyte")
+        assert mention.status_code == 200 and "No entity file" in mention.text
+        assert client.get("/entities/person%3A..%2Fx").status_code in (400, 404)
+        assert client.get("/entities/host:nowhere").status_code == 404

@@ -498,7 +498,7 @@ def test_init_creates_a_repository_and_a_store(tmp_path):
     store = Store.init(str(target))
     store.close()
     assert (target / ".git").is_dir()
-    assert (target / "lantern.yaml").read_text() == "format: 1\n"
+    assert (target / "lantern.yaml").read_text() == "format: 2\n"
     assert "/.lantern/" in (target / ".gitignore").read_text().splitlines()
     assert "memory/**/*.md merge=lantern" in (target / ".gitattributes").read_text().splitlines()
     assert commit_count(target) == 1
@@ -565,6 +565,7 @@ def test_init_leaves_uncommitted_edits_of_gitignore_uncommitted(tmp_path):
     assert git(repo_path, "show", "HEAD:.gitignore") == "*.pyc\n/.lantern/\n"
     assert git(repo_path, "show", "HEAD:.gitattributes") == (
         "*.png binary\nmemory/**/*.md merge=lantern\nsources/** merge=lantern\n"
+        "entities/**/*.md merge=lantern\nlantern.yaml merge=lantern\n"
     )
     assert (repo_path / ".gitignore").read_text() == "*.pyc\nmy-uncommitted-line\n/.lantern/\n"
     assert git(repo_path, "status", "--porcelain") == " M .gitattributes\n M .gitignore\n"
@@ -589,13 +590,13 @@ def test_init_twice_is_a_no_op(store_path):
 
 
 def test_a_newer_store_format_is_refused(store_path):
-    (store_path / "lantern.yaml").write_text("format: 2\n")
+    (store_path / "lantern.yaml").write_text("format: 3\n")
     git(store_path, "commit", "-qam", "from the future")
     before = snapshot(store_path)
     with pytest.raises(UnsupportedFormat) as caught:
         Store.open(str(store_path))
     message = caught.value.message
-    assert "format 2" in message and "up to 1" in message and "upgrade" in message
+    assert "format 3" in message and "up to 2" in message and "upgrade" in message
     assert caught.value.exit_code == 1
     with pytest.raises(UnsupportedFormat):
         Store.init(str(store_path))

@@ -56,6 +56,9 @@ LAZY_COMMANDS = {
     "serve": LazyCommand(
         "serve", "Serve the store as a local web app: records, sources, review, changes, status."
     ),
+    "entity": LazyCommand(
+        "entity", "Entities: the named things records and sources talk about (person:ana)."
+    ),
 }
 
 
@@ -95,6 +98,20 @@ def init(path: str | None, as_json: bool, store_path: str | None, author: str | 
 
 
 @cli.command()
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@writer
+def migrate(dry_run: bool, as_json: bool, store_path: str | None, author: str | None) -> None:
+    """Bring the store to the newest format in one commit (Lantern-Op: migrate).
+
+    Refuses uncommitted changes; run it again and nothing happens. Every host of a synced
+    store migrates (lantern sync refuses to merge stores of different formats).
+    """
+    store = support.open_store(store_path, author)
+    report = store.workspace.migrate(dry_run=dry_run)
+    render.emit(report.to_dict(), as_json, render.migrate_lines)
+
+
+@cli.command()
 @common
 def status(as_json: bool, store_path: str | None) -> None:
     """Store path, format, record counts, index state, branch and upstream."""
@@ -116,9 +133,14 @@ def _emit_record(
     render.emit_record(written.value, as_json, store.root, verb, pending=written.pending)
 
 
+_ENTITY_HELP = "An entity the record is about, TYPE:NAME (repeatable; store format 2)."
+_ENTITY_FILTER_HELP = "Only records that name or [[link]] this entity (by key, name or alias)."
+
+
 @memory.command("add")
 @click.argument("content")
 @add_options()
+@click.option("--entity", "entities", multiple=True, metavar="KEY", help=_ENTITY_HELP)
 @reason_option
 @click.option("--quiet", "-q", is_flag=True, help="Print only the record's id (for scripts).")
 @writer
@@ -131,6 +153,7 @@ def memory_add(
     confidence,
     expires_at,
     source_refs,
+    entities,
     reason,
     quiet,
     as_json,
@@ -148,6 +171,7 @@ def memory_add(
         confidence=confidence,
         expires_at=parse_time_option(expires_at, "expires_at"),
         source_refs=source_refs,
+        entities=entities,
     )
     written = store.written(
         store.add, read_content(content), kind=kind, scope=scope, reason=reason, **options
@@ -169,6 +193,7 @@ def memory_add(
     "--at", default=None, metavar="REV|DATE", help="As at a git revision or a time (from git)."
 )
 @click.option("--cites", default=None, metavar="SOURCE_ID", help="Only records citing it.")
+@click.option("--entity", default=None, metavar="KEY", help=_ENTITY_FILTER_HELP)
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
 )
@@ -186,7 +211,9 @@ def memory_list(
     from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
-    query = RecordQuery.from_options(**filters)
+    entity = filters.pop("entity")
+    mentions = store.entities.labels(entity) if entity else ()
+    query = RecordQuery.from_options(**filters, mentions=mentions)
     records = store.list(query, at=at, include_pending=include_pending)
     render.emit_listing(records, output, store.root)
     if not records and output.format == "table" and not output.count_only and at is None:
@@ -199,6 +226,7 @@ def memory_list(
 @memory.command("search")
 @click.argument("query")
 @filter_options
+@click.option("--entity", default=None, metavar="KEY", help=_ENTITY_FILTER_HELP)
 @support.mode_option
 @click.option(
     "--include-pending", is_flag=True, help="With changes awaiting review (marked pending)."
@@ -220,9 +248,11 @@ def memory_search(
     from ..model.query import RecordQuery
 
     store = support.open_store(store_path)
+    entity = filters.pop("entity")
+    mentions = store.entities.labels(entity) if entity else ()
     hits = store.search(
         query,
-        RecordQuery.from_options(**filters),
+        RecordQuery.from_options(**filters, mentions=mentions),
         mode=mode,
         include_pending=include_pending,
         explain=explain,
@@ -379,6 +409,10 @@ def memory_supersede(
 @click.option("--confidence", type=float, default=None, metavar="F", help="0.0-1.0.")
 @click.option("--expires-at", default=None, metavar="T|none", help="A time, or none to clear.")
 @click.option("--add-source-ref", "add_source_refs", multiple=True, metavar="REF")
+@click.option("--entity", "add_entities", multiple=True, metavar="KEY", help=_ENTITY_HELP)
+@click.option(
+    "--remove-entity", "remove_entities", multiple=True, metavar="KEY", help="Repeatable."
+)
 @reason_option
 @writer
 def memory_update(
@@ -388,12 +422,14 @@ def memory_update(
     confidence: float | None,
     expires_at: str | None,
     add_source_refs: tuple[str, ...],
+    add_entities: tuple[str, ...],
+    remove_entities: tuple[str, ...],
     reason: str | None,
     as_json: bool,
     store_path: str | None,
     author: str | None,
 ) -> None:
-    """Change a record's priority, urgency, confidence, expiry or source refs."""
+    """Change a record's priority, urgency, confidence, expiry, source refs or entities."""
     from ..core.timespec import parse_expiry
 
     # An option left out is None to click; to update it means "keep", as UNSET.
@@ -407,6 +443,8 @@ def memory_update(
         confidence=confidence,
         expires_at=expiry,
         add_source_refs=add_source_refs,
+        add_entities=add_entities,
+        remove_entities=remove_entities,
         reason=reason,
     )
     _emit_record(store, written, as_json, "updated" if written.commit else "unchanged")

@@ -109,11 +109,14 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @common
     @click.pass_context
     def check(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
-        """Validate every record file; exit 4 if any is invalid.
+        """Validate every record and entity file; exit 4 if any is invalid.
 
         Problems are printed as path:line: message. Usable as a pre-commit hook.
         """
-        report = support.open_store(store_path).check()
+        store = support.open_store(store_path)
+        report = store.check()
+        report.problems.extend(store.entities.check())
+        report.checked += len(store.entities.paths())
         render.emit(report, as_json, render.check_lines)
         if not report.ok:
             if not as_json:
@@ -142,7 +145,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @cli.command("export")
     @common
     def export(as_json, store_path) -> None:
-        """Every record, any status, then every source, as JSON Lines, in id order.
+        """Every record, any status, then every source and entity, as JSON Lines, in id order.
 
         A record is its object; a source is {"source": manifest, "ext", "body"} (its current
         version). A file that cannot be read is skipped with a warning, and the export then
@@ -159,12 +162,19 @@ def register(cli: click.Group, memory: click.Group) -> None:
             out.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
         for source in export.sources():
             out.write(json.dumps(source.to_dict(), ensure_ascii=False) + "\n")
+        for entity in export.entities():
+            out.write(json.dumps(entity.to_line(), ensure_ascii=False) + "\n")
         if export.skipped:
             sources = sum(1 for p in export.skipped if p.path.startswith("sources/"))
-            count = len(export.skipped) - sources
+            entities = sum(1 for p in export.skipped if p.path.startswith("entities/"))
+            count = len(export.skipped) - sources - entities
             what = f"{count} record file{'s' if count != 1 else ''}" if count else ""
             if sources:
                 what += (" and " if what else "") + f"{sources} source{'s' if sources != 1 else ''}"
+            if entities:
+                what += (" and " if what else "") + (
+                    f"{entities} entity file{'s' if entities != 1 else ''}"
+                )
             raise CheckFailed(
                 f"the export left out {what} that cannot be read (named above; lantern check "
                 "says why); everything else was written"

@@ -236,7 +236,7 @@ def record_lines(record: Record) -> list[str]:
             continue
         if key in ("created_at", "updated_at", "expires_at"):
             value = f"{when(value)} ({value})"
-        elif key == "source_refs":
+        elif key in ("source_refs", "entities"):
             value = ", ".join(value)
         elif key == "pending":
             value = "yes: awaits review on a review branch (lantern review)"
@@ -553,6 +553,63 @@ def init_lines(value: dict[str, Any]) -> list[str]:
             return [f"{value['path']} is a lantern store; registered its record merge driver"]
         return [f"{value['path']} is already a lantern store"]
     return [f"Initialized lantern store in {value['path']}"]
+
+
+def entity_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern entity show``: the entity, then its notes."""
+    lines = [f"{value['key']}  {value['name']}"]
+    if value["aliases"]:
+        lines.append("aliases: " + ", ".join(value["aliases"]))
+    if value["description"]:
+        lines.append("description: " + value["description"])
+    if value["notes"]:
+        lines += ["", value["notes"]]
+    return lines
+
+
+def entity_show_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern entity show``: the entity (or that the key is a mention), then its records."""
+    if value["entity"] is not None:
+        lines = entity_lines(value["entity"])
+    else:
+        lines = [f"{value['key']}  (no entity file: named by records only)"]
+    count = value["record_count"]
+    lines += ["", f"records: {count}"]
+    lines += [f"  {r['id'][:7]}  {r['kind']:<11} {r['content'].splitlines()[0][:70]}"
+              for r in value["records"]]  # fmt: skip
+    lines += ["", f"chunks: {value['chunk_count']}"]
+    lines += [f"  {ref}" for ref in value["chunks"]]
+    return lines
+
+
+def entity_written(verb: str) -> Callable[[dict[str, Any]], list[str]]:
+    """``lantern entity add|update|rename``: one line, ``<verb> KEY  NAME``."""
+    return lambda value: [f"{verb} {value['key']}  {value['name']}"]
+
+
+def entity_list_lines(values: list[dict[str, Any]]) -> list[str]:
+    """``lantern entity list``: one line per key: its name (``*``: no file, a mention) and
+    its record and chunk counts."""
+    return [
+        f"{v['key']}  {v['name']}{'' if v['file'] else ' *'}  "
+        f"({v['record_count']} records, {v['chunk_count']} chunks)"
+        for v in values
+    ]
+
+
+def migrate_lines(value: dict[str, Any]) -> list[str]:
+    """``lantern migrate``: what it did, or with --dry-run would do."""
+    if value["up_to_date"]:
+        return [f"store format {value['to']}: up to date, nothing to migrate"]
+    head = "would migrate" if value["dry_run"] else "migrated"
+    lines = [f"{head} store format {value['from']} -> {value['to']}"]
+    lines += [f"  step {step['format']}: {step['description']}" for step in value["steps"]]
+    lines += [f"  changes {path}" for path in value["files"]]
+    if value["commit"]:
+        lines.append(f"commit {value['commit'][:7]}")
+    elif value["dry_run"]:
+        lines.append("nothing was changed (run lantern migrate to do it)")
+    return lines
 
 
 def clone_lines(result: CloneResult) -> list[str]:

@@ -242,6 +242,12 @@ def register(cli: click.Group, memory: click.Group) -> None:
     @click.argument("query")
     @click.option("--kind", "kinds", multiple=True, metavar="K", help="Repeatable.")
     @click.option("--source", "sources", multiple=True, metavar="ID", help="Repeatable.")
+    @click.option(
+        "--entity",
+        default=None,
+        metavar="KEY",
+        help="Only chunks holding this entity's key, name or an alias as a phrase.",
+    )
     @mode_option
     @support.explain_option
     @page_options
@@ -251,6 +257,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
         query: str,
         kinds: tuple[str, ...],
         sources: tuple[str, ...],
+        entity: str | None,
         mode: str | None,
         page: Page,
         explain: bool,
@@ -268,6 +275,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
             offset=page.offset,
             mode=mode,
             explain=explain,
+            phrases=store.entities.labels(entity) if entity else (),
         )
         render.emit_listing(
             hits, output, store.root, lambda found: render.chunk_hit_lines(found, query)

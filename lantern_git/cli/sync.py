@@ -85,12 +85,18 @@ def merge_file_command(
 
 def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int:
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
+    from ..model.entity_keys import key_of_path
     from ..model.record_merge import MergeError, expected_id, merge_records
     from ..model.source import parse_source_path
+    from ..workspace.migrations import MARKER
 
     source = parse_source_path(path) if path else None
     if source is not None:
         return _merge_source_file(base, ours, theirs, path or "", *source)
+    if path == MARKER:
+        return _merge_marker(base, ours, theirs)
+    if path and key_of_path(path) is not None:
+        return _merge_entity_file(base, ours, theirs, path)
     if expected_id(path) is None:
         # Not a record file (a README in memory/, say): git's own line merge, as git would do.
         import subprocess
@@ -145,6 +151,55 @@ def _merge_source_file(
     if result is None:
         return 1
     _write(ours, result)
+    return 0
+
+
+def _merge_entity_file(base: str, ours: str, theirs: str, path: str) -> int:
+    """An entity file, field by field (aliases as a set): the function sync uses."""
+    from ..model.entity_merge import merge_entity_files
+    from ..model.record_merge import MergeError
+
+    try:
+        data = [_read(p) for p in (base, ours, theirs)]
+        merged = merge_entity_files(data[0] or None, data[1], data[2], path)
+    except MergeError as err:
+        sys.stderr.write(f"lantern merge driver: {err.message}\n")
+        return 1
+    except OSError as err:
+        sys.stderr.write(f"lantern merge driver: {path}: {err}\n")
+        return 1
+    _write(ours, merged)
+    return 0
+
+
+def _merge_marker(base: str, ours: str, theirs: str) -> int:
+    """``lantern.yaml``: two stores of different formats are never merged (the result would
+    hold one format's files under the other's marker), so a plain ``git pull`` stops here as
+    ``lantern sync`` does, naming ``lantern migrate``; same formats: git's line merge."""
+    from ..errors import StoreError
+    from ..workspace.migrations import MARKER, read_format
+
+    try:
+        mine, other = (read_format(_read(name), MARKER) for name in (ours, theirs))
+    except (OSError, StoreError) as err:
+        sys.stderr.write(f"lantern merge driver: {MARKER}: {err}\n")
+        return 1
+    if mine != other:
+        older = "this store" if mine < other else "the other store"
+        sys.stderr.write(
+            f"lantern merge driver: {MARKER}: this store is format {mine} and the other is "
+            f"format {other}; lantern merges only stores of the same format: run lantern "
+            f"migrate in {older} first (git merge --abort undoes this merge)\n"
+        )
+        return 1
+    import subprocess
+
+    result = subprocess.run(
+        ["git", "merge-file", "-p", ours, base, theirs], capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        return 1
+    _write(ours, result.stdout)
     return 0
 
 

@@ -23,8 +23,9 @@ FIELD_ORDER = (
     "expires_at",
     "supersedes_id",
     "source_refs",
+    "entities",
 )
-OPTIONAL_FIELDS = ("expires_at", "supersedes_id", "source_refs")
+OPTIONAL_FIELDS = ("expires_at", "supersedes_id", "source_refs", "entities")
 # Public record object keys (JSON, export, MCP), in the contract's order.
 RECORD_KEYS = (*FIELD_ORDER, "content")
 
@@ -209,6 +210,13 @@ FIELDS: dict[str, Field] = {
         "References to evidence: a source, chunk, session or commit; one line each.",
         items=Field("string", min_length=1, max_length=MAX_SOURCE_REF_CHARS),
         max_items=MAX_SOURCE_REFS,
+    ),
+    "entities": Field(
+        "array",
+        "The entities this record is about: keys TYPE:NAME (person:ana), stored lower-cased; "
+        "a key with no entity file is allowed (a mention). Always present, [] when none.",
+        items=Field("string", min_length=3, max_length=MAX_SCOPE_CHARS),
+        max_items=100,
     ),
     "content": Field(
         "string",

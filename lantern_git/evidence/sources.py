@@ -551,8 +551,11 @@ class Sources:
         offset: int = 0,
         mode: str | None = None,
         explain: bool = False,
+        phrases: Iterable[str] = (),
     ) -> builtins.list[ChunkHit]:
         """Chunks matching ``text``, most relevant first; each hit's ``ref`` can be cited.
+        ``phrases``: only chunks holding one of them as a phrase (``--entity``: the entity's
+        key, name and aliases, which the Store looks up).
 
         ``mode`` as for :meth:`Store.search`: keyword (BM25), semantic (cosine of the chunk's
         embedding with the query's, among the chunks the filters select, the similarity floor
@@ -584,8 +587,21 @@ class Sources:
         else:
             vectors, embedder = self.workspace.chunk_vectors(), self.workspace.embedder_name
             corpus = ChunkCorpus(index, refresh, vectors, embedder)
-        filters = ChunkFilters(kinds, source_ids)
+        filters = ChunkFilters(kinds, source_ids, tuple(phrases))
         return retrieval.search(corpus, retrieval.SearchRequest(text, mode, filters, page, explain))
+
+    def holding(self, phrases: Iterable[str]) -> builtins.list[ChunkHit]:
+        """Every chunk holding one of ``phrases`` (an entity's names: ``entity show``), in
+        source id and line order, as references to cite."""
+        wanted = tuple(phrases)
+        if not wanted or not self.workspace.exists:
+            return []
+        self.workspace.recover()
+        index = self.workspace.chunks
+        index.refresh()
+        keys = index.chunk_keys(phrases=wanted)
+        ordered = sorted(keys, key=lambda k: (k.split(":")[0], int(k.split(":")[1])))
+        return index.hits([(key, 0.0) for key in ordered])
 
     # ------------------------------------------------------------------ references
 

@@ -50,7 +50,7 @@ from ..model.source import (
 )
 from ..model.source_file import SourceFile, read_source_file
 from . import bm25, clock
-from .analysis import text_query, word_forms
+from .analysis import phrase_query, text_query, word_forms
 from .derived import DerivedIndex, Layout, NeedsRebuild, debug, settled, writing
 
 # 2: words as written and their Porter2 stems (see analysis.py).
@@ -373,8 +373,10 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         sources: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
+        phrases: Sequence[str] = (),
     ) -> list[ChunkHit]:
         """Chunks matching ``text`` by BM25 relevance, best first; ties by source id, then line.
+        ``phrases``: only chunks holding one of them as a phrase (an entity's names).
 
         Answers from the index as it is: call :meth:`refresh` first for the working tree's
         state. A missing or damaged index is rebuilt.
@@ -387,7 +389,7 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         page = Page(limit, offset)  # the one paging rule: 0 is no limit
         limit, offset = page.limit, page.offset
         query = text_query(text)
-        restrict = _filter(kinds, sources)
+        restrict = _filter(kinds, sources, tuple(phrases))
 
         def read() -> list[ChunkHit]:
             state = self._indexed()
@@ -396,13 +398,17 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         return self._answer(read)
 
     def raw_scored(
-        self, text: str, kinds: Sequence[str] = (), sources: Sequence[str] = ()
+        self,
+        text: str,
+        kinds: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        phrases: Sequence[str] = (),
     ) -> tuple[list[str], list[float]]:
         """Every chunk matching ``text`` among those the filters select, as :meth:`search`
         finds them, as (keys, BM25 scores before rounding) in no order: the keyword side of a
         semantic or hybrid search, ranked in bulk (``ranking.fuse_page``)."""
         query = _parsed(text)
-        restrict = _filter(tuple(kinds), tuple(sources))
+        restrict = _filter(tuple(kinds), tuple(sources), tuple(phrases))
 
         def read() -> tuple[list[str], list[float]]:
             searcher = self._searcher()
@@ -438,12 +444,14 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         wanted = set(keys)
         return {key: hit.text for key, hit in self._stored(wanted).items()}
 
-    def chunk_keys(self, kinds: Sequence[str] = (), sources: Sequence[str] = ()) -> list[str]:
+    def chunk_keys(
+        self, kinds: Sequence[str] = (), sources: Sequence[str] = (), phrases: Sequence[str] = ()
+    ) -> list[str]:
         """The keys of the chunks these filters select: a semantic ranking's candidates."""
 
         def read() -> list[str]:
             searcher = self._searcher()
-            restrict = _filter(tuple(kinds), tuple(sources))
+            restrict = _filter(tuple(kinds), tuple(sources), tuple(phrases))
             docs = searcher.docs_for_query(restrict if restrict is not None else Q.Every())
             keys = []
             for docnum in docs:
@@ -695,12 +703,16 @@ def _write_chunks(
 # ---------------------------------------------------------------- searching
 
 
-def _filter(kinds: tuple[str, ...], sources: tuple[str, ...]) -> Any:
+def _filter(kinds: tuple[str, ...], sources: tuple[str, ...], phrases: tuple[str, ...] = ()) -> Any:
     parts = []
     if kinds:
         parts.append(Q.Or([Q.Term("kind", kind) for kind in kinds]))
     if sources:
         parts.append(Q.Or([Q.Term("source", sid) for sid in sources]))
+    if phrases:
+        # Chunks that hold one of an entity's names as a phrase ([[links]] hold it too).
+        held = [q for q in map(phrase_query, phrases) if q is not None]
+        parts.append(Q.Or(held) if held else Q.NullQuery)
     if not parts:
         return None
     return Q.And(parts) if len(parts) > 1 else parts[0]

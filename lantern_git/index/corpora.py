@@ -140,6 +140,8 @@ class ChunkFilters:
 
     kinds: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    # An entity's names (key, name, aliases): only chunks holding one as a phrase.
+    phrases: tuple[str, ...] = ()
 
 
 ChunkRequest = SearchRequest[ChunkFilters]
@@ -172,15 +174,19 @@ class ChunkCorpus:
             sources=filters.sources,
             limit=page.limit,
             offset=page.offset,
+            phrases=filters.phrases,
         )
 
     def candidates(self, request: ChunkRequest, vectors: VectorSet, ordered: bool) -> np.ndarray:
         filters = request.filters
-        return vectors.rows_of(self.index.chunk_keys(filters.kinds, filters.sources))
+        keys = self.index.chunk_keys(filters.kinds, filters.sources, filters.phrases)
+        return vectors.rows_of(keys)
 
     def matches(self, request: ChunkRequest) -> Matches:
         filters = request.filters
-        keys, scores = self.index.raw_scored(request.text, filters.kinds, filters.sources)
+        keys, scores = self.index.raw_scored(
+            request.text, filters.kinds, filters.sources, filters.phrases
+        )
         return Matches(keys, list(range(len(keys))), scores)
 
     def words_held(self, request: ChunkRequest, matches: Matches) -> tuple[int, list[int]]:

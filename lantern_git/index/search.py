@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from whoosh import query as Q
 from whoosh.columns import NumericColumn
-from whoosh.fields import COLUMN, ID, NUMERIC, STORED, Schema
+from whoosh.fields import COLUMN, ID, KEYWORD, NUMERIC, STORED, Schema
 
 from ..core.fields import STATUSES
 from ..errors import StoreError
+from ..model.entity_keys import mention_terms
 from ..model.query import Hit, RecordQuery, order_key, order_minimums
 from ..model.record import Record
 from ..model.record_file import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 
 # 3: words as written and their Porter2 stems (see analysis.py).
 # 4: a column of each file digest's first 64 bits, read whole by ``digests``.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 # Each record file's lstat signature as it was just before the index took in its content; kept
@@ -105,6 +106,8 @@ def _schema() -> Schema:
         # Only ever sorted on, never searched: a column without terms.
         order=COLUMN(NumericColumn("Q")),
         content=word_forms(),
+        # What the record names or links (entity_keys.mention_terms): --entity's filter.
+        mentions=KEYWORD(commas=True),
         doc=STORED,
         digest=STORED,
         # The digest's first 64 bits as a column: every record's, read in one piece, tell the
@@ -1069,6 +1072,17 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                 live.add((self._folder, segment.segment_id()))
         self._columns = {k: v for k, v in self._columns.items() if k[:2] in live}
 
+    def mentioned(self) -> builtins.list[str]:
+        """Every term a record names or links (its ``entities`` keys, its ``[[link]]``
+        targets), from the index's lexicon: no record is read. Answers from the index as it is
+        (call :meth:`refresh` first)."""
+
+        def read() -> builtins.list[str]:
+            terms = self._searcher().lexicon("mentions")
+            return [t.decode() if isinstance(t, bytes) else t for t in terms]
+
+        return self._answer(read)
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
         return self._answer(self._count)
@@ -1098,6 +1112,7 @@ def _document(path: str, record: Record, digest: str) -> dict:
         "expires_at": record.expires_at if record.expires_at is not None else NO_EXPIRY,
         "order": order_key(record),
         "content": record.content,
+        "mentions": ",".join(mention_terms(record.entities, record.content)),
         "doc": json.dumps(record.to_dict(), ensure_ascii=False),
         "digest": digest,
         "digest_key": _digest_key(digest),
@@ -1120,6 +1135,7 @@ def _digest_key(digest: str) -> int:
 def _record(doc: str) -> Record:
     data = json.loads(doc)
     data["source_refs"] = tuple(data["source_refs"])
+    data["entities"] = tuple(data.get("entities", ()))
     return Record(**data)
 
 
@@ -1210,6 +1226,9 @@ def _filter_query(query: RecordQuery) -> Any:
             for s in query.scopes
         ]
         parts.append(Q.Or(options) if len(options) > 1 else options[0])
+    if query.mentions:
+        terms = [Q.Term("mentions", term) for term in query.mentions]
+        parts.append(Q.Or(terms) if len(terms) > 1 else terms[0])
     if not parts:
         return Q.Every()
     return Q.And(parts) if len(parts) > 1 else parts[0]

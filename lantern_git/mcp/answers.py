@@ -57,6 +57,7 @@ class Record(Closed):
     expires_at: Annotated[int | None, _stored("expires_at")]
     supersedes_id: Annotated[str | None, _stored("supersedes_id")]
     source_refs: Annotated[list[str], _stored("source_refs")]
+    entities: Annotated[list[str], _stored("entities")]
     content: Annotated[str, _stored("content")]
 
 
@@ -267,3 +268,44 @@ def listing(key: str, item: Any, **extra: Any) -> Any:
     ``limit``, and ``next_offset``; ``extra`` fields (required too) before them."""
     fields: dict[str, Any] = {**extra, key: (list[item], ...), **_PAGED}
     return create_model(f"Page_{key}", __base__=Closed, **fields)
+
+
+# ---------------------------------------------------------------------------- entities
+
+
+class Entity(Closed):
+    """An entity file's content (``Entity.to_dict``)."""
+
+    key: str
+    type: str
+    name: str
+    aliases: list[str]
+    description: str
+    created_at: int
+    updated_at: int
+    notes: str
+
+
+class ListedEntity(Closed):
+    """One key of ``lantern_entity_list``: a file's, or a key records name (``file`` false)."""
+
+    key: str
+    name: str
+    file: bool
+    record_count: int
+    chunk_count: int
+
+
+class EntityListing(Closed):
+    entities: list[ListedEntity]
+
+
+class ShownEntity(Closed):
+    """An entity with the records and chunks that name it (``Store.entity_show``)."""
+
+    key: str
+    entity: Entity | None
+    records: list[Record]
+    record_count: int
+    chunks: list[str]
+    chunk_count: int

@@ -153,6 +153,7 @@ def _search(store: Store, args: SourceSearchArguments) -> Written[dict]:
         offset=page.offset,
         mode=args.mode,
         explain=args.explain,
+        phrases=store.entities.labels(args.entity) if args.entity else (),
     )
     return Written(page.document("hits", [h.to_dict() for h in hits]))
 

@@ -73,10 +73,12 @@ def _to_dict(value: Any) -> dict:
     return value.to_dict()
 
 
-def _query(args: RecordFilters, page: Page) -> RecordQuery:
+def _query(store: Store, args: RecordFilters, page: Page) -> RecordQuery:
     """The list or search filters (declared once, :class:`RecordFilters`) as a query; one more
-    than asked tells whether another page follows, without counting them all."""
-    return RecordQuery.from_options(**args.filters(), page=page.one_more())
+    than asked tells whether another page follows, without counting them all. ``entity``
+    becomes the entity's names, as the store has them now."""
+    mentions = store.entities.labels(args.entity) if args.entity else ()
+    return RecordQuery.from_options(**args.filters(), page=page.one_more(), mentions=mentions)
 
 
 def _page(items: list[dict], fields: list[str] | None, page: Page) -> dict:
@@ -116,6 +118,7 @@ def _add(store: Store, args: AddArguments) -> Written[dict]:
         confidence=args.confidence,
         expires_at=expires_at,
         source_refs=args.source_refs or (),
+        entities=args.entities or (),
         reason=args.reason,
     )
     return _record_result(record)
@@ -160,7 +163,7 @@ def _show(store: Store, args: ShowArguments) -> Written[dict]:
 )
 def _list(store: Store, args: ListArguments) -> Written[dict]:
     page = page_of(args)
-    records = store.list(_query(args, page), include_pending=args.include_pending)
+    records = store.list(_query(store, args, page), include_pending=args.include_pending)
     return Written(_page([r.to_dict() for r in records], args.fields, page))
 
 
@@ -185,7 +188,7 @@ def _search(store: Store, args: SearchArguments) -> Written[dict]:
     page = page_of(args)
     hits = store.search(
         args.query,
-        _query(args, page),
+        _query(store, args, page),
         mode=args.mode,
         include_pending=args.include_pending,
         explain=args.explain,
@@ -328,6 +331,8 @@ def _update(store: Store, args: UpdateArguments) -> Written[dict]:
         confidence=args.confidence,
         expires_at=parse_expiry(args.expires_at if given else UNSET),
         add_source_refs=args.add_source_refs or (),
+        add_entities=args.entities or (),
+        remove_entities=args.remove_entities or (),
         reason=args.reason,
     )
     return _record_result(record)

@@ -375,6 +375,38 @@ def _inherited(name: str) -> str:
     return f"{FIELDS[name].description} Default: the old record's {name}."
 
 
+# An entity key (docs/entities.md): TYPE:NAME, spelled as a scope is; the library checks it.
+EntityKey = Annotated[
+    str,
+    Shown(
+        minLength=3,
+        maxLength=200,
+        description="An entity key TYPE:NAME (person:ana), spelled as a scope is; any case.",
+    ),
+]
+EntityKeys = Annotated[
+    Many[EntityKey],
+    Shown(
+        maxItems=100,
+        description=(
+            "Entities the record is about, keys TYPE:NAME (person:ana); a key with no entity "
+            "file is allowed. Needs store format 2 (lantern migrate)."
+        ),
+    ),
+]
+EntityFilter = Annotated[
+    str,
+    Shown(
+        minLength=3,
+        maxLength=200,
+        description=(
+            "Only records that name this entity key in `entities` or [[link]] it by key, name "
+            "or alias."
+        ),
+    ),
+]
+
+
 class AddArguments(Arguments):
     content: Content
     kind: Kind
@@ -384,6 +416,7 @@ class AddArguments(Arguments):
     confidence: Confidence = FIELDS["confidence"].default
     expires_at: ExpiresAt = omitted()
     source_refs: SourceRefs = omitted()
+    entities: EntityKeys = omitted()
     reason: Reason = omitted()
 
 
@@ -464,6 +497,8 @@ class RecordFilters(Arguments):
     min_priority: MinPriority = omitted()
     min_urgency: MinUrgency = omitted()
     include_expired: IncludeExpired = False
+    # Not a FILTER: the handler asks the store for the entity's names first.
+    entity: EntityFilter = omitted()
 
     def filters(self) -> dict[str, Any]:
         """Every filter argument by name (those left out as None or their default, which
@@ -578,6 +613,10 @@ class UpdateArguments(Arguments):
         Many[str],
         Table("source_refs", description="Source refs to append (duplicates are skipped)."),
     ] = omitted()
+    entities: EntityKeys = omitted()
+    remove_entities: Annotated[
+        Many[EntityKey], Shown(description="Entity keys the record no longer names.")
+    ] = omitted()
     reason: Reason = omitted()
 
 
@@ -680,5 +719,51 @@ class SourceSearchArguments(Arguments):
     explain: ExplainFlag = False
     kind: SourceKinds = omitted()
     source: Many[SourceId] = omitted("Only chunks of these sources.")
+    entity: Annotated[
+        str,
+        Shown(
+            minLength=3,
+            maxLength=200,
+            description="Only chunks holding this entity's key, name or an alias as a phrase.",
+        ),
+    ] = omitted()
     limit: Limit = page_limit("hits")
     offset: Offset = page_offset("hits")
+
+
+# ---------------------------------------------------------------------------- entity tools
+
+
+class EntityListArguments(Arguments):
+    type: Annotated[
+        str, Shown(minLength=1, maxLength=100, description="Only keys of this type (person).")
+    ] = omitted()
+
+
+class EntityShowArguments(Arguments):
+    key: EntityKey
+    limit: Limit = page_limit("records")
+    offset: Offset = page_offset("records")
+
+
+class EntityAddArguments(Arguments):
+    key: EntityKey
+    name: Annotated[
+        str,
+        Shown(
+            minLength=1, maxLength=200, description="How text names it; default: the key's name."
+        ),
+    ] = omitted()
+    aliases: Annotated[
+        Many[Annotated[str, Shown(minLength=1, maxLength=200)]],
+        Shown(maxItems=100, description="Other names text uses for it."),
+    ] = omitted()
+    description: Annotated[str, Shown(maxLength=2000, description="One line.")] = omitted()
+    reason: Reason = omitted()
+
+
+class EntityUpdateArguments(EntityAddArguments):
+    remove_aliases: Annotated[
+        Many[Annotated[str, Shown(minLength=1, maxLength=200)]],
+        Shown(description="Aliases to remove (any case)."),
+    ] = omitted()

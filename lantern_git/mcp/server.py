@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LanternError
+from .entities import ENTITY_TOOLS
 from .evidence import EVIDENCE_TOOLS
 from .records import RECORD_TOOLS
 from .spec import ToolSpec
@@ -65,7 +66,7 @@ INSTRUCTIONS = (
 )
 
 # Every tool, in the order tools/list gives them: the record tools, then the evidence tools.
-ALL_TOOLS: tuple[ToolSpec, ...] = RECORD_TOOLS + EVIDENCE_TOOLS
+ALL_TOOLS: tuple[ToolSpec, ...] = RECORD_TOOLS + EVIDENCE_TOOLS + ENTITY_TOOLS
 TOOLS_BY_NAME = {tool.name: tool for tool in ALL_TOOLS}
 
 # ---------------------------------------------------------------------------- running calls

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..core.fields import DEFAULT_SCOPE, MAX_FILE_BYTES
 from ..errors import InvalidInput, ValidationError
 from ..model.record import Record
 from .transfer import SourceImport, json_lines, parse_lines, read_import_source
+
+if TYPE_CHECKING:
+    from ..model.entity import Entity
 
 FORMATS = ("jsonl", "mcp-memory", "markdown")
 # The MCP memory server's line types.
@@ -56,6 +60,7 @@ def read_source(
     scope: str | None = None,
     progress: Counter | None = None,
     sources: list[SourceImport] | None = None,
+    entities: list[Entity] | None = None,
 ) -> list[tuple[str, Record]]:
     """Every record ``source`` holds (a file, ``-`` for stdin, or a folder), validated.
     ``progress(step, total)`` is called as lines or notes are read."""
@@ -94,7 +99,7 @@ def read_source(
         )
     if chosen == "mcp-memory":
         return read_mcp_memory(lines, _of(progress, len(lines)))
-    parsed = parse_lines(lines, _of(progress, len(lines)), sources)
+    parsed = parse_lines(lines, _of(progress, len(lines)), sources, entities)
     return [(f"line {n}", record) for n, record in parsed]
 
 

@@ -28,12 +28,14 @@ from ..core.fields import (
     Unset,
 )
 from ..errors import AmbiguousId, InvalidInput, NoStore, NotFound, ValidationError
+from ..model.entity_keys import ENTITY_FORMAT
 from ..model.record import (
     ID_RE,
     Record,
     check_id_prefix,
     compute_id,
     validate_confidence,
+    validate_entities,
     validate_priority,
     validate_source_refs,
     validate_timestamp,
@@ -42,6 +44,7 @@ from ..model.record_file import load, record_candidates, record_path
 
 if TYPE_CHECKING:
     from ..index.search import Hit
+    from ..model.entity import Entity
     from ..model.query import DupePair, RecordQuery
     from ..workspace.transaction import WriteTransaction
     from ..workspace.workspace import Citations, Workspace
@@ -398,9 +401,14 @@ class Records:
         confidence: float = DEFAULT_CONFIDENCE,
         expires_at: int | None = None,
         source_refs: Iterable[str] = (),
+        entities: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
-        """Add a record; adding the same kind+scope+content again returns it, with no commit."""
+        """Add a record; adding the same kind+scope+content again returns it, with no commit.
+        ``entities``: the keys it is about (store format 2, docs/entities.md)."""
+        named = validate_entities(_ref_list(entities, "entities"))
+        if named:
+            self.workspace.require_format(ENTITY_FORMAT, "a record naming entities")
         record = Record.new(
             kind=kind,
             content=content,
@@ -410,7 +418,7 @@ class Records:
             confidence=confidence,
             expires_at=expires_at,
             source_refs=_ref_list(source_refs),
-        )
+        ).evolve(entities=named)
         with self.workspace.transaction() as tx:
             if record.source_refs:
                 record = record.evolve(source_refs=self._citations().pin(record.source_refs, tx))
@@ -453,9 +461,12 @@ class Records:
         confidence: float | None = None,
         expires_at: int | Unset | None = UNSET,
         add_source_refs: Iterable[str] = (),
+        add_entities: Iterable[str] = (),
+        remove_entities: Iterable[str] = (),
         reason: str | None = None,
     ) -> Record:
-        """Change importance fields; ``expires_at=None`` clears the expiry."""
+        """Change importance fields; ``expires_at=None`` clears the expiry; name entities the
+        record is about, or stop naming them (store format 2)."""
         changes: dict[str, Any] = {}
         if priority is not None:
             changes["priority"] = validate_priority(priority)
@@ -468,17 +479,23 @@ class Records:
                 None if expires_at is None else validate_timestamp("expires_at", expires_at)
             )
         new_refs = validate_source_refs(_ref_list(add_source_refs, "add_source_refs"))
-        if not changes and not new_refs:
+        named = validate_entities(_ref_list(add_entities, "add_entities"))
+        unnamed = validate_entities(_ref_list(remove_entities, "remove_entities"))
+        if not changes and not new_refs and not named and not unnamed:
             raise InvalidInput(
-                "nothing to update: give --priority, --urgency, --confidence, --expires-at "
-                "or --add-source-ref",
+                "nothing to update: give --priority, --urgency, --confidence, --expires-at, "
+                "--add-source-ref, --entity or --remove-entity",
                 code="nothing_to_update",
             )
+        if named or unnamed:
+            self.workspace.require_format(ENTITY_FORMAT, "a record naming entities")
 
         def change(record: Record, tx: WriteTransaction) -> Record:
             pinned = self._citations().pin(new_refs, tx)
             refs = record.source_refs + tuple(r for r in pinned if r not in record.source_refs)
-            return record.evolve(**changes, source_refs=refs)
+            kept = [key for key in record.entities if key not in unnamed]
+            entities = tuple(dict.fromkeys([*kept, *named]))
+            return record.evolve(**changes, source_refs=refs, entities=entities)
 
         return self._mutate(ref, "update", change, reason)
 
@@ -742,10 +759,17 @@ class Records:
         from .transfer import import_records, parse_lines
 
         sources: builtins.list[SourceImport] = []
-        parsed = parse_lines(lines, progress, sources)
+        entities: builtins.list[Entity] = []
+        parsed = parse_lines(lines, progress, sources, entities)
+        if entities:
+            self.workspace.require_format(ENTITY_FORMAT, "importing entities")
         with self.workspace.transaction() as tx:
             return import_records(
-                tx, (record for _, record in parsed), reason=reason, sources=sources
+                tx,
+                (record for _, record in parsed),
+                reason=reason,
+                sources=sources,
+                entities=entities,
             )
 
     def import_source(
@@ -766,12 +790,25 @@ class Records:
 
         self.workspace.refuse_if_read_only()
         sources: builtins.list[SourceImport] = []
+        entities: builtins.list[Entity] = []
         found = read_source(
-            source, format=format, kind=kind, scope=scope, progress=progress, sources=sources
+            source,
+            format=format,
+            kind=kind,
+            scope=scope,
+            progress=progress,
+            sources=sources,
+            entities=entities,
         )
+        if entities:
+            self.workspace.require_format(ENTITY_FORMAT, "importing entities")
         with self.workspace.transaction() as tx:
             return import_records(
-                tx, (record for _, record in found), reason=reason, sources=sources
+                tx,
+                (record for _, record in found),
+                reason=reason,
+                sources=sources,
+                entities=entities,
             )
 
 

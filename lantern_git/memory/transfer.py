@@ -7,6 +7,7 @@ one commit, so a bad line at the end of a large file leaves the store exactly as
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -14,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.fields import DEFAULT_SCOPE
 from ..errors import InvalidInput, ValidationError
+from ..model.entity_keys import entity_path
 from ..model.record import Record, compute_id
 from ..model.record_file import Problem, read_record_file, record_files, record_path
 from ..model.source import SourceManifest
 
 if TYPE_CHECKING:
+    from ..model.entity import Entity
     from ..workspace.transaction import WriteTransaction
 
 # Above this many new records (and more than a quarter of the store), one index rebuild is
@@ -88,6 +91,21 @@ class RecordExport:
                 if self.warn:
                     self.warn(f"warning: skipped {problem}")
 
+    def entities(self) -> Iterator[Entity]:
+        """Every entity file of the working tree, in path order; one that cannot be read is
+        skipped and kept in ``skipped``, as a record file is."""
+        from ..model.entity import iter_entity_files
+
+        if self.root is None:
+            return
+        for _, entity, problem in iter_entity_files(self.root):
+            if entity is not None:
+                yield entity
+            elif problem is not None:
+                self.skipped.append(problem)
+                if self.warn:
+                    self.warn(f"warning: skipped {problem}")
+
     def sources(self) -> Iterator[SourceImport]:
         """Every source of the working tree, current version, in id order; one that cannot be
         read is skipped and kept in ``skipped``, as a record file is."""
@@ -111,6 +129,7 @@ class ImportResult:
     commit: str | None
     ids: list[str]
     sources: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -118,6 +137,7 @@ class ImportResult:
             "skipped": self.skipped,
             "commit": self.commit,
             "sources": self.sources,
+            "entities": self.entities,
         }
 
 
@@ -125,12 +145,24 @@ def parse_lines(
     lines: Iterable[str | bytes],
     progress: Callable[[int], None] | None = None,
     sources: list[SourceImport] | None = None,
+    entities: list[Entity] | None = None,
 ) -> list[tuple[int, Record]]:
     """(line number, record) for each non-blank line; the first bad line raises, located.
 
-    A source line (an export's ``{"source": ...}``) goes to ``sources``."""
+    A source line (an export's ``{"source": ...}``) goes to ``sources``, an entity line
+    (``{"entity": ...}``) to ``entities``."""
     parsed = []
     for number, data in json_lines(lines, progress):
+        if isinstance(data, dict) and "entity" in data and entities is not None:
+            from ..model.entity import Entity
+
+            try:
+                if set(data) != {"entity"}:
+                    raise ValidationError("an entity line has one key, entity", field="entity")
+                entities.append(Entity.from_dict(data["entity"]))
+            except ValidationError as err:
+                raise _bad(number, err.reason, err.field, err.code) from None
+            continue
         if isinstance(data, dict) and "source" in data and sources is not None:
             try:
                 sources.append(SourceImport.from_dict(data))
@@ -197,6 +229,7 @@ def import_records(
     *,
     reason: str | None = None,
     sources: Iterable[SourceImport] = (),
+    entities: Iterable[Entity] = (),
 ) -> ImportResult:
     """Add every parsed record whose id is new, and every source the store lacks, in one
     commit.
@@ -215,6 +248,14 @@ def import_records(
             present.discard(source_id)
         else:
             present.add(source_id)
+    new_entities: list[str] = []
+    for entity in entities:
+        path = entity_path(entity.key)
+        seen = tx.committed_blob(path) if path in tx.pending() else None
+        if path in files or seen is not None or os.path.lexists(os.path.join(tx.root, path)):
+            continue
+        files[path] = entity.to_markdown().encode("utf-8")
+        new_entities.append(entity.key)
     new_sources: list[str] = []
     for item in sources:
         source_id = item.manifest.id
@@ -238,6 +279,8 @@ def import_records(
     summary = f"import {count} record{'s' if count != 1 else ''}"
     if new_sources:
         summary += f" and {len(new_sources)} source{'s' if len(new_sources) != 1 else ''}"
+    if new_entities:
+        summary += f" and {len(new_entities)} entit{'ies' if len(new_entities) != 1 else 'y'}"
     existing = sum(1 for _ in record_files(tx.root))
     rebuild = count > REBUILD_THRESHOLD and count * 4 > existing
     commit = tx.commit(
@@ -248,8 +291,9 @@ def import_records(
         reason=reason,
         rebuild_index=rebuild,
         sources=new_sources,
+        extra_trailers=[f"Lantern-Entity: {key}" for key in new_entities],
     )
-    return ImportResult(count, skipped, commit, ids, new_sources)
+    return ImportResult(count, skipped, commit, ids, new_sources, new_entities)
 
 
 def read_import_source(source: str) -> list[bytes]:

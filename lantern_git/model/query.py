@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.fields import DEFAULT_STATUS, MAX_TIMESTAMP
 from ..core.paging import Page
+from .entity_keys import label_term, mention_terms
 
 if TYPE_CHECKING:
     from .record import Record
@@ -79,6 +80,9 @@ class RecordQuery:
     offset: int = 0
     now: int | None = None
     cites: str | None = None  # a source id: only records with a source: reference to it
+    # Only records that name or link one entity: its key, name and aliases as label terms
+    # (entity_keys.label_term); the Store turns --entity KEY into them (docs/entities.md).
+    mentions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # The one paging rule (paging.py): checked here, and 0 is "no limit".
@@ -101,6 +105,7 @@ class RecordQuery:
         include_expired: bool = False,
         page: Page | None = None,
         cites: str | None = None,
+        mentions: Iterable[str] = (),
     ) -> RecordQuery:
         """The query a front end's options describe, under the names both use: the CLI's
         ``--scope``/``--kind`` (repeatable), ``--status``, ``--min-priority``, ``--query``, ...
@@ -121,6 +126,7 @@ class RecordQuery:
             limit=page.limit if page else None,
             offset=page.offset if page else 0,
             cites=cites or None,
+            mentions=tuple(label_term(label) for label in mentions),
         )
 
     def matches_cites(self, record: Record) -> bool:
@@ -143,6 +149,10 @@ class RecordQuery:
         if self.min_urgency is not None and record.urgency < self.min_urgency:
             return False
         if self.cites is not None and not self.matches_cites(record):
+            return False
+        if self.mentions and not set(self.mentions) & set(
+            mention_terms(record.entities, record.content)
+        ):
             return False
         return self.include_expired or not record.is_expired(self.now)
 

@@ -38,6 +38,7 @@ from ..core.fields import (  # noqa: F401 - re-exported for library users
     STATUSES,
 )
 from ..errors import InvalidInput, ValidationError
+from .entity_keys import MAX_RECORD_ENTITIES, check_key
 
 ID_RE = re.compile(r"[0-9a-f]{16}")
 SCOPE_RE = re.compile(SCOPE_PATTERN)
@@ -195,6 +196,24 @@ def validate_source_refs(value: Any, lines: dict[str, int] | None = None) -> tup
     return tuple(value)
 
 
+def validate_entities(value: Any, lines: dict[str, int] | None = None) -> tuple[str, ...]:
+    """A record's ``entities``: keys (:func:`~.entity_keys.check_key`), lower-cased, each once,
+    in their order."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise _fail("entities", f"must be a list of keys TYPE:NAME, got {_describe(value)}", lines)
+    if len(value) > MAX_RECORD_ENTITIES:
+        raise _fail("entities", f"has more than {MAX_RECORD_ENTITIES} entries", lines)
+    keys: dict[str, None] = {}
+    for item in value:
+        try:
+            keys.setdefault(check_key(item), None)
+        except ValidationError as err:
+            raise _fail("entities", err.reason, lines) from None
+    return tuple(keys)
+
+
 def validate_content(value: Any, line: int | None = None) -> str:
     if not isinstance(value, str):
         raise ValidationError(f"content: must be text, got {_describe(value)}", field="content")
@@ -236,6 +255,7 @@ class Record:
     expires_at: int | None = None
     supersedes_id: str | None = None
     source_refs: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
     # Front-matter keys lantern does not know, kept in their order.
     extra: dict[str, Any] = field(default_factory=dict, compare=True)
 
@@ -295,9 +315,17 @@ class Record:
             if self.supersedes_id == self.id:
                 raise _fail("supersedes_id", "a record cannot supersede itself", lines)
         refs = validate_source_refs(self.source_refs, lines)
+        entities = validate_entities(self.entities, lines)
         content = validate_content(self.content, (lines or {}).get("content"))
-        if confidence != self.confidence or refs != self.source_refs or content != self.content:
-            return replace(self, confidence=confidence, source_refs=refs, content=content)
+        if (
+            confidence != self.confidence
+            or refs != self.source_refs
+            or entities != self.entities
+            or content != self.content
+        ):
+            return replace(
+                self, confidence=confidence, source_refs=refs, entities=entities, content=content
+            )
         return self
 
     def evolve(self, **changes: Any) -> Record:
@@ -341,6 +369,7 @@ class Record:
             "expires_at": self.expires_at,
             "supersedes_id": self.supersedes_id,
             "source_refs": list(self.source_refs),
+            "entities": list(self.entities),
             "content": self.content,
         }
 
@@ -360,6 +389,8 @@ class Record:
         values = {k: data[k] for k in FIELD_ORDER if k in data and data[k] is not None}
         if "source_refs" in values:
             values["source_refs"] = validate_source_refs(values["source_refs"])
+        if "entities" in values:
+            values["entities"] = validate_entities(values["entities"])
         now = int(time.time())
         values.setdefault("created_at", now)
         values.setdefault("updated_at", values["created_at"])
@@ -432,7 +463,7 @@ def _yaml_scalar(value: Any) -> str:
 def _render_field(key: str, value: Any) -> list[str]:
     if key in OPTIONAL_FIELDS and (value is None or value == ()):
         return []
-    if key == "source_refs":
+    if key in ("source_refs", "entities"):
         return [f"{key}:"] + [f"- {_yaml_scalar(ref)}" for ref in value]
     return [f"{key}: {_yaml_scalar(value)}"]
 
@@ -582,6 +613,8 @@ def _parse(text: str) -> Record:
             continue
         if key == "source_refs":
             value = validate_source_refs(value, lines)
+        if key == "entities":
+            value = validate_entities(value, lines)
         values[key] = value
     for key in ("created_at", "updated_at"):
         if key not in values:

@@ -9,7 +9,7 @@ The rule, field by field (docs/sync.md, "How records merge"):
   ``status``      superseded > archived > active: a record replaced or retired on either host
                   stays so (restore it again to undo).
   ``created_at``  the earlier.
-  ``source_refs`` the union: the base's refs in base order, then the others sorted.
+  ``source_refs`` and ``entities`` the union: the base's in base order, then the others sorted.
   anything else   (kind, scope, priority, urgency, confidence, expires_at, supersedes_id,
                   content and unknown keys) the value of the side whose ``updated_at`` is later;
                   on a tie, the larger value (absent < numbers < text < anything else; text by
@@ -38,7 +38,7 @@ from .record_file import expected_id, parse
 
 STATUS_PRECEDENCE = {"active": 0, "archived": 1, "superseded": 2}
 # Fields whose two-sided changes follow their own rule rather than "later updated_at wins".
-_SPECIAL = ("status", "created_at", "updated_at", "source_refs")
+_SPECIAL = ("status", "created_at", "updated_at", "source_refs", "entities")
 
 
 class _Missing:
@@ -201,12 +201,12 @@ def _two_sided(key: str, base: Any, ours: Any, theirs: Any, ours_at: int, theirs
         return max(ours, theirs, key=lambda s: (STATUS_PRECEDENCE.get(s, -1), s))
     if key == "created_at":
         return min(ours, theirs)
-    if key == "source_refs":
+    if key in ("source_refs", "entities"):
         union = [*(() if ours is MISSING else ours), *(() if theirs is MISSING else theirs)]
         present = set(union)
         kept = [r for r in dict.fromkeys(() if base is MISSING else base) if r in present]
         rest = sorted(present - set(kept))
-        return tuple([*kept, *rest][:MAX_SOURCE_REFS])
+        return tuple([*kept, *rest][: MAX_SOURCE_REFS if key == "source_refs" else 100])
     if ours_at != theirs_at:
         return ours if ours_at > theirs_at else theirs
     return max(ours, theirs, key=_order)
@@ -249,8 +249,9 @@ def _extra_order(b: dict, o: dict, t: dict) -> list[str]:
 
 def _build(record_id: str, values: dict[str, Any], extra_order: list[str]) -> Record:
     known = {k: values[k] for k in FIELD_ORDER[1:] if k in values}
-    if "source_refs" in known:
-        known["source_refs"] = tuple(known["source_refs"])
+    for listed in ("source_refs", "entities"):
+        if listed in known:
+            known[listed] = tuple(known[listed])
     extra = {k: values[k] for k in extra_order if k in values}
     return Record(id=record_id, content=values["content"], extra=extra, **known)
 

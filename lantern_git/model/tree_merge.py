@@ -3,7 +3,9 @@
 Paths only one side changed take that side; record files both sides changed go through
 :func:`lantern_git.model.record_merge.merge_records` (the function the git merge driver runs, so a
 plain ``git pull`` merges records alike), the two files of a source both sides changed through
-:func:`lantern_git.model.source_merge.merge_source`, and any other file through git's line merge.
+:func:`lantern_git.model.source_merge.merge_source`, entity files field by field
+(:func:`lantern_git.model.entity_merge.merge_entity_files`), and any other file through git's
+line merge.
 The result is a tree object and a report of what merged; moving a branch to it is the caller's
 business (a sync's merge commit, an accept's commit), through the write transaction.
 """
@@ -18,6 +20,8 @@ import pygit2
 
 from ..errors import GitError
 from ..git.repo import BLOB_MODE, EXECUTABLE_MODE, Entry, GitRepo
+from .entity_keys import key_of_path
+from .entity_merge import merge_entity_files
 from .record_file import expected_id
 from .record_merge import MergeError, RecordMerge, merge_records
 from .source import PIN_DIGITS, SourceRef, body_path, manifest_path, parse_source_path, source_dir
@@ -173,7 +177,10 @@ def merge_trees(
             if entry != ours_entry:
                 result[path] = entry
             continue
-        merged = _merge_other(repo, path, base_entry, ours_entry, theirs_entry)
+        if key_of_path(path) is not None:
+            merged = _merge_entity(repo, path, base_entry, ours_entry, theirs_entry)
+        else:
+            merged = _merge_other(repo, path, base_entry, ours_entry, theirs_entry)
         if merged is None:
             if strict:
                 unmerged.append(path)
@@ -275,6 +282,22 @@ def _merge_record(repo, path, record_id, base_entry, ours_entry, theirs_entry):
         note = f"invalid {side} version replaced"
     oid = str(repo.create_blob(merged.text.encode("utf-8")))
     return (oid, BLOB_MODE), RecordReport(record_id, merge=merged, note=note)
+
+
+def _merge_entity(repo, path, base_entry, ours_entry, theirs_entry):
+    """An entity file both sides changed: field by field (entity_merge.py), or None when a
+    side removed it or neither reads."""
+    if not all(_is_file(e) for e in (base_entry, ours_entry, theirs_entry)):
+        return None
+    if ours_entry is None or theirs_entry is None:
+        return None
+    try:
+        data = merge_entity_files(
+            _blob(repo, base_entry), _blob(repo, ours_entry), _blob(repo, theirs_entry), path
+        )
+    except MergeError:
+        return None
+    return str(repo.create_blob(data)), BLOB_MODE
 
 
 def _merge_other(repo, path, base_entry, ours_entry, theirs_entry):

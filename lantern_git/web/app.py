@@ -25,7 +25,7 @@ from .config import ServeConfig
 from .pages import Pages
 from .runner import Library
 from .security import WILDCARDS, Guard, allowed_hosts
-from .views import changes, record, records, review, source, sources, status
+from .views import changes, entity, record, records, review, source, sources, status
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -87,6 +87,7 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
     routes = [
         Route("/", pages.view(records.TEMPLATE, records.data)),
         Route("/records/{record_id}", pages.view(record.TEMPLATE, record.data)),
+        Route("/entities/{key}", pages.view(entity.TEMPLATE, entity.data)),
         Route("/sources", pages.view(sources.TEMPLATE, sources.data)),
         Route("/sources/{source_id}", pages.view(source.TEMPLATE, source.data)),
         Route("/review", pages.view(review.TEMPLATE, review.data)),

@@ -22,12 +22,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
-import yaml
-
 from ..core.config import StoreSettings, environment
-from ..errors import NoStore, ReadOnlyStore, StoreError, UnsupportedFormat
+from ..errors import NeedsMigration, NoStore, ReadOnlyStore, StoreError, UnsupportedFormat
 from ..model.record_file import MERGE_PATTERN, RECORD_FILES
 from .lock import WriterLock
+from .migrations import FORMAT, MARKER, attribute_lines, parse_marker
 
 if TYPE_CHECKING:
     from ..core.written import Written
@@ -36,13 +35,14 @@ if TYPE_CHECKING:
     from ..index.chunks import ChunkIndex
     from ..index.search import Progress, RefreshReport, SearchIndex
     from ..index.vectors import Vectors
+    from .migrations import Plan
     from .transaction import WriteTransaction
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-FORMAT_VERSION = 1
-MARKER = "lantern.yaml"
+# The newest store format this lantern knows (workspace/migrations.py); new stores get it.
+FORMAT_VERSION = FORMAT
 STATE_DIR = ".lantern"
 GITIGNORE_LINE = "/.lantern/"
 
@@ -193,18 +193,30 @@ class Workspace:
         path = os.path.join(self.root, MARKER)
         try:
             with open(path, "rb") as handle:
-                data = yaml.load(handle.read(), Loader=yaml.CSafeLoader)
-        except (OSError, yaml.YAMLError) as err:
+                data, version = parse_marker(handle.read(), path)
+        except OSError as err:
             raise StoreError(f"{path}: cannot be read: {err}") from None
-        version = data.get("format") if isinstance(data, dict) else None
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise StoreError(f"{path}: 'format' must be a positive integer, got {version!r}")
         if version > FORMAT_VERSION:
             raise UnsupportedFormat(
                 f"{self.root} uses store format {version}, but this lantern knows formats up to "
-                f"{FORMAT_VERSION}; upgrade lantern-git to use it"
+                f"{FORMAT_VERSION}; upgrade lantern-git to use it (nothing was read or written)"
             )
         self.settings = StoreSettings.parse(data, path, version)
+
+    @property
+    def format(self) -> int:
+        """The store's format (``lantern.yaml``); a store not made yet gets the newest."""
+        return self.settings.format if self.settings is not None else FORMAT_VERSION
+
+    def require_format(self, version: int, what: str) -> None:
+        """Refuse (:class:`NeedsMigration`) ``what``, a write that needs format ``version``, in
+        an older store: before anything is written, naming the command that migrates it."""
+        if self.exists and self.format < version:
+            raise NeedsMigration(
+                f"{what} needs store format {version}, and {self.root} is format {self.format}: "
+                "run lantern migrate (lantern migrate --dry-run shows what it changes), then "
+                "try again; nothing was written"
+            )
 
     @property
     def review_ref(self) -> str | None:
@@ -304,13 +316,7 @@ class Workspace:
             created_repo = True
         self._git = None
         git = self.git
-        from ..git.config import (
-            attributes_line,
-            ensure_merge_driver,
-            ensure_pull_strategy,
-            with_lines,
-        )
-        from ..model.source_file import MERGE_PATTERN as SOURCES_PATTERN
+        from ..git.config import ensure_merge_driver, ensure_pull_strategy, with_lines
 
         # Git config is not cloned: every init (and sync) makes sure the record merge driver
         # that .gitattributes names is registered here, and that a bare git pull of diverged
@@ -321,15 +327,14 @@ class Workspace:
         # journal.
         with self.transaction(require_head=False, review=False) as tx:
             head_tree = git.head_tree()
+            # An existing store keeps its format (lantern migrate changes it, on purpose).
+            version = self.format if self.exists else FORMAT_VERSION
             files: dict[str, bytes] = {}
             keep: dict[str, bytes] = {}
             wanted: dict[str, tuple[tuple[str, ...], str | None]] = {
-                MARKER: ((), f"format: {FORMAT_VERSION}\n"),
+                MARKER: ((), f"format: {version}\n"),
                 ".gitignore": ((GITIGNORE_LINE,), None),
-                ".gitattributes": (
-                    (attributes_line(MERGE_PATTERN), attributes_line(SOURCES_PATTERN)),
-                    None,
-                ),
+                ".gitattributes": (attribute_lines(version), None),
             }
             for name, (lines, whole) in wanted.items():
                 current = _read_worktree(self.root, name)
@@ -377,6 +382,8 @@ class Workspace:
                 )
                 return
             recover(self.git, self.state_dir, self.lock, self.warn)
+            # The repaired write may have been a migration: lantern.yaml is the old or the new.
+            self._check_format()
 
     @property
     def recovery_pending(self) -> bool:
@@ -412,6 +419,7 @@ class Workspace:
         from .transaction import write_transaction
 
         self.refuse_if_read_only()
+        self.recover()
         review_ref = branch or (self.review_ref if review else None)
         if not self.exists and require_head:
             if not self.create_on_write:
@@ -464,6 +472,50 @@ class Workspace:
 
         repo = self.git.repo if self.exists else None
         return resolve_identity(repo, self.author, self.warn)
+
+    # ------------------------------------------------------------------ the store's format
+
+    def migrate(self, *, dry_run: bool = False) -> MigrationReport:
+        """Bring the store to the newest format in one commit (``Lantern-Op: migrate``,
+        ``Lantern-Format: 1 -> 2``): the pending steps of :data:`.migrations.MIGRATIONS`,
+        applied to the committed files. ``dry_run``: the same answer, nothing written. A
+        store at the newest format is left alone (no commit). Uncommitted changes are refused
+        first (a migration must not sweep a hand edit into its commit). The commit is one
+        journaled write: killed anywhere, the store is at the old format or the new."""
+        from ..model.record_file import MEMORY_DIR
+        from ..model.source import SOURCES_DIR
+        from .migrations import MIGRATIONS
+        from .transaction import refuse_uncommitted
+
+        lantern_data = (MEMORY_DIR + "/", SOURCES_DIR + "/", "entities/")
+        with self.transaction(review=False) as tx:
+            refuse_uncommitted(
+                tx.git,
+                counts_untracked=lambda path: path.startswith(lantern_data) or path == MARKER,
+            )
+            head = tx.git.head_tree()
+            marker = tx.git.blob_at(head, MARKER)
+            if marker is None:
+                raise StoreError(f"{self.root}: {MARKER} is not committed; run lantern init")
+            _, current = parse_marker(marker, MARKER)
+            if current > FORMAT_VERSION:
+                raise UnsupportedFormat(
+                    f"{self.root} uses store format {current}, but this lantern knows formats "
+                    f"up to {FORMAT_VERSION}; upgrade lantern-git to use it"
+                )
+            plan = MIGRATIONS.plan(lambda path: tx.git.blob_at(head, path), current)
+            report = MigrationReport(plan, dry_run=dry_run)
+            if dry_run or not plan.steps:
+                return report
+            report.commit = tx.commit(
+                dict(plan.files),
+                f"migrate store format {plan.start} -> {plan.target}",
+                "migrate",
+                (),
+                extra_trailers=[plan.trailer],
+            )
+        self._check_format()
+        return report
 
     # ------------------------------------------------------------------ the derived indexes
 
@@ -543,7 +595,7 @@ class Workspace:
             "path": self.root,
             "exists": self.exists,
             "read_only": self.read_only,
-            "format": FORMAT_VERSION if self.exists else None,
+            "format": self.format if self.exists else None,
             "records": 0,
             "by_status": {},
             "by_kind": {},
@@ -562,6 +614,7 @@ class Workspace:
         if not self.exists:
             return info
         report = self.refresh()
+        info["format"] = self.format  # after the repair of an interrupted write (a migrate)
         counts = self.index.counts()
         info["by_status"] = dict(sorted(counts["status"].items()))
         info["by_kind"] = dict(sorted(counts["kind"].items()))
@@ -578,6 +631,27 @@ class Workspace:
             info["embedder"], info["search_mode"] = self.embedder_name, "hybrid"
         info.update(self.git.branch_info())
         return info
+
+
+@dataclass
+class MigrationReport:
+    """What ``lantern migrate`` did, or with ``dry_run`` would do."""
+
+    plan: Plan
+    dry_run: bool = False
+    commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        plan = self.plan
+        return {
+            "from": plan.start,
+            "to": plan.target,
+            "up_to_date": not plan.steps,
+            "dry_run": self.dry_run,
+            "steps": [step.to_dict() for step in plan.steps],
+            "files": sorted(plan.files),
+            "commit": self.commit,
+        }
 
 
 def _writable(root: str, state_dir: str) -> bool:
