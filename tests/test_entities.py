@@ -33,7 +33,9 @@ def test_entity_add_writes_its_file_in_one_commit_with_its_trailers(store_path):
         "entities/person/ana.md"
     ]
     assert git(store_path, "status", "--porcelain") == ""
-    result, shown = run(store_path, "entity", "show", "PERSON:ana")
+    result, answer = run(store_path, "entity", "show", "PERSON:ana")
+    shown = answer["entity"]
+    assert answer["key"] == "person:ana"
     assert shown["name"] == "Ana García" and shown["description"] == "Runs project Beta"
     result, listed = run(store_path, "entity", "list", "--type", "person")
     assert [e["key"] for e in listed] == ["person:ana"]
@@ -197,7 +199,7 @@ def test_sync_merges_an_entity_both_hosts_changed_field_by_field(tmp_path):
     assert result.returncode == 0, result.stderr
     assert run(a, "sync")[0].returncode == 0
     for host in (a, b):
-        _, ana = run(host, "entity", "show", "person:ana")
+        ana = run(host, "entity", "show", "person:ana")[1]["entity"]
         assert set(ana["aliases"]) == {"A.", "Ana G.", "A. García"}
         assert ana["description"] == "Leads Beta"
         assert git(host, "status", "--porcelain") == ""
@@ -209,7 +211,7 @@ def test_a_plain_git_pull_merges_entity_files_through_the_driver(tmp_path):
     git(a, "push", "-q", "origin", "main")
     assert run(b, "entity", "update", "person:ana", "--alias", "A. García")[0].returncode == 0
     git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
-    _, ana = run(b, "entity", "show", "person:ana")
+    ana = run(b, "entity", "show", "person:ana")[1]["entity"]
     assert set(ana["aliases"]) == {"A.", "Ana G.", "A. García"}
     assert "<<<<" not in (b / "entities" / "person" / "ana.md").read_text()
 
