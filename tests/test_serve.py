@@ -169,6 +169,13 @@ def test_a_wrong_token_in_the_url_is_refused_and_sets_no_cookie(path):
         "127.0.0.1",
         f"127.0.0.1.evil.example:{PORT}",
         "",
+        # An address with the right port is the bound address only on a 0.0.0.0 bind: on a
+        # loopback bind, another interface's address (or the IPv6 loopback) is not the one
+        # printed.
+        f"192.168.1.20:{PORT}",
+        f"10.0.0.1:{PORT}",
+        f"[::1]:{PORT}",
+        f"[fe80::1]:{PORT}",
     ],
 )
 def test_a_host_header_other_than_the_bound_address_is_refused(path, host):
@@ -669,6 +676,26 @@ def test_a_post_without_the_right_csrf_token_changes_nothing(path, csrf):
             assert state(path) == before
         # The token of another server is not this one's.
         assert config.csrf != csrf
+
+
+def test_a_csrf_token_short_of_the_servers_by_any_length_is_refused(path):
+    """Only the whole token passes: a prefix of it (one character, all but the last) or the
+    token with one more character changes nothing."""
+    [pending] = agent_writes(path, "pending")
+    before = state(path)
+    with served(path) as (client, config):
+        token = config.csrf
+        for forged in (token[:1], token[:-1], token[: len(token) // 2], token + "x", token[1:]):
+            for action in ("/review/accept", "/review/reject"):
+                data = {"id": pending, "branch": "mcp", "reason": "forged", "csrf": forged}
+                refused = client.post(action, data=data)
+                assert refused.status_code == 403, (forged, action)
+                assert "CSRF" in refused.text
+                assert state(path) == before
+        # The whole token is accepted: the refusals above were the token's doing.
+        done = client.post("/review/reject", data={"id": pending, "branch": "mcp", "csrf": token})
+        assert done.status_code in (200, 303), done.text
+        assert state(path) != before
 
 
 def test_a_bad_decision_shows_the_librarys_error_and_changes_nothing(path):
