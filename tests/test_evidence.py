@@ -146,6 +146,27 @@ def test_a_body_over_the_limit_is_refused_and_nothing_written(store, store_path)
     assert snapshot(store_path) == before
 
 
+def test_an_append_past_the_limit_is_refused_and_nothing_written(store, store_path):
+    """The limit holds for the body an append makes, not only for an ingest: a body grown
+    past it would be committed, and ``lantern check`` would then fail on it."""
+    from lantern_git.model.source import MAX_SOURCE_BYTES
+
+    line = "x" * 1023 + "\n"
+    source_id = ingest(store, text=line * (MAX_SOURCE_BYTES // 1024 - 1)).manifest.id
+    before = snapshot(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    # 1 KiB short of the limit: one more line fits, exactly; a second is one line too many.
+    store.sources.append(source_id, line)
+    assert store.sources.show(source_id).manifest.bytes == MAX_SOURCE_BYTES
+    grown = snapshot(store_path)
+    with pytest.raises(ValidationError, match="largest source body") as err:
+        store.sources.append(source_id, "one byte too many")
+    assert err.value.code == "too_large" and err.value.exit_code == 2
+    assert snapshot(store_path) == grown != before
+    assert git(store_path, "rev-list", "--count", f"{head.strip()}..HEAD").strip() == "1"
+    assert store.check().ok
+
+
 def test_remove_deletes_both_files_in_one_commit_and_pins_still_resolve(store, store_path):
     source_id = ingest(store).manifest.id
     record = store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])
