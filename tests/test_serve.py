@@ -3,6 +3,7 @@ repository): every page, every security rule, review decisions as the CLI makes 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from contextlib import contextmanager
@@ -408,6 +409,23 @@ def test_the_records_page_lists_in_the_documented_order_with_filters_counts_and_
         assert not [a for a in Markup(second.text).tags("a") if "offset=4" in (a["href"] or "")]
 
 
+def bm25_one_word(tf: int, length: int, df: int, docs: int, avg: float) -> float:
+    """The documented BM25 of one word (docs/search.md): Lucene's idf, K1 1.2, B 0.75."""
+    idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+
+
+def scores(html: str, table: str) -> dict[str, str]:
+    """Each row's record id and the score it shows (its last numeric cell)."""
+    body = html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0]
+    found = {}
+    for row in re.findall(r"<tr\b.*?</tr>", body, re.S):
+        record = re.search(r'href="/records/([0-9a-f]{16})', row)
+        if record:
+            found[record[1]] = re.findall(r'<td class="num">([^<]*)</td>', row)[-1]
+    return found
+
+
 def test_search_ranks_by_relevance_with_scores_and_the_list_mode_filters_in_order(path):
     with opened(path) as store:
         once = store.add("tabs mentioned once among other words here", kind="fact").id
@@ -417,7 +435,15 @@ def test_search_ranks_by_relevance_with_scores_and_the_list_mode_filters_in_orde
         found = client.get("/?q=tabs&mode=keyword")
         assert found.status_code == 200
         assert rows(found.text, "records") == [twice, once]
-        assert "score" in Markup(found.text).text
+        # Each row shows its BM25 score (docs/search.md) to three places: "tabs" asks for its
+        # stem "tab" and, at a tenth of its weight, the form as written; both are in 2 of the
+        # 3 records, whose average length is 4 words.
+        expected = {
+            twice: 1.1 * bm25_one_word(3, 3, 2, 3, 4.0),
+            once: 1.1 * bm25_one_word(1, 7, 2, 3, 4.0),
+        }
+        assert scores(found.text, "records") == {i: f"{s:.3f}" for i, s in expected.items()}
+        assert expected[twice] > expected[once]
         listed = client.get("/?q=tabs&mode=list")
         assert rows(listed.text, "records") == [once, twice]  # the list order: priority first
         # Without the semantic extra: the library's refusal (exit 1 on the CLI), as a page.
