@@ -93,6 +93,13 @@ def test_a_page_takes_slices_and_tells_whether_another_follows():
         "limit": 3,
         "next_offset": None,
     }
+    # A last page shorter than the limit: nothing follows it.
+    assert Page(3, 8).document("records", [8, 9]) == {
+        "records": [8, 9],
+        "offset": 8,
+        "limit": 3,
+        "next_offset": None,
+    }
     assert Page(0, 1).document("hits", [1, 2]) == {
         "hits": [1, 2],
         "offset": 1,
