@@ -1,6 +1,10 @@
 """A small mutation check, run on demand (not in CI): plant one known bug at a time in a copy of
 the tree and run the tests that must catch it.
 
+These are the regressions once found, each named with the test that now holds it; whether the
+tests guard the code as a whole is asked by a real mutation tool, ``benchmarks/mutation.py``
+(cosmic-ray), on the modules that guard the store.
+
 Each plant names a file, an exact snippet of it (which must occur exactly once, so a plant that
 no longer applies after the code changed is reported rather than silently skipped), the
 replacement, and the test node ids that must fail with it in. The real tree is never edited:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from lantern_git.index import clock
 from lantern_git.model.record_file import record_path
 
 YEAR_S = 365 * 24 * 3600
@@ -69,6 +70,7 @@ def test_a_long_lived_store_sees_edits_with_its_clock_a_year_ahead(store_path):
     code = """
 import os, sys, time
 from lantern_git.store import Store
+from lantern_git.index import clock
 from lantern_git.model.record_file import record_path
 store = Store.open(sys.argv[1])
 record = store.add("The deploy runs at noon.", kind="fact")
@@ -87,3 +89,53 @@ print("|".join(seen))
     assert result.stdout.strip() == (
         "The deploy runs at one.|The deploy runs at two.|The deploy runs at three."
     )
+
+
+STEPPED = """
+import sys
+from lantern_git.index import clock
+folder, step_file = sys.argv[1:]
+
+def stepped(by):
+    with open(step_file, "w") as handle:
+        handle.write(by + "\\n")
+    return clock.offset_ns(folder) / 1e9
+
+print(clock.offset_ns(folder) / 1e9, stepped("+20s"), stepped("+1h"))
+"""
+
+
+def test_a_clock_step_is_noticed_once_the_re_measure_period_has_passed(tmp_path):
+    """A long-running process (``lantern mcp``, ``lantern serve``) outlives a clock step: the
+    offset measured at its start must not stay its offset for ever. Its clock is stepped from
+    outside while it runs (libfaketime reads the step from a file at every call); a step moves
+    its monotonic clock too, so a step of an hour is also an hour of the re-measure period."""
+    assert FAKETIME, "faketime is missing: .ci/system-deps installs it"
+    # The library the wrapper preloads, wherever the distribution keeps it.
+    preload = subprocess.run(
+        [FAKETIME, "-f", "+0", "sh", "-c", 'printf %s "$LD_PRELOAD"'],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    assert "faketime" in preload, preload
+    step_file = tmp_path / "step"
+    step_file.write_text("+0\n")
+    env = {
+        **os.environ,
+        "LD_PRELOAD": preload,
+        "FAKETIME_TIMESTAMP_FILE": str(step_file),
+        "FAKETIME_NO_CACHE": "1",
+    }
+    env.pop("FAKETIME", None)
+    folder = tmp_path / "index"
+    folder.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", STEPPED, str(folder), str(step_file)],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    start, within, after = map(float, result.stdout.split())
+    # In step with the file system at first; 20 s on (within the period, 60 s) the offset
+    # measured then still holds; an hour on, it is measured again: an hour behind.
+    assert (start, within) == (0.0, 0.0)
+    assert clock.REMEASURE_AFTER_S < 3600
+    assert abs(after + 3600) < 60, after

@@ -16,6 +16,7 @@ from conftest import git, lantern, snapshot
 
 from lantern_git.errors import InvalidInput, NotFound, UncommittedChanges, ValidationError
 from lantern_git.evidence.sources import SourceInput
+from lantern_git.model.record_file import record_path
 from lantern_git.model.source import SourceManifest, SourceRef, compute_source_id
 
 TRANSCRIPT = (
@@ -146,6 +147,27 @@ def test_a_body_over_the_limit_is_refused_and_nothing_written(store, store_path)
     assert snapshot(store_path) == before
 
 
+def test_an_append_past_the_limit_is_refused_and_nothing_written(store, store_path):
+    """The limit holds for the body an append makes, not only for an ingest: a body grown
+    past it would be committed, and ``lantern check`` would then fail on it."""
+    from lantern_git.model.source import MAX_SOURCE_BYTES
+
+    line = "x" * 1023 + "\n"
+    source_id = ingest(store, text=line * (MAX_SOURCE_BYTES // 1024 - 1)).manifest.id
+    before = snapshot(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    # 1 KiB short of the limit: one more line fits, exactly; a second is one line too many.
+    store.sources.append(source_id, line)
+    assert store.sources.show(source_id).manifest.bytes == MAX_SOURCE_BYTES
+    grown = snapshot(store_path)
+    with pytest.raises(ValidationError, match="largest source body") as err:
+        store.sources.append(source_id, "one byte too many")
+    assert err.value.code == "too_large" and err.value.exit_code == 2
+    assert snapshot(store_path) == grown != before
+    assert git(store_path, "rev-list", "--count", f"{head.strip()}..HEAD").strip() == "1"
+    assert store.check().ok
+
+
 def test_remove_deletes_both_files_in_one_commit_and_pins_still_resolve(store, store_path):
     source_id = ingest(store).manifest.id
     record = store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])
@@ -193,13 +215,32 @@ def test_pin_outside_a_write_pins_to_the_current_blob_and_writes_nothing(store, 
     assert snapshot(store_path) == before
 
 
-def test_update_and_supersede_pin_their_references(store):
+def test_update_and_supersede_pin_their_references(store, store_path):
+    """Each pins the source's current version: the blob git holds for its body at HEAD, not
+    an earlier version's."""
+    from lantern_git.model.source import PIN_DIGITS
+
     source_id = ingest(store).manifest.id
+    body = f"sources/{source_id[:2]}/{source_id}.md"
+
+    def current_blob() -> str:
+        return git(store_path, "rev-parse", f"HEAD:{body}").strip()[:PIN_DIGITS]
+
+    first = current_blob()
+    store.sources.append(source_id, "User: and milk, please.")
+    second = current_blob()
+    assert second != first
     record = store.add("tea", kind="preference")
     updated = store.update(record.id, add_source_refs=[f"source:{source_id}#L1-L2"])
-    assert "@" in updated.source_refs[0]
+    assert updated.source_refs == (f"source:{source_id}@{second}#L1-L2",)
+    store.sources.append(source_id, "Assistant: milk noted.")
+    third = current_blob()
+    assert third not in (first, second)
     new = store.supersede(record.id, "green tea", source_refs=[f"source:{source_id}"])
-    assert SourceRef.parse(new.source_refs[0]).blob is not None
+    assert new.source_refs == (f"source:{source_id}@{third}",)
+    assert SourceRef.parse(new.source_refs[0]).blob == third
+    # What the files say too, as git committed them.
+    assert f"source:{source_id}@{third}" in (store_path / record_path(new.id)).read_text()
 
 
 @pytest.mark.parametrize(
@@ -528,8 +569,20 @@ def test_symlink_and_fifo_under_sources_are_reported_never_read(store, store_pat
 def test_conflict_markers_in_a_body_are_reported_by_check(store, store_path):
     source_id = ingest(store).manifest.id
     body = store_path / "sources" / source_id[:2] / f"{source_id}.md"
-    body.write_text("<<<<<<< ours\nUser: a\n=======\nUser: b\n>>>>>>> theirs\n")
-    assert not store.check().ok
+    body.write_text("User: first\n<<<<<<< ours\nUser: a\n=======\nUser: b\n>>>>>>> theirs\n")
+    report = store.check()
+    assert not report.ok
+    [problem] = report.problems
+    assert problem.path == f"sources/{source_id[:2]}/{source_id}.md" and problem.line == 2
+    assert "conflict markers" in problem.message
+    text = lantern("--store", str(store_path), "check")
+    assert text.returncode == 4
+    assert f"sources/{source_id[:2]}/{source_id}.md:2" in text.stdout + text.stderr
+    assert "conflict markers" in text.stdout + text.stderr
+    # A transcript that quotes markers, ingested as it is, is no conflict.
+    ingest(store, text="<<<<<<< a\n=======\n>>>>>>> b\n", uri="session:quoted")
+    body.write_text(TRANSCRIPT)
+    assert store.check().ok
 
 
 def test_a_source_id_that_is_a_path_never_reaches_the_file_system(store):

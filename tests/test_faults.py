@@ -352,6 +352,64 @@ def test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref(store_pat
         assert after < synced.index(folder, after) < min(refs), synced
 
 
+def test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref(
+    store_path, tmp_path
+):
+    """A write of BULK_FILES files or more (an import) is flushed by one ``sync()`` per phase
+    instead of an fsync per file: the objects before the journal names them, the working
+    files before the branch ref makes them history. Traced from outside, as above."""
+    count = BULK_FILES + 6
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(
+        "".join(
+            json.dumps({"content": f"bulk record number {n}", "kind": "fact"}) + "\n"
+            for n in range(count)
+        )
+    )
+    trace = tmp_path / "trace"
+    strace = shutil.which("strace") or "/usr/bin/strace"
+    assert os.path.exists(strace), "strace is needed here; .ci/system-deps installs it"
+    calls = "trace=sync,fsync,fdatasync,rename,renameat,renameat2,link,linkat"
+    result = subprocess.run(
+        [strace, "-f", "-qq", "-y", "-e", calls, "-o", str(trace), sys.executable, "-m",
+         "lantern_git", "--store", str(store_path), "import", str(batch), "--json"],
+        env=cli_env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["imported"] == count
+    root = str(store_path) + "/"
+    # Each traced call that succeeded, in order: ("sync", ""), ("fsync", its path) or
+    # ("rename", the path a file was renamed or linked to: libgit2 links each loose object
+    # into place).
+    events: list[tuple[str, str]] = []
+    for text in trace.read_text().splitlines():
+        if not text.rstrip().endswith("= 0"):
+            continue
+        if re.search(r"\bsync\(\)", text):
+            events.append(("sync", ""))
+        elif found := re.search(r"\bf(?:data)?sync\(\d+<([^>]*)>\)", text):
+            events.append(("fsync", found[1].removeprefix(root)))
+        elif re.search(r"\b(?:rename(?:at2?)?|link(?:at)?)\(", text):
+            target = re.findall(r'"([^"]*)"', text)[-1]
+            events.append(("rename", target.removeprefix(root)))
+
+    def placed(test) -> list[int]:
+        return [n for n, (call, path) in enumerate(events) if call == "rename" and test(path)]
+
+    syncs = [n for n, (call, _) in enumerate(events) if call == "sync"]
+    [journal] = placed(lambda path: path == ".lantern/journal.json")
+    objects = [n for n in placed(lambda path: path.startswith(".git/objects/")) if n < journal]
+    records = placed(lambda path: path.startswith("memory/"))
+    # The branch moves: its reflog and its ref, each flushed by libgit2.
+    ref = min(n for n, (_, p) in enumerate(events) if p.startswith((".git/refs/", ".git/logs/")))
+    assert len(objects) > count and len(records) == count, events
+    # The records' files are not each flushed: one sync covers them all.
+    assert not [p for c, p in events if c == "fsync" and p.startswith("memory/")], events
+    assert max(objects) < journal < min(records) and max(records) < ref, events
+    assert any(max(objects) < n < journal for n in syncs), "no sync between objects and journal"
+    assert any(max(records) < n < ref for n in syncs), "no sync between the files and the ref"
+
+
 # ---------------------------------------------------------------------------- git states
 
 

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pygit2
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from reliability_support import add_args, cli, make_store, record_id
 
 from lantern_git.cli import cli as lantern_cli
-from lantern_git.core.fields import MAX_CONTENT_BYTES, MAX_FILE_BYTES
+from lantern_git.core.fields import KINDS, MAX_CONTENT_BYTES, MAX_FILE_BYTES
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import read_record_file
 from lantern_git.store import Store
@@ -167,20 +168,110 @@ def test_random_ids_never_crash_or_escape(fuzz_store, verb, ref):
     assert beside_store(fuzz_store) == beside, "nothing outside the store is created or changed"
 
 
+def listed_by_the_rules(store: Path, scopes, kinds, status, limit) -> list[str]:
+    """The records a list with these filters shows, by the documented rules (docs/usage.md),
+    read from the record files: filter, sort by the five keys, then limit (0: no limit)."""
+
+    def scope_ok(scope: str) -> bool:
+        return not scopes or any(
+            scope.startswith(p[:-1]) if p.endswith("*") else scope == p for p in scopes
+        )
+
+    now = time.time()
+    records = [
+        read_record_file(str(store), p.relative_to(store).as_posix()).record
+        for p in sorted((store / "memory").rglob("*.md"))
+    ]
+    chosen = [
+        r
+        for r in records
+        if r is not None
+        and (status == "all" or r.status == status)
+        and (not kinds or r.kind in kinds)
+        and scope_ok(r.scope)
+        and (r.expires_at is None or r.expires_at > now)
+    ]
+    chosen.sort(key=lambda r: (r.status != "active", -r.priority, -r.urgency, -r.updated_at, r.id))
+    return [r.id for r in (chosen[:limit] if limit else chosen)]
+
+
+@pytest.fixture(scope="module")
+def list_store(tmp_path_factory) -> Path:
+    """Records that the filters tell apart: kinds, scopes, priorities, statuses."""
+    path = make_store(tmp_path_factory.mktemp("lists") / "store")
+    store = Store.open(str(path))
+    try:
+        store.add("a record to aim at", kind="fact", scope="user:ana")
+        store.add("a goal to aim at", kind="goal", scope="user:bob", priority=90)
+        store.add("a constraint of the project", kind="constraint", scope="project:x")
+        kept = store.add("an old record", kind="fact", scope="user:ana", priority=70)
+        store.add("a global note", kind="observation", scope="global", urgency=40)
+        gone = store.add("a record archived", kind="fact", scope="user:anabel")
+        store.archive(gone.id)
+        store.supersede(kept.id, "a record superseding the old one", kind="fact")
+    finally:
+        store.close()
+    return path
+
+
+def _mostly(valid: list[str]) -> st.SearchStrategy[str]:
+    # Valid values three times as often as random ones, so that answers, not only refusals,
+    # are checked.
+    return st.one_of(st.sampled_from(valid), st.sampled_from(valid), st.sampled_from(valid), _texts)
+
+
 @FUZZ
 @given(
-    scopes=st.lists(_texts, max_size=3),
-    kinds=st.lists(_texts, max_size=2),
-    status=_texts,
-    query=_texts,
-    limit=_texts,
+    scopes=st.lists(_mostly(["user:ana", "user:*", "user:bob", "global", "us*", "*"]), max_size=3),
+    kinds=st.lists(_mostly(list(KINDS)), max_size=2),
+    status=_mostly(["active", "archived", "superseded", "all"]),
+    query=_mostly(["", "record", "aim", "nothing"]),
+    limit=_mostly(["-1", "0", "1", "2", "3"]),
 )
-def test_random_list_filters_never_crash(fuzz_store, scopes, kinds, status, query, limit):
+def test_random_list_filters_never_crash(list_store, scopes, kinds, status, query, limit):
     args = [a for s in scopes for a in ("--scope", s)] + [a for k in kinds for a in ("--kind", k)]
+    before = state(list_store)
     result = invoke(
-        fuzz_store, "memory", "list", *args, "--status", status, "--query", query, "--limit", limit
-    )
+        list_store,
+        "memory", "list", *args, "--status", status, "--query", query, "--limit", limit, "--json",
+    )  # fmt: skip
     assert result.exit_code in (0, 2), result.stderr
+    assert state(list_store) == before
+    whole = limit.strip().lstrip("+").isdigit()  # what click reads as a whole number
+    bad = [
+        name
+        for name, wrong in (
+            ("status", status not in ("active", "archived", "superseded", "all")),
+            ("kind", any(k not in KINDS for k in kinds)),
+            ("limit", not whole or int(limit) < 0),
+        )
+        if wrong
+    ]
+    if result.exit_code == 2:
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] in ("invalid_field", "invalid_query", "usage_error"), error
+        named = ("status", "kind", "scope", "query", "limit", "--limit", "'--limit'")
+        assert any(error["message"].startswith(n) or f"{n}:" in error["message"] for n in named)
+        return
+    assert not bad, f"{bad} accepted: {result.stdout}"
+    shown = [r["id"] for r in json.loads(result.stdout)]
+    whole_list = listed_by_the_rules(list_store, scopes, kinds, status, 0)
+    if query == "":  # no keyword filter: the answer is the rules' exactly
+        assert shown == listed_by_the_rules(list_store, scopes, kinds, status, int(limit))
+    else:  # a keyword filter keeps the rules' order and the page size
+        assert [i for i in whole_list if i in shown] == shown, shown
+        assert not int(limit) or len(shown) <= int(limit)
+        if query in ("record", "aim") and not int(limit):
+            # A word of the one record made for this: found whenever the filters select it.
+            target = [i for i in whole_list if _content(list_store, i) == "a record to aim at"]
+            assert set(target) <= set(shown), (shown, target)
+
+
+def _content(store: Path, record_id: str) -> str:
+    from lantern_git.model.record_file import record_path
+
+    found = read_record_file(str(store), record_path(record_id)).record
+    return found.content if found else ""
 
 
 def test_invalid_utf8_in_arguments_and_stdin_is_refused_clearly(tmp_path):

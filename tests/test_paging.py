@@ -4,6 +4,7 @@ records, sources, the log and a record's history (docs/paging.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -66,6 +67,71 @@ def test_a_page_is_checked_once_and_zero_is_no_limit():
     with pytest.raises(InvalidInput) as raised:
         Page.of(501, maximum=500)
     assert raised.value.code == "usage_error"
+
+
+def test_a_page_takes_slices_and_tells_whether_another_follows():
+    items = list(range(10))
+    assert Page().take(items) == items and Page(None, 0).end is None
+    assert (Page(3).end, Page(3, 4).end, Page(0, 4).end) == (3, 7, None)
+    assert Page(3, 9).take(items) == [9] and Page(1, 10).take(items) == []
+    assert Page(0).one_more() is not None and Page(0).one_more().limit is None
+    assert Page(0, 3).one_more() == Page(None, 3)
+    assert Page(3).one_more() == Page(4) and Page(4, 2).one_more() == Page(5, 2)
+    # A page is a value: checked once when made, never changed after.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Page(3).limit = -1  # type: ignore[misc]
+    # The MCP page document: fetched with one_more, so one item too many says "more".
+    assert Page(3, 2).document("records", [2, 3, 4, 5]) == {
+        "records": [2, 3, 4],
+        "offset": 2,
+        "limit": 3,
+        "next_offset": 5,
+    }
+    assert Page(3, 2).document("records", [2, 3, 4]) == {
+        "records": [2, 3, 4],
+        "offset": 2,
+        "limit": 3,
+        "next_offset": None,
+    }
+    # A last page shorter than the limit: nothing follows it.
+    assert Page(3, 8).document("records", [8, 9]) == {
+        "records": [8, 9],
+        "offset": 8,
+        "limit": 3,
+        "next_offset": None,
+    }
+    assert Page(0, 1).document("hits", [1, 2]) == {
+        "hits": [1, 2],
+        "offset": 1,
+        "limit": 0,
+        "next_offset": None,
+    }
+
+
+def test_the_largest_page_is_accepted_and_one_more_is_refused():
+    # The limit as a caller's own object, not the test's constant 500.
+    assert Page.of(int("500"), maximum=500) == Page(500)
+    assert Page.of(0, maximum=500) == Page(None)
+    assert Page.of(1, 3, maximum=1) == Page(1, 3)
+    with pytest.raises(InvalidInput) as raised:
+        Page.of(501, 2, maximum=500)
+    assert raised.value.message == ("limit: must be between 1 and 500, or 0 for no limit; got 501")
+    # Without a maximum any count is a page; a bad value is refused as Page refuses it.
+    assert Page.of(10**6) == Page(10**6)
+    for bad in ("501", True, 2.0, None):
+        if bad is None:
+            assert Page.of(None, maximum=500) == Page()
+            continue
+        with pytest.raises(InvalidInput) as raised:
+            Page.of(bad, maximum=500)
+        assert raised.value.code == "usage_error"
+    with pytest.raises(InvalidInput) as raised:
+        Page(False)
+    assert raised.value.message == "limit: must be a whole number; got False"
+    with pytest.raises(InvalidInput) as raised:
+        Page(1, True)
+    assert raised.value.message == "offset: must be a whole number; got True"
+    assert Page(0, 0) == Page(None, 0) and Page(1, 0).offset == 0
 
 
 # ---------------------------------------------------------------------------- library

@@ -601,6 +601,30 @@ def test_a_writer_cannot_accept_its_own_changes_through_the_library(seeded):
         assert person.review_accept([record.id]).records == [record.id]
 
 
+def test_a_writer_cannot_accept_its_own_pending_source(seeded):
+    """A source is written as a record is: the actor that ingested it never accepts it, by
+    id or with everything, even with no pending record beside it."""
+    from lantern_git.errors import SelfApproval
+
+    path, _ = seeded
+    with opened(path, review=True) as writer:
+        [pending] = writer.sources.add([SourceInput(b"User: trust me\n", uri="session:self")])
+        source_id = pending.manifest.id
+        before = untouched(path)
+        branch_before = tip(path, API_BRANCH).id
+        (branch,) = writer.review_list().branches
+        assert ([r.id for r in branch.records], [s.id for s in branch.sources]) == (
+            [],
+            [source_id],
+        )
+        for ids in ([source_id], [source_id[:6]], None):
+            with pytest.raises(SelfApproval, match="a writer never accepts its own changes"):
+                writer.review_accept(ids)
+            assert untouched(path) == before and tip(path, API_BRANCH).id == branch_before
+    with opened(path, review_name="raphael") as person:
+        assert person.review_accept([source_id]).sources == [source_id]
+
+
 def test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_nothing(seeded):
     path, seed = seeded
     with opened(path, review=True, review_name="bot") as store:
@@ -899,6 +923,27 @@ def test_search_include_pending_with_filters_and_bad_input(seeded):
         assert err.value.code == "invalid_query"
     bad = cli(path, "memory", "search", "lanterns", "--include-pending", "--kind", "nope")
     assert bad.returncode == 2
+
+
+def test_search_include_pending_pages_are_slices_of_the_whole_ranking(seeded):
+    path, _ = seeded
+    with opened(path) as store:
+        store.add("lantern on the store's branch", kind="fact")
+    with opened(path, review=True) as store:
+        for text in ("lantern lantern lantern", "lantern lantern here", "one lantern among words"):
+            store.add(text, kind="fact")
+    with opened(path) as store:
+        whole = [(h.record.id, h.score) for h in store.search("lantern", include_pending=True)]
+        assert len(whole) == 4 and len({score for _, score in whole}) == 4, whole
+        hits = store.search("lantern", include_pending=True)
+        assert sum(1 for h in hits if h.record.to_dict().get("pending")) == 3
+        for limit in (1, 2, 3):
+            for offset in range(0, 6):
+                page = store.search("lantern", include_pending=True, limit=limit, offset=offset)
+                assert [(h.record.id, h.score) for h in page] == whole[offset : offset + limit], (
+                    limit,
+                    offset,
+                )
 
 
 def test_mcp_list_search_and_show_take_include_pending_and_mark_pending_records(seeded):

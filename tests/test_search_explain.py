@@ -80,6 +80,37 @@ def test_keyword_scores_are_the_documented_bm25_over_the_records_searched(store)
     assert fig.score != pytest.approx(next(h.score for h in hits if h.record.id == fig.record.id))
 
 
+def test_scoped_prefix_and_and_queries_are_scored_with_the_scopes_statistics(store):
+    """Queries other than words joined by OR (a prefix, AND) go through Whoosh's search, with
+    lantern's weighting: the same formula, the same statistics of the records searched."""
+    contents = filled(store)
+    ana = [text.split() for text, scope in RECORDS if scope == "user:ana"]
+    everything = [text.split() for text, _ in RECORDS]
+    cases = [
+        # "fig*" asks for the one word "fig" (the only word it begins); "lime AND fig" for the
+        # records holding both, scored as the two words.
+        ("fig*", ["fig"], lambda words: "fig" in words),
+        ("lime AND fig", ["lime", "fig"], lambda words: {"lime", "fig"} <= set(words)),
+        ("mango AND kiwi", ["mango", "kiwi"], lambda words: {"mango", "kiwi"} <= set(words)),
+    ]
+    for text, words, matches in cases:
+        for scopes, docs in ((("user:ana",), ana), ((), everything)):
+            hits = store.search(text, mode="keyword", scopes=scopes, limit=None)
+            want = {
+                i: bm25(words, content.split(), docs)
+                for i, content in contents.items()
+                if content.split() in docs and matches(content.split())
+            }
+            assert want, (text, scopes)
+            assert {h.record.id: h.score for h in hits} == pytest.approx(want, abs=1e-5), (
+                text,
+                scopes,
+            )
+    # The premise: "fig" is in one of ana's three records and two of all five, so a scoped
+    # score taken with the whole index's statistics would differ.
+    assert bm25(["fig"], ana[1], ana) != pytest.approx(bm25(["fig"], ana[1], everything))
+
+
 def test_a_question_mark_ending_a_word_is_punctuation(store):
     store.add("The dog is called Biscuit.", kind="fact")
     store.add("The callers rang twice.", kind="fact")

@@ -443,6 +443,33 @@ def test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only
             assert page.weights == {key: weights[key] for key in on_page}
 
 
+@pytest.mark.semantic
+def test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings():
+    """The floor is reached at equality ("at or above the floor", docs/search.md): a cosine
+    of exactly the floor is a candidate, in semantic search (``rank``) and hybrid (``fuse_page``)
+    alike, and one a step below is not. 0.25 and 0.375 are exact in float32."""
+    import numpy as np
+
+    from lantern_git.index.vectors import VectorSet, fuse_page, rank
+
+    cosines = {"at": 0.25, "above": 0.375, "below": 0.249}
+    ids = sorted(cosines)
+    matrix = np.zeros((len(ids), 2), dtype=np.float32)
+    for row, key in enumerate(ids):
+        matrix[row] = (cosines[key], (1 - cosines[key] ** 2) ** 0.5)
+    vectors = VectorSet("test", "0", ids, ["d"] * len(ids), ["t"] * len(ids), matrix)
+    query = np.asarray([1.0, 0.0], dtype=np.float32)
+    want = [("above", 0.375), ("at", 0.25)]
+    for end in (None, 2, 5):
+        assert rank(vectors, query, ids, end=end, floor=0.25) == want, end
+    rows = np.arange(len(ids), dtype=np.int64)
+    for end in (2, 5):
+        page = fuse_page(vectors, query, rows, ids, [], [], [], end, 0.25)
+        assert page.ranked == want, end
+    # Just above the floor the same cosine is left out: the floor is what decided.
+    assert rank(vectors, query, ids, floor=0.250001) == [("above", 0.375)]
+
+
 # ---------------------------------------------------------------------------- choosing
 
 

@@ -3,6 +3,7 @@ repository): every page, every security rule, review decisions as the CLI makes 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from contextlib import contextmanager
@@ -169,6 +170,13 @@ def test_a_wrong_token_in_the_url_is_refused_and_sets_no_cookie(path):
         "127.0.0.1",
         f"127.0.0.1.evil.example:{PORT}",
         "",
+        # An address with the right port is the bound address only on a 0.0.0.0 bind: on a
+        # loopback bind, another interface's address (or the IPv6 loopback) is not the one
+        # printed.
+        f"192.168.1.20:{PORT}",
+        f"10.0.0.1:{PORT}",
+        f"[::1]:{PORT}",
+        f"[fe80::1]:{PORT}",
     ],
 )
 def test_a_host_header_other_than_the_bound_address_is_refused(path, host):
@@ -401,6 +409,23 @@ def test_the_records_page_lists_in_the_documented_order_with_filters_counts_and_
         assert not [a for a in Markup(second.text).tags("a") if "offset=4" in (a["href"] or "")]
 
 
+def bm25_one_word(tf: int, length: int, df: int, docs: int, avg: float) -> float:
+    """The documented BM25 of one word (docs/search.md): Lucene's idf, K1 1.2, B 0.75."""
+    idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+
+
+def scores(html: str, table: str) -> dict[str, str]:
+    """Each row's record id and the score it shows (its last numeric cell)."""
+    body = html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0]
+    found = {}
+    for row in re.findall(r"<tr\b.*?</tr>", body, re.S):
+        record = re.search(r'href="/records/([0-9a-f]{16})', row)
+        if record:
+            found[record[1]] = re.findall(r'<td class="num">([^<]*)</td>', row)[-1]
+    return found
+
+
 def test_search_ranks_by_relevance_with_scores_and_the_list_mode_filters_in_order(path):
     with opened(path) as store:
         once = store.add("tabs mentioned once among other words here", kind="fact").id
@@ -410,7 +435,15 @@ def test_search_ranks_by_relevance_with_scores_and_the_list_mode_filters_in_orde
         found = client.get("/?q=tabs&mode=keyword")
         assert found.status_code == 200
         assert rows(found.text, "records") == [twice, once]
-        assert "score" in Markup(found.text).text
+        # Each row shows its BM25 score (docs/search.md) to three places: "tabs" asks for its
+        # stem "tab" and, at a tenth of its weight, the form as written; both are in 2 of the
+        # 3 records, whose average length is 4 words.
+        expected = {
+            twice: 1.1 * bm25_one_word(3, 3, 2, 3, 4.0),
+            once: 1.1 * bm25_one_word(1, 7, 2, 3, 4.0),
+        }
+        assert scores(found.text, "records") == {i: f"{s:.3f}" for i, s in expected.items()}
+        assert expected[twice] > expected[once]
         listed = client.get("/?q=tabs&mode=list")
         assert rows(listed.text, "records") == [once, twice]  # the list order: priority first
         # Without the semantic extra: the library's refusal, as a 400 (test_serve_hardening).
@@ -669,6 +702,26 @@ def test_a_post_without_the_right_csrf_token_changes_nothing(path, csrf):
             assert state(path) == before
         # The token of another server is not this one's.
         assert config.csrf != csrf
+
+
+def test_a_csrf_token_short_of_the_servers_by_any_length_is_refused(path):
+    """Only the whole token passes: a prefix of it (one character, all but the last) or the
+    token with one more character changes nothing."""
+    [pending] = agent_writes(path, "pending")
+    before = state(path)
+    with served(path) as (client, config):
+        token = config.csrf
+        for forged in (token[:1], token[:-1], token[: len(token) // 2], token + "x", token[1:]):
+            for action in ("/review/accept", "/review/reject"):
+                data = {"id": pending, "branch": "mcp", "reason": "forged", "csrf": forged}
+                refused = client.post(action, data=data)
+                assert refused.status_code == 403, (forged, action)
+                assert "CSRF" in refused.text
+                assert state(path) == before
+        # The whole token is accepted: the refusals above were the token's doing.
+        done = client.post("/review/reject", data={"id": pending, "branch": "mcp", "csrf": token})
+        assert done.status_code in (200, 303), done.text
+        assert state(path) != before
 
 
 def test_a_bad_decision_shows_the_librarys_error_and_changes_nothing(path):

@@ -85,6 +85,41 @@ def test_a_change_in_a_folder_made_after_the_watch_began_is_noticed(tmp_path):
         quiet.close()
 
 
+def test_a_quiet_descriptor_that_cannot_watch_a_new_folder_never_again_says_nothing_changed(
+    tmp_path,
+):
+    """The kernel's watch limit reached: a shard folder made after the watch began cannot be
+    watched, so the descriptor is closed, and from then on every read must wait for its
+    barrier. A closed descriptor that said "nothing changed" would let a read skip the edits
+    made in that folder."""
+    from watchdog.observers.inotify_c import inotify_add_watch
+
+    root = tmp_path / "store"
+    (root / "memory").mkdir(parents=True)
+    started = Quiet.start(str(root))
+    assert started is not None, "inotify is not available here"
+    limit = {"reached": False}
+
+    def add_watch(fd: int, path: bytes, mask: int) -> int:
+        # inotify_add_watch's answer once the kernel's limit is reached: -1 (ENOSPC).
+        return -1 if limit["reached"] else inotify_add_watch(fd, path, mask)
+
+    quiet = Quiet(str(root), os.dup(started._fd), started._mask, add_watch)
+    started.close()
+    try:
+        assert quiet.still()
+        limit["reached"] = True
+        (root / "memory" / "ab").mkdir()
+        assert not quiet.still(), "the folder was made"
+        for _ in range(3):
+            (root / "memory" / "ab" / "ab12.md").write_text("edited\n")
+            assert not quiet.still(), "an unwatched folder: nothing can be said"
+        quiet.close()
+        assert not quiet.still()
+    finally:
+        quiet.close()
+
+
 def test_a_hand_edit_is_checked_from_its_event_alone(store, watched):
     record = store.add("The deploy window is Tuesday.", kind="fact")
     watched.refresh()

@@ -125,6 +125,34 @@ def test_plain_words_are_read_as_the_parser_reads_them(words, spaces):
 
 
 def test_query_syntax_still_goes_to_the_parser():
-    syntax = ('"deploy window"', "deploy*", "deploy^2", "deploy AND window", "deploy NOT window")
-    for text in syntax:
-        assert repr(text_query(text)) != repr(plain_words_query(text)), text
+    """Syntax is read as Whoosh's query language (phrases, prefixes, boosts, AND, NOT,
+    groups), each word still asking for its form as written (a tenth) and its stem; plain
+    words go the fast way, to the same OR of words the parser would make."""
+    from whoosh import query as Q
+
+    def term(word: str, boost: float = 1.0) -> Q.Term:
+        return Q.Term("content", word, boost=boost)
+
+    def forms(written: str, stem: str, boost: float = 1.0) -> Q.Or:
+        return Q.Or([term(written, boost=0.1 * boost), term(stem, boost=boost)])
+
+    expected = {
+        '"deploy window"': Q.Phrase("content", ["deploy", "window"]),
+        '"running jobs"': Q.Phrase("content", ["run", "job"]),
+        "deploy*": Q.Prefix("content", "deploy"),
+        "deploy^2": term("deploy", boost=2.0),
+        "deploying^2": forms("deploying", "deploy", boost=2.0),
+        "deploy AND window": Q.And([term("deploy"), term("window")]),
+        "deploying AND window": Q.And([forms("deploying", "deploy"), term("window")]),
+        "deploy NOT window": Q.Or([term("deploy"), Q.Not(term("window"))]),
+        "(deploy OR ship) AND window": Q.And(
+            [Q.Or([term("deploy"), term("ship")]), term("window")]
+        ),
+        # No syntax: the plain way, an OR of the words.
+        "deploy window": Q.Or([term("deploy"), term("window")]),
+    }
+    for text, query in expected.items():
+        made = text_query(text)
+        assert (made, repr(made)) == (query, repr(query)), text
+        syntax = text != "deploy window"
+        assert (repr(made) != repr(plain_words_query(text))) is syntax, text

@@ -35,6 +35,14 @@ MERGE_PATTERN = f"{MEMORY_DIR}/**/*{RECORD_SUFFIX}"
 _CONFLICT = re.compile(r"^<{7}(?: |$).*?^={7}$.*?^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 
 
+def conflict_line(text: str) -> int | None:
+    """The line where git's merge conflict markers begin in ``text`` (a ``<<<<<<<``, a
+    ``=======`` and a ``>>>>>>>`` line, in that order), or None: what a line-by-line merge
+    that went around lantern's merge drivers leaves in a file."""
+    conflict = _CONFLICT.search(text)
+    return None if conflict is None else text[: conflict.start()].count("\n") + 1
+
+
 def record_path(record_id: str) -> str:
     """Where a record lives, relative to the store root. The id is checked so it never escapes."""
     if not isinstance(record_id, str) or not ID_RE.fullmatch(record_id):
@@ -170,11 +178,11 @@ def parse(
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return None, Problem(path, data[: err.start].count(b"\n") + 1, "is not valid UTF-8")
-    conflict = _CONFLICT.search(text)
-    if conflict:
+    conflict = conflict_line(text)
+    if conflict is not None:
         return None, Problem(
             path,
-            text[: conflict.start()].count("\n") + 1,
+            conflict,
             "holds git merge conflict markers: git merged it line by line, without lantern's "
             "record merge driver. Undo that merge with git merge --abort and merge with "
             "lantern sync (field by field), or keep one version (git checkout --ours or "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..core.fields import TMP_SUFFIX
 from ..errors import NotFound, StoreError, ValidationError
-from .record_file import Problem, read_bytes
+from .record_file import Problem, conflict_line, read_bytes
 from .source import (
     MANIFEST_SUFFIX,
     MAX_MANIFEST_BYTES,
@@ -238,8 +238,9 @@ def source_in_tree(
 
 
 def source_problems(root: str, source_id: str) -> list[Problem]:
-    """What ``lantern check`` reports for one source: unreadable files, a bad manifest, and a
-    manifest that does not describe its body (lines, bytes, sha256)."""
+    """What ``lantern check`` reports for one source: unreadable files, a bad manifest, a
+    body changed by hand into git's conflict markers, and a manifest that does not describe
+    its body (lines, bytes, sha256)."""
     found, problem = read_source_file(root, source_id)
     if problem is not None:
         return [problem]
@@ -247,6 +248,20 @@ def source_problems(root: str, source_id: str) -> list[Problem]:
         return []
     manifest, body = found.manifest, found.body
     if found.stale or manifest.bytes != len(body) or manifest.lines != count_lines(body):
+        # Markers in a body its manifest does not describe: a line-by-line merge, not a
+        # transcript that quotes them (that one was ingested, and its manifest describes it).
+        conflict = conflict_line(body.decode("utf-8", "replace"))
+        if conflict is not None:
+            return [
+                Problem(
+                    found.body_path,
+                    conflict,
+                    "holds git merge conflict markers: git merged it line by line, without "
+                    "lantern's source merge driver. Undo that merge with git merge --abort and "
+                    "merge with lantern sync, or keep one version (git checkout --ours or "
+                    f"--theirs -- {found.body_path}) and run lantern commit",
+                )
+            ]
         return [
             Problem(
                 manifest_path(source_id),

@@ -1,0 +1,386 @@
+"""Mutation testing of the code that guards the store, run on demand (not in CI): cosmic-ray
+changes one operator, constant or condition at a time, and the module's own tests must fail.
+
+Hand-picked plants (``benchmarks/mutants.py``) prove that the bugs once fixed stay fixed; this
+asks of every line of these modules whether some test would notice it changed. cosmic-ray
+rather than mutmut: it mutates the module's file in place, so the many tests that run the CLI in
+a subprocess (``python -m lantern_git``) or the MCP server over stdio import the mutant too,
+with no import path to arrange; mutmut 3 runs the tests against a copy in ``mutants/`` and
+switches mutants through in-process trampolines, which a subprocess would not see.
+
+Each module below names its file, the functions to mutate where only part of a file guards
+the store (None: the whole file), and the test files that are its own: a run is one module's
+mutants, each against those tests with ``-x`` and a per-mutant timeout, one at a time (the
+machine is shared). Survivors judged equivalent or accepted are listed, with why, in
+``benchmarks/mutation_survivors.md``.
+
+    pip install -e '.[dev,semantic,mutation]'
+    python benchmarks/mutation.py                     # every module, the smallest first
+    python benchmarks/mutation.py --module paging     # one module
+    python benchmarks/mutation.py --list              # the modules and their mutant counts
+    python benchmarks/mutation.py --module paging --survivors   # the last run's survivors
+
+Prints each module's score (killed / mutants run) and its survivors as diffs; a module's session
+(``.mutation/<name>.sqlite``, ignored by git) is kept, so a run that was stopped resumes where it
+was. The module's file is put back as it was however the run ends (cosmic-ray restores it after
+each mutant; this script checks it and restores it again on the way out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSIONS = ROOT / ".mutation"
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: str
+    # Only these functions and methods are mutated (None: the whole file).
+    functions: tuple[str, ...] | None
+    tests: tuple[str, ...]
+    # Seconds one mutant's test run may take before it counts as killed (a mutant that loops):
+    # about three times the tests' own time on a busy two-core machine.
+    timeout: float
+
+
+MODULES = [
+    # The rule's own tests: the surfaces' (CLI, MCP) take two minutes on a busy machine.
+    Module(
+        "paging",
+        "lantern_git/core/paging.py",
+        None,
+        (
+            "tests/test_paging.py::test_a_page_is_checked_once_and_zero_is_no_limit",
+            "tests/test_paging.py::test_a_page_takes_slices_and_tells_whether_another_follows",
+            "tests/test_paging.py::test_the_largest_page_is_accepted_and_one_more_is_refused",
+        ),
+        120,
+    ),
+    Module(
+        "security",
+        "lantern_git/web/security.py",
+        None,
+        ("tests/test_security.py", "tests/test_serve.py", "tests/test_serve_cli.py"),
+        180,
+    ),
+    Module(
+        "record_merge", "lantern_git/model/record_merge.py", None, ("tests/test_merge.py",), 180
+    ),
+    Module(
+        "ranking",
+        "lantern_git/index/ranking.py",
+        None,
+        ("tests/test_hybrid_fusion.py", "tests/test_search_explain.py"),
+        240,
+    ),
+    Module(
+        "bm25",
+        "lantern_git/index/bm25.py",
+        None,
+        ("tests/test_search_explain.py", "tests/test_word_forms.py", "tests/test_search_index.py"),
+        240,
+    ),
+    Module(
+        "review",
+        "lantern_git/review.py",
+        ("choose", "accept", "reject"),
+        ("tests/test_review.py",),
+        400,
+    ),
+    Module(
+        "source_checks",
+        "lantern_git/model/source.py",
+        (
+            "check_source_id",
+            "parse_source_path",
+            "check_size",
+            "_refuse_nul",
+            "check_body",
+            "encode_body",
+            "from_dict",
+            "check_meta",
+            "check_text_field",
+            "check_kind",
+            "parse",
+            "is_source_ref",
+        ),
+        ("tests/test_evidence.py", "tests/test_evidence_edges.py"),
+        300,
+    ),
+    Module(
+        "git_journal",
+        "lantern_git/git/repo.py",
+        ("apply", "_write_journal", "_undone_on_failure", "_undo", "finish", "recover"),
+        ("tests/test_faults.py",),
+        600,
+    ),
+]
+
+
+def session_path(module: Module) -> Path:
+    return SESSIONS / f"{module.name}.sqlite"
+
+
+def config_text(module: Module) -> str:
+    tests = " ".join(module.tests)
+    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"
+    return (
+        "[cosmic-ray]\n"
+        f'module-path = "{module.path}"\n'
+        f"timeout = {module.timeout}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{command}"\n'
+        "\n[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+    )
+
+
+def function_lines(path: Path, names: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The line ranges of the functions and methods called ``names`` in the file at ``path``
+    (each name must be found, so a rename is reported rather than silently mutating nothing)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: dict[str, list[tuple[int, int]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
+            found.setdefault(node.name, []).append((node.lineno, node.end_lineno or node.lineno))
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise SystemExit(f"{path}: no function named {', '.join(missing)}")
+    return [span for name in names for span in found[name]]
+
+
+def inert_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where a mutant changes nothing that runs: docstrings, and type annotations (never
+    evaluated: every module has ``from __future__ import annotations``), as (start, end)
+    positions, lines from 1 and columns from 0, as cosmic-ray gives them."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.append(value)
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            found.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            found.append(node.returns)
+    return [
+        ((n.lineno, n.col_offset), (n.end_lineno or n.lineno, n.end_col_offset or 0)) for n in found
+    ]
+
+
+def initialise(module: Module, session: Path | None = None) -> None:
+    """A new session for ``module`` (at ``session``, or its own): every mutant, then those
+    outside its functions or in inert code skipped."""
+
+    SESSIONS.mkdir(exist_ok=True)
+    config = SESSIONS / f"{module.name}.toml"
+    config.write_text(config_text(module))
+    session = session or session_path(module)
+    session.unlink(missing_ok=True)
+    run(["cosmic-ray", "init", str(config), str(session)])
+    skip_inert(module, session)
+
+
+def skip_inert(module: Module, session: Path) -> None:
+    """Skip the mutants outside the module's functions or in inert code, run or not: the
+    filter may have changed since the session began."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    path = ROOT / module.path
+    spans = function_lines(path, module.functions) if module.functions else None
+    inert = inert_spans(path)
+    with use_db(str(session)) as db:
+        skipped = []
+        for item in db.work_items:
+            start, end = tuple(item.mutations[0].start_pos), tuple(item.mutations[0].end_pos)
+            outside = spans is not None and not any(a <= start[0] and end[0] <= b for a, b in spans)
+            if outside or any(a <= start and end <= b for a, b in inert):
+                skipped.append(item.job_id)
+        if skipped:
+            db.set_multiple_results(
+                skipped,
+                WorkResult(output="outside the scope", worker_outcome=WorkerOutcome.SKIPPED),
+            )
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=ROOT, check=True, **kwargs)
+
+
+@dataclass
+class Score:
+    mutants: int
+    killed: int
+    timeouts: int
+    survivors: list[tuple[str, str]]  # (where, diff)
+    pending: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.mutants if self.mutants else 100.0
+
+
+def score(module: Module) -> Score:
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    with use_db(str(session_path(module))) as db:
+        results = dict(db.results)
+        items = {item.job_id: item for item in db.work_items}
+        pending = sum(1 for _ in db.pending_work_items)
+    ran = {
+        job: r
+        for job, r in results.items()
+        if r.worker_outcome not in (WorkerOutcome.SKIPPED, WorkerOutcome.NO_TEST)
+    }
+    survivors = []
+    for job, result in ran.items():
+        if result.test_outcome == TestOutcome.SURVIVED:
+            mutation = items[job].mutations[0]
+            where = f"{module.path}:{mutation.start_pos[0]} {mutation.operator_name}"
+            survivors.append((where, result.diff or ""))
+    survivors.sort(key=lambda s: int(s[0].split(":")[1].split()[0]))
+    timeouts = sum(1 for r in ran.values() if r.output == "timeout")
+    return Score(len(ran), len(ran) - len(survivors), timeouts, survivors, pending)
+
+
+def count(module: Module) -> int:
+    """How many mutants a run of ``module`` has (in a session of its own: a run's is kept)."""
+    from cosmic_ray.work_db import use_db
+
+    session = SESSIONS / f"{module.name}.count.sqlite"
+    try:
+        initialise(module, session)
+        with use_db(str(session)) as db:
+            return sum(1 for _ in db.pending_work_items)
+    finally:
+        session.unlink(missing_ok=True)
+
+
+def baseline(module: Module) -> None:
+    """The module's tests pass unmutated: a mutant's failure is the mutant's doing."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *module.tests],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"{module.name}: the tests fail without a mutant:\n{result.stdout}")
+    print(f"{module.name}: baseline passes in {time.monotonic() - started:.0f} s", flush=True)
+
+
+def forget_survivors(module: Module) -> int:
+    """Put the last run's survivors back to run again (with the tests as they are now): a
+    killed mutant stays killed while the tests that killed it stay, so only the survivors
+    need asking again after tests were added for them."""
+    import sqlite3
+
+    with closing(sqlite3.connect(session_path(module))) as db, db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
+def execute(module: Module, fresh: bool) -> None:
+    path = ROOT / module.path
+    original = path.read_bytes()
+    status = subprocess.run(
+        ["git", "diff", "--quiet", "--", module.path], cwd=ROOT, check=False
+    ).returncode
+    if status != 0:
+        raise SystemExit(f"{module.path} has uncommitted changes: commit them first")
+
+    def restore(*_: object) -> None:
+        if path.read_bytes() != original:
+            path.write_bytes(original)
+
+    # A stale compiled copy could stand in for a mutant of the same size and second.
+    shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
+
+    def stopped(*_: object) -> None:
+        restore()
+        sys.exit(1)
+
+    previous = signal.signal(signal.SIGTERM, stopped)
+    try:
+        if fresh or not session_path(module).exists():
+            initialise(module)
+        skip_inert(module, session_path(module))
+        baseline(module)
+        started = time.monotonic()
+        config = SESSIONS / f"{module.name}.toml"
+        config.write_text(config_text(module))  # the module's tests as they are now
+        run(["cosmic-ray", "exec", str(config), str(session_path(module))])
+        print(f"{module.name}: mutants run in {time.monotonic() - started:.0f} s", flush=True)
+    finally:
+        restore()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def report(module: Module, show: bool) -> Score:
+    found = score(module)
+    left = f", {found.pending} not run yet" if found.pending else ""
+    print(
+        f"{module.name:14} {found.percent:5.1f}% killed ({found.killed} of {found.mutants}; "
+        f"{found.timeouts} by timeout{left}); {len(found.survivors)} survived",
+        flush=True,
+    )
+    if show:
+        for where, diff in found.survivors:
+            print(f"  {where}")
+            for line in diff.splitlines():
+                if line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
+                    print(f"      {line}")
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--module", action="append", help="only this module (repeatable)")
+    parser.add_argument("--list", action="store_true", help="the modules and their mutants")
+    parser.add_argument("--survivors", action="store_true", help="the last run's score only")
+    parser.add_argument("--fresh", action="store_true", help="start over, not resume")
+    parser.add_argument(
+        "--again", action="store_true", help="run the last run's survivors again, not the rest"
+    )
+    args = parser.parse_args()
+    names = {m.name for m in MODULES}
+    unknown = set(args.module or ()) - names
+    if unknown:
+        parser.error(f"no module {', '.join(sorted(unknown))}; the modules: {', '.join(names)}")
+    chosen = [m for m in MODULES if not args.module or m.name in args.module]
+    if args.list:
+        for module in chosen:
+            scope = ", ".join(module.functions) if module.functions else "the whole file"
+            print(f"{module.name:14} {count(module):4} mutants  {module.path} ({scope})")
+        return 0
+    if not args.survivors:
+        for module in chosen:
+            if args.again:
+                report(module, show=False)
+                print(f"{module.name}: {forget_survivors(module)} survivors run again")
+            execute(module, args.fresh)
+            report(module, show=False)
+    print()
+    scores = [report(m, show=True) for m in chosen if session_path(m).exists()]
+    return 0 if all(s.percent >= 90 and not s.pending for s in scores) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
