@@ -450,7 +450,8 @@ def test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings():
     alike, and one a step below is not. 0.25 and 0.375 are exact in float32."""
     import numpy as np
 
-    from lantern_git.index.vectors import VectorSet, fuse_page, rank
+    from lantern_git.index.ranking import fuse_page
+    from lantern_git.index.vectors import VectorSet, rank
 
     cosines = {"at": 0.25, "above": 0.375, "below": 0.249}
     ids = sorted(cosines)
