@@ -32,8 +32,8 @@ RecordRequest = SearchRequest[RecordQuery]
 
 class RecordCorpus:
     """The store's indexed records. A request's filters are a :class:`RecordQuery` (its text
-    and page aside: the request's), ``cites`` a full source id or None: citations are not
-    indexed, so the candidates and the keyword matches are checked on their records."""
+    and page aside: the request's), ``cites`` a full source id or None: a term of the index,
+    like the other filters."""
 
     def __init__(
         self,
@@ -60,24 +60,14 @@ class RecordCorpus:
 
     def keyword_page(self, request: RecordRequest) -> list[Hit]:
         page = request.page
-        if request.filters.cites is None:
-            query = dataclasses.replace(
-                request.filters, text=request.text, limit=page.limit, offset=page.offset
-            )
-            return self.index.fresh(query, True, self._refresh)
-        # Citations are not indexed: the whole keyword ranking is checked on its records,
-        # then paged, so an offset counts cited hits only.
-        hits = self.index.fresh(self._query(request), True, self._refresh)
-        return page.take([h for h in hits if request.filters.matches_cites(h.record)])
+        query = dataclasses.replace(
+            request.filters, text=request.text, limit=page.limit, offset=page.offset
+        )
+        return self.index.fresh(query, True, self._refresh)
 
     def _select(self, request: RecordRequest) -> tuple[list[str], list[int]]:
         if self._selected is None:
-            query = self._query(request)
-            ids_by_docnum, docs = self.index.matching_docs(query)
-            if query.cites is not None:
-                cited = self.index.records(ids_by_docnum[d] for d in docs)
-                docs = [d for d in docs if query.matches_cites(cited[ids_by_docnum[d]])]
-            self._selected = (ids_by_docnum, docs)
+            self._selected = self.index.matching_docs(self._query(request))
         return self._selected
 
     def candidates(self, request: RecordRequest, vectors: VectorSet, ordered: bool) -> np.ndarray:
@@ -89,11 +79,6 @@ class RecordCorpus:
         # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
         # sorted or looked up by id.
         id_of, docs, scores = self.index.raw_scored_docs(self._query(request))
-        if request.filters.cites is not None:
-            chosen = set(self._select(request)[1])
-            kept = [i for i, d in enumerate(docs) if d in chosen]
-            docs = [docs[i] for i in kept]
-            scores = [scores[i] for i in kept]
         return Matches(id_of, docs, scores)
 
     def words_held(self, request: RecordRequest, matches: Matches) -> tuple[int, list[int]]:

@@ -173,12 +173,9 @@ class Records:
             return []
         if include_pending:
             return self._list_pending(query, at)
+        # ``cites`` is a filter like the others: a term of the index (``at``: checked on each
+        # record of that tree, by the same rule).
         query = self._resolved(query)
-        if query.cites is not None:
-            # Citations are not indexed: the filter runs on the whole list, then the page.
-            whole = dataclasses.replace(query, cites=None, limit=None, offset=0)
-            cited = [r for r in self.list(whole, at=at) if query.matches_cites(r)]
-            return query.page.take(cited)
         if at is not None:
             from .timetravel import list_at
 
@@ -195,8 +192,9 @@ class Records:
         _check_query(query)
         if not self.workspace.exists:
             return 0
-        if at is not None or query.text or query.cites is not None:
+        if at is not None or query.text:
             return len(self.list(query, at=at))
+        query = self._resolved(query)
         self.workspace.refresh()
         return self.workspace.index.count(query)
 

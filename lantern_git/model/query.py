@@ -65,6 +65,20 @@ def sort_key(record: Record) -> tuple[int, str]:
     return (order_key(record), record.id)
 
 
+def cited_sources(record: Record) -> set[str]:
+    """The source ids ``record`` cites: of each ``source:`` reference, what comes before its
+    ``@`` or ``#``, as written (the record index keeps them as terms, so that ``cites`` is one
+    term's postings; ``RecordQuery.matches_cites`` asks the same of one record). An id with
+    whitespace in it is no source id, and is left out."""
+    found = set()
+    for ref in record.source_refs:
+        if ref.startswith("source:"):
+            cited = ref[len("source:") :].split("@", 1)[0].split("#", 1)[0]
+            if cited and not any(c.isspace() for c in cited):
+                found.add(cited)
+    return found
+
+
 @dataclass
 class RecordQuery:
     """Filters shared by list and search."""
@@ -130,11 +144,7 @@ class RecordQuery:
         )
 
     def matches_cites(self, record: Record) -> bool:
-        prefix = f"source:{self.cites}"
-        return any(
-            ref == prefix or ref.startswith((prefix + "@", prefix + "#"))
-            for ref in record.source_refs
-        )
+        return self.cites is not None and self.cites in cited_sources(record)
 
     def matches(self, record: Record) -> bool:
         """The same filters applied to one record (for answers that do not use the index)."""
