@@ -59,6 +59,9 @@ RUNNERS = {
     ("docs/evidence-inputs.md", None): (
         "test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
     ),
+    ("docs/entities.md", "## A session"): (
+        "test_entities_docs.py::test_the_entities_session_runs_as_written"
+    ),
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
 # into runners (issue 36). A block added to one of them, or a page added here, fails the check.

@@ -257,10 +257,12 @@ def test_no_mcp_tool_reads_a_path_of_the_servers_host(store_path, tmp_path):
     replies = anyio.run(main)
     assert replies[0]["uri"] == hidden.as_uri() and replies[0]["lines"] == 1  # the decoy's
     calls = [line for line in trace.read_text().splitlines() if HIDDEN in line]
-    # A value taken as a revision is looked up among the store's refs (.git/refs/<value>):
-    # git's own names, not the host's files. Nothing else may name the file.
-    refs = f'("{store_path}/.git/refs/'
-    assert [line for line in calls if refs not in line] == []
+    # A value taken as a revision is looked up among the store's refs (.git/refs/<value>),
+    # and one taken as an entity type among the store's entity folders (entities/<value>,
+    # a checked folder name): the store's own names, not the host's files. Nothing else may
+    # name the file.
+    inside = (f'("{store_path}/.git/refs/', f'"{store_path}/entities/{HIDDEN}.md"')
+    assert [line for line in calls if not any(place in line for place in inside)] == []
     assert not any(f"{HIDDEN} contents" in str(reply) for reply in replies)
     history = git(store_path, "log", "--all", "-p", "--format=%B")
     assert HIDDEN in history  # the path was stored as text where a tool takes text...

@@ -56,6 +56,7 @@ def _import_twice(store_path, *args) -> dict:
         "skipped": result["imported"],
         "commit": None,
         "sources": [],
+        "entities": [],
     }
     assert snapshot(store_path) == state
     return result

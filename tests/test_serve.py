@@ -713,13 +713,20 @@ def test_a_csrf_token_short_of_the_servers_by_any_length_is_refused(path):
         token = config.csrf
         for forged in (token[:1], token[:-1], token[: len(token) // 2], token + "x", token[1:]):
             for action in ("/review/accept", "/review/reject"):
-                data = {"id": pending, "branch": "mcp", "reason": "forged", "csrf": forged}
+                data = {
+                    "id": pending,
+                    "branch": "mcp",
+                    "reason": "forged",
+                    "csrf": forged,
+                    "tip": tip(path, MCP_BRANCH),
+                }
                 refused = client.post(action, data=data)
                 assert refused.status_code == 403, (forged, action)
                 assert "CSRF" in refused.text
                 assert state(path) == before
         # The whole token is accepted: the refusals above were the token's doing.
-        done = client.post("/review/reject", data={"id": pending, "branch": "mcp", "csrf": token})
+        decision = {"id": pending, "branch": "mcp", "csrf": token, "tip": tip(path, MCP_BRANCH)}
+        done = client.post("/review/reject", data=decision)
         assert done.status_code in (200, 303), done.text
         assert state(path) != before
 

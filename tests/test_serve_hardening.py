@@ -238,6 +238,7 @@ GET_PARAMS = {
         "offset",
     ],
     "/records/{record_id}": ["at", "pending"],
+    "/entities/{key}": [],
     "/sources": ["kind", "limit", "offset"],
     "/sources/{source_id}": ["version"],
     "/review": ["done", "records", "commit"],
@@ -310,12 +311,15 @@ def busy(tmp_path_factory) -> Iterator[Busy]:
     try:
         [ingested] = store.sources.add([SourceInput(b"one\ntwo\n", "s.md", uri="session:s")])
         source = ingested.manifest.id
-        record = store.add("cites", kind="fact", source_refs=[f"source:{source}#L1"]).id
+        record = store.add(
+            "cites", kind="fact", source_refs=[f"source:{source}#L1"], entities=["person:ana"]
+        ).id
     finally:
         store.close()
     agent_writes(path, "a pending record")
     with served(path) as (client, config):
-        yield Busy(client, config.csrf, {"record_id": record, "source_id": source})
+        ids = {"record_id": record, "source_id": source, "key": "person:ana"}
+        yield Busy(client, config.csrf, ids)
 
 
 def test_the_property_test_names_every_route_of_the_app(busy):
