@@ -24,6 +24,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -198,14 +199,24 @@ def normalise(line: str, home: str) -> str:
 
 
 def run_session(
-    body: str, cwd: Path, env: dict, home: str, aliases: dict[str, str] | None = None
+    body: str,
+    cwd: Path,
+    env: dict,
+    home: str,
+    aliases: dict[str, str] | None = None,
+    *,
+    a_second_apart: bool = False,
 ) -> Path:
     """Runs one block's commands in order as a terminal would (stderr beside stdout), from
     ``cwd``; returns the working folder the last command left. ``aliases`` maps what a run
     prints to what the page shows for it where that follows from where the run happens (an id
-    made from a path in Ana's home), as the test computes it."""
+    made from a path in Ana's home), as the test computes it. ``a_second_apart``: each command
+    starts in a second of its own, as a person types them, for pages that show a record's
+    ``updated_at`` moving (two writes in one second leave it where it was)."""
     state = cwd.parent / ".session-cwd"
     for command, expected in steps(body):
+        if a_second_apart:
+            time.sleep(1 - time.time() % 1)  # at most a second: to the next one
         script = 'cd "$0" && { eval "$1"; } 2>&1; status=$?; pwd > "$2"; exit $status'
         result = subprocess.run(
             ["bash", "-c", script, str(cwd), command, str(state)],
@@ -450,7 +461,7 @@ def test_the_history_page_runs_as_written(tmp_path):
     """On usage.md's store after editing.md's first two sessions, as the page says."""
     env, cwd = usage_store(tmp_path)
     for body in [body for _, _, marked, body in blocks(ROOT / "docs" / "editing.md")][:2]:
-        cwd = run_session(body, cwd, env, env["HOME"])
+        cwd = run_session(body, cwd, env, env["HOME"], a_second_apart=True)
     for _, _, marked, body in blocks(ROOT / "docs" / "history.md"):
         assert not marked
-        cwd = run_session(body, cwd, env, env["HOME"])
+        cwd = run_session(body, cwd, env, env["HOME"], a_second_apart=True)
