@@ -19,9 +19,24 @@ from urllib.parse import urlsplit
 from reliability_support import cli_env
 from starlette.testclient import TestClient
 
+from lantern_git.store import Store
 from lantern_git.web.app import ServeConfig, close_app, create_app, open_store
 
 PORT = 8765
+# The review branch ``lantern mcp --review`` writes to.
+MCP_BRANCH = "refs/heads/lantern/review/mcp"
+
+
+@contextmanager
+def opened(path: Path, **kwargs):
+    """The store at ``path`` opened as the CLI opens it (options may differ), closed after."""
+    store = Store(str(path), **{"actor": "cli", **kwargs})
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 BASE = f"http://127.0.0.1:{PORT}"
 
 

@@ -19,26 +19,14 @@ import pygit2
 import pytest
 from conftest import snapshot
 from reliability_support import cli, make_store
-from serve_support import Markup, served
+from serve_support import MCP_BRANCH, Markup, opened, served
 
 from lantern_git.git.repo import parse_trailers
-from lantern_git.store import Store
-
-MCP_BRANCH = "refs/heads/lantern/review/mcp"
 
 
 @pytest.fixture
 def path(tmp_path) -> Path:
     return make_store(tmp_path / "store")
-
-
-@contextmanager
-def opened(path: Path, **kwargs):
-    store = Store(str(path), **{"actor": "cli", **kwargs})
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 @contextmanager

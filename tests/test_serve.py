@@ -6,36 +6,25 @@ from __future__ import annotations
 import math
 import re
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pygit2
 import pytest
 from conftest import git, snapshot
 from reliability_support import cli, make_store
-from serve_support import BASE, PORT, Markup, forms, served
+from serve_support import BASE, MCP_BRANCH, PORT, Markup, forms, opened, served
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
 from lantern_git.store import Store
 from lantern_git.web.app import ServeConfig, create_app
 
-MCP_BRANCH = "refs/heads/lantern/review/mcp"
 CLI_BRANCH = "refs/heads/lantern/review/cli"
 
 
 @pytest.fixture
 def path(tmp_path) -> Path:
     return make_store(tmp_path / "store")
-
-
-@contextmanager
-def opened(path: Path, **kwargs):
-    store = Store(str(path), **{"actor": "cli", **kwargs})
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def add(path: Path, content: str, kind: str = "fact", **options) -> str:
