@@ -186,19 +186,9 @@ class Entity:
         unknown = sorted(set(data) - known)
         if unknown:
             raise _fail(unknown[0], "is not an entity field")
-        for needed in ("key", "created_at", "updated_at"):
-            if needed not in data:
-                raise _fail(needed, "is missing")
-        key = check_key(data["key"])
-        return cls(
-            key=key,
-            name=check_label("name", data.get("name", key.split(":", 1)[1])),
-            aliases=check_aliases(data.get("aliases")),
-            description=check_description(data.get("description")),
-            created_at=_check_time("created_at", data["created_at"]),
-            updated_at=_check_time("updated_at", data["updated_at"]),
-            notes=_check_notes(data.get("notes", "")),
-        )
+        if "key" not in data:
+            raise _fail("key", "is missing")
+        return cls._checked(check_key(data["key"]), data, data.get("notes", ""), {})
 
     @classmethod
     def from_markdown(cls, text: str, path: str | None = None) -> Entity:
@@ -215,6 +205,12 @@ class Entity:
         key = check_key(data["key"])
         if path is not None and entity_path(key) != path:
             raise _fail("key", f"{key} belongs in {entity_path(key)}, not {path}")
+        return cls._checked(key, data, body, {k: v for k, v in data.items() if k not in FIELDS})
+
+    @classmethod
+    def _checked(cls, key: str, data: dict[str, Any], notes: Any, extra: dict[str, Any]) -> Entity:
+        """The entity whose checked ``key`` and fields ``data`` give: the one check of an
+        export line's object and of a file's front matter alike."""
         for needed in ("created_at", "updated_at"):
             if needed not in data:
                 raise _fail(needed, "is missing")
@@ -225,8 +221,8 @@ class Entity:
             description=check_description(data.get("description")),
             created_at=_check_time("created_at", data["created_at"]),
             updated_at=_check_time("updated_at", data["updated_at"]),
-            notes=_check_notes(body),
-            extra={k: v for k, v in data.items() if k not in FIELDS},
+            notes=_check_notes(notes),
+            extra=extra,
         )
 
 
