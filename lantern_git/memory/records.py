@@ -286,14 +286,13 @@ class Records:
         if not self.workspace.exists:
             return []
         page = query.page
+        query = self._resolved(query)
         corpus: RecordCorpus
         if include_pending:
             corpus = PendingRecordCorpus(self.workspace.index, self._pending_records(query))
         elif mode == "keyword":
-            query = self._resolved(query)
             corpus = RecordCorpus(self.workspace.index, self.workspace.refresh)
         else:
-            query = self._resolved(query)
             vectors, embedder = self.workspace.record_vectors(), self.workspace.embedder_name
             corpus = RecordCorpus(self.workspace.index, self.workspace.refresh, vectors, embedder)
         chosen = dataclasses.replace(query, text=None, limit=None, offset=0)
