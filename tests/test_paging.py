@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 
 import pytest
 from conftest import lantern, snapshot
@@ -132,6 +133,15 @@ def test_the_largest_page_is_accepted_and_one_more_is_refused():
         Page(1, True)
     assert raised.value.message == "offset: must be a whole number; got True"
     assert Page(0, 0) == Page(None, 0) and Page(1, 0).offset == 0
+    # The largest count a slice takes is a page's largest limit and offset; one more is
+    # refused, naming the bound (a web parameter of 99999999999999999999 was a 500 before).
+    largest = sys.maxsize
+    assert Page(largest, largest) == Page(largest, largest)
+    assert Page(largest, largest).end == largest
+    for field in ("limit", "offset"):
+        with pytest.raises(InvalidInput) as raised:
+            Page(**{"limit": 1, "offset": 0, field: largest + 1})
+        assert raised.value.message == f"{field}: must be at most {largest}; got {largest + 1}"
 
 
 # ---------------------------------------------------------------------------- library
