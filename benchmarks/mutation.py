@@ -96,7 +96,8 @@ MODULES = [
         "review",
         "lantern_git/review.py",
         ("choose", "accept", "reject"),
-        ("tests/test_review.py",),
+        # test_review_binding holds the tip check and the units a decision takes.
+        ("tests/test_review.py", "tests/test_review_binding.py"),
         400,
     ),
     Module(
