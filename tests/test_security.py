@@ -206,6 +206,12 @@ OWN = f"http://127.0.0.1:{PORT}"
         {"Origin": f"https://127.0.0.1:{PORT}"},
         {"Origin": OWN, "Sec-Fetch-Site": "cross-site"},
         {"Origin": OWN + "/"},
+        # Only null is vouched for by same-origin, and every other origin is compared whole
+        # (these sort before and after the server's own and null).
+        {"Origin": "http://evil.com", "Sec-Fetch-Site": "same-origin"},
+        {"Origin": "ws://evil.com", "Sec-Fetch-Site": "same-origin"},
+        {"Origin": f"http://0.0.0.0:{PORT}"},
+        {"Origin": "ftp://evil.com"},
     ],
 )
 def test_a_write_from_another_origin_is_refused_before_its_token_counts(headers):
