@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LanternError(Exception):
     """Base class: every error lantern raises on purpose carries a code and an exit status."""
@@ -15,7 +17,7 @@ class LanternError(Exception):
         if code is not None:
             self.code = code
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}
 
 

@@ -37,7 +37,8 @@ from .core.fields import (
 from .errors import InvalidInput, NoStore
 from .memory.records import Records
 from .model.record_file import count_records
-from .workspace.workspace import MARKER, Workspace, locate_store
+from .workspace.migrations import MARKER
+from .workspace.workspace import Workspace, locate_store
 
 if TYPE_CHECKING:
     from .core.fields import Unset
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from .git.identity import Identity
     from .git.repo import GitRepo
     from .index.chunks import ChunkIndex
-    from .index.search import Hit, Progress, RefreshReport, SearchIndex
+    from .index.search import Progress, RefreshReport, SearchIndex
     from .index.vectors import Vectors
     from .memory.checker import CheckReport, HandCommit
     from .memory.editing import EditSession
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from .memory.revert import RevertResult
     from .memory.timetravel import RecordDiff
     from .memory.transfer import ImportResult, RecordExport
-    from .model.query import DupePair, RecordQuery
+    from .model.query import DupePair, Hit, RecordQuery
     from .model.record import Record
     from .review import ReviewDecision, ReviewList
     from .sync import SyncReport

@@ -252,7 +252,7 @@ class _Sync:
                 item.merged, item.merged_sources = merged.records, merged.sources
         self.report.review_branches = list(items.values())
 
-    def _push_reviews(self, remote: dict[str, str]) -> subprocess.CompletedProcess | None:
+    def _push_reviews(self, remote: dict[str, str]) -> subprocess.CompletedProcess[str] | None:
         """Push every review branch the remote lacks or is behind on; git's answer when the
         remote moved meanwhile, else None."""
         refs = [

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidInput, NotFound, ValidationError
 from ..model.entity import (
-    ENTITY_FORMAT,
     Entity,
     check_aliases,
-    check_key,
     entity_file_paths,
-    entity_path,
     iter_entity_files,
     parse_entity_file,
 )
+from ..model.entity_keys import ENTITY_FORMAT, check_key, entity_path
 from ..model.record_file import Problem, read_bytes
 from ..workspace.transaction import refuse_uncommitted
 

@@ -54,7 +54,7 @@ def _config_value(root: str, key: str) -> str | None:
 
 def run_git(
     root: str, *args: str, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             ["git", *args],
@@ -69,7 +69,7 @@ def run_git(
         raise GitError("git is not installed (or not on PATH); lantern sync needs it") from None
 
 
-def failure(what: str, result: subprocess.CompletedProcess) -> GitError:
+def failure(what: str, result: subprocess.CompletedProcess[str]) -> GitError:
     output = result.stderr or result.stdout or ""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     detail = " ".join(lines[-4:])
@@ -220,7 +220,7 @@ _FETCH_HEAD_RE = re.compile(r"(?P<oid>[0-9a-f]{40,64})\t[^\t]*\tbranch '(?P<name
 
 def push_refs(
     root: str, target: Target, refs: list[str], env: Mapping[str, str]
-) -> subprocess.CompletedProcess | None:
+) -> subprocess.CompletedProcess[str] | None:
     """Push local branches ``refs`` (full names) to the same names on the remote, in one git
     push, never forced; as :func:`push_branch` answers."""
     if not refs:
@@ -232,7 +232,7 @@ def push_refs(
 
 def push_branch(
     root: str, target: Target, branch: str, env: Mapping[str, str]
-) -> subprocess.CompletedProcess | None:
+) -> subprocess.CompletedProcess[str] | None:
     """None when pushed; git's answer when the remote moved meanwhile (fetch, merge, retry).
 
     Never forced: the remote takes nothing but a fast-forward.
@@ -247,7 +247,7 @@ def push_branch(
 
 def _push(
     root: str, target: Target, args: list[str], env: Mapping[str, str]
-) -> subprocess.CompletedProcess | None:
+) -> subprocess.CompletedProcess[str] | None:
     result = run_git(root, *args, env=env)
     if result.returncode == 0:
         return None

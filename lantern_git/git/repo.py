@@ -21,6 +21,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pygit2
 from pygit2.enums import FileMode, Option, RepositoryState
@@ -272,10 +273,16 @@ class GitRepo:
                 'or pass --author "Name <email>" or set LANTERN_AUTHOR'
             ) from None
 
-    def branch_info(self) -> dict:
+    def branch_info(self) -> dict[str, Any]:
         """Branch, HEAD, upstream and how far ahead/behind it, for ``lantern status``."""
         repo = self.repo
-        info: dict = {"branch": None, "head": None, "upstream": None, "ahead": None, "behind": None}
+        info: dict[str, Any] = {
+            "branch": None,
+            "head": None,
+            "upstream": None,
+            "ahead": None,
+            "behind": None,
+        }
         head_ref = repo.references.get("HEAD")
         target = head_ref.target if head_ref is not None else None
         if isinstance(target, str):
@@ -323,7 +330,7 @@ class GitRepo:
         Built with TreeBuilders from ``base`` down the changed paths only, never by rewriting
         the whole index, so a commit costs the same at 1,000 and 100,000 records.
         """
-        nested: dict[str, dict | Entry | None] = {}
+        nested: dict[str, dict[str, Any] | Entry | None] = {}
         for path, entry in changes.items():
             node = nested
             parts = path.split("/")
@@ -333,7 +340,7 @@ class GitRepo:
         oid = self._write_tree(base, nested)
         return oid if oid is not None else self.repo.TreeBuilder().write()
 
-    def _write_tree(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid | None:
+    def _write_tree(self, base: pygit2.Tree | None, nested: dict[str, Any]) -> pygit2.Oid | None:
         builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
         for name, value in nested.items():
             if name.endswith("/"):
@@ -542,7 +549,7 @@ class GitRepo:
             self._move_ref(ref_name, old, new, summary)
         fault("after-ref")
 
-    def _write_journal(self, journal_dir: str, journal: dict) -> None:
+    def _write_journal(self, journal_dir: str, journal: dict[str, Any]) -> None:
         journal_path = os.path.join(journal_dir, JOURNAL)
         try:
             os.makedirs(journal_dir, exist_ok=True)
@@ -888,7 +895,7 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
         with open(journal_path, "rb") as handle:
             journal_mtime = os.fstat(handle.fileno()).st_mtime
             journal = json.loads(handle.read())
-        files: dict = journal["files"]
+        files: dict[str, Any] = journal["files"]
         op, ref_name, commit = journal["op"], journal["ref"], journal["commit"]
         head_before = journal["head_before"]
         if not isinstance(files, dict):

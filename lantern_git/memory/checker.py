@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.fields import MAX_FILE_BYTES
 from ..errors import CheckFailed, InvalidInput
@@ -58,7 +58,7 @@ class CheckReport:
             f"{where.get(frozenset(sources), 'record files')}"
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "checked": self.checked,
@@ -124,7 +124,7 @@ class HandCommit:
     updated: list[str]
     sources: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "commit": self.commit,
             "records": self.records,
@@ -297,7 +297,7 @@ def _special_entries(root: str) -> list[str]:
     return sorted(found)
 
 
-def _special(entry: os.DirEntry) -> bool:
+def _special(entry: os.DirEntry[str]) -> bool:
     return not (entry.is_file(follow_symlinks=False) or entry.is_symlink())
 
 

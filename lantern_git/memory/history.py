@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import pygit2
 from cachetools import LRUCache
@@ -39,7 +39,7 @@ class Change:
     old: Any
     new: Any
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"field": self.field, "old": self.old, "new": self.new}
 
 
@@ -57,7 +57,7 @@ class LogEntry:
     records: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "commit": self.commit,
             "time": self.time,
@@ -78,7 +78,7 @@ class HistoryEntry(LogEntry):
     changes: list[Change] = field(default_factory=list)
     problem: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         del data["sources"]  # a record's history: the sources a commit touched are the log's
         data["changes"] = [c.to_dict() for c in self.changes]
@@ -137,14 +137,16 @@ _READ: LRUCache[pygit2.Oid, tuple[_Read, int]] = LRUCache(16_000_000, getsizeof=
 # 200,000 commits in all (~50 MB): a store's branch moves with each write, the last walks stay.
 _WALKS: LRUCache[tuple[str, pygit2.Oid], list[_Step]] = LRUCache(200_000, getsizeof=len)
 _KEPT = threading.Lock()  # LRUCache reorders itself on every read
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
-def _kept(cache: LRUCache, key: Any) -> Any:
+def _kept(cache: LRUCache[_K, _V], key: _K) -> _V | None:
     with _KEPT:
         return cache.get(key)
 
 
-def _keep(cache: LRUCache, key: Any, value: Any) -> None:
+def _keep(cache: LRUCache[_K, _V], key: _K, value: _V) -> None:
     with _KEPT, contextlib.suppress(ValueError):  # one item above the whole budget: not kept
         cache[key] = value
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.fields import DEFAULT_SCOPE, MAX_FILE_BYTES
 from ..errors import InvalidInput, ValidationError
@@ -158,7 +158,7 @@ def read_mcp_memory(
     return found
 
 
-def _text(item: dict, key: str, number: int) -> str:
+def _text(item: dict[str, Any], key: str, number: int) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value.strip():
         raise _bad(number, f"{key}: must be a non-empty string", key)

@@ -43,9 +43,8 @@ from ..model.record import (
 from ..model.record_file import load, record_candidates, record_path
 
 if TYPE_CHECKING:
-    from ..index.search import Hit
     from ..model.entity import Entity
-    from ..model.query import DupePair, RecordQuery
+    from ..model.query import DupePair, Hit, RecordQuery
     from ..workspace.transaction import WriteTransaction
     from ..workspace.workspace import Citations, Workspace
     from .checker import CheckReport, HandCommit
@@ -810,7 +809,8 @@ class Records:
 
 
 def _check_query(query: RecordQuery) -> None:
-    from ..model.record import KINDS, has_undecodable, validate_scope
+    from ..core.fields import KINDS
+    from ..model.record import has_undecodable, validate_scope
 
     if query.status not in ("active", "archived", "superseded", "all"):
         raise InvalidInput(

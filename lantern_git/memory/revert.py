@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
 
 import pygit2
 
@@ -130,7 +131,13 @@ def revert(tx: WriteTransaction, rev: str, *, reason: str | None = None) -> Reve
     return RevertResult(sha, new, ids, summary)
 
 
-_UNCHANGED: Any = object()
+class _Unchanged(Enum):
+    """The one value that says a file is already as the revert would leave it."""
+
+    UNCHANGED = "unchanged"
+
+
+_UNCHANGED: Final = _Unchanged.UNCHANGED
 
 
 def _revert_file(
@@ -140,7 +147,7 @@ def _revert_file(
     before: bytes | None,
     after: bytes | None,
     current: bytes | None,
-) -> bytes | None:
+) -> bytes | _Unchanged | None:
     """What the file becomes (bytes, None to remove it), or _UNCHANGED: already undone."""
     if current == before:
         return _UNCHANGED

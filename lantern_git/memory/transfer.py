@@ -37,7 +37,7 @@ class SourceImport:
     ext: str
     body: bytes
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.manifest.to_dict(),
             "ext": self.ext,
@@ -45,7 +45,7 @@ class SourceImport:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> SourceImport:
+    def from_dict(cls, data: dict[str, Any]) -> SourceImport:
         from ..model.source import body_path, encode_body
         from ..model.source_file import describe
 
@@ -131,7 +131,7 @@ class ImportResult:
     sources: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "imported": self.imported,
             "skipped": self.skipped,
@@ -204,7 +204,7 @@ def json_lines(
             raise _bad(number, f"is not valid JSON: {err}") from None
 
 
-def with_computed_id(data: dict) -> dict:
+def with_computed_id(data: dict[str, Any]) -> dict[str, Any]:
     """A record object without an ``id`` gets the one ``add`` would give it (from kind, scope
     and content), so records written by hand or by another tool import as they would be added."""
     for name in ("kind", "content"):

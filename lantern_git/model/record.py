@@ -12,8 +12,9 @@ import math
 import re
 import time
 import unicodedata
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, cast
 
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
@@ -47,7 +48,15 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE_RUN = re.compile(r"\s+")
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/@+\-]*")
-_RESOLVER = Resolver()
+
+
+class _ResolvesTags(Protocol):
+    """PyYAML's resolver as used here (types-PyYAML leaves ``resolve`` unannotated)."""
+
+    def resolve(self, kind: type[ScalarNode], value: str, implicit: tuple[bool, bool]) -> str: ...
+
+
+_RESOLVER = cast(_ResolvesTags, Resolver())
 
 FENCE = "---"
 
@@ -115,7 +124,7 @@ def _describe(value: Any) -> str:
 def validate_kind(value: Any, lines: dict[str, int] | None = None) -> str:
     if value not in KINDS:
         raise _fail("kind", f"must be one of {', '.join(KINDS)}; got {_describe(value)}", lines)
-    return value
+    return cast(str, value)  # one of KINDS
 
 
 def validate_status(value: Any, lines: dict[str, int] | None = None) -> str:
@@ -123,7 +132,7 @@ def validate_status(value: Any, lines: dict[str, int] | None = None) -> str:
         raise _fail(
             "status", f"must be one of {', '.join(STATUSES)}; got {_describe(value)}", lines
         )
-    return value
+    return cast(str, value)  # one of STATUSES
 
 
 def has_undecodable(text: str) -> bool:
@@ -163,10 +172,10 @@ def validate_priority(
 def validate_confidence(value: Any, lines: dict[str, int] | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail("confidence", f"must be a number, got {_describe(value)}", lines)
-    value = float(value)
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise _fail("confidence", f"must be between 0.0 and 1.0, got {value}", lines)
-    return value
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise _fail("confidence", f"must be between 0.0 and 1.0, got {number}", lines)
+    return number
 
 
 def validate_timestamp(name: str, value: Any, lines: dict[str, int] | None = None) -> int:
@@ -486,8 +495,8 @@ def _render_extra(key: str, value: Any) -> list[str]:
 class _StrictLoader(yaml.CSafeLoader):
     """The C safe loader, refusing duplicate keys (PyYAML silently keeps the last one)."""
 
-    def construct_mapping(self, node, deep=False):
-        seen: set = set()
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[object] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             try:
@@ -545,7 +554,7 @@ def _check_no_aliases(node: yaml.Node, seen: set[int]) -> None:
             stack.extend(current.value)
 
 
-def _load_front(front: str) -> tuple[dict, dict[str, int], dict[str, Any]]:
+def _load_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
     """The mapping, the line of each key (file numbering) and raw scalar text of each key."""
     loader = _StrictLoader(front)
     try:

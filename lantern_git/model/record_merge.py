@@ -212,7 +212,7 @@ def _two_sided(key: str, base: Any, ours: Any, theirs: Any, ours_at: int, theirs
     return max(ours, theirs, key=_order)
 
 
-def _order(value: Any) -> tuple:
+def _order(value: Any) -> tuple[Any, ...]:
     """A total order over field values: absent < numbers < text < anything else."""
     if value is MISSING or value is None:
         return (0, 0, "")
@@ -239,7 +239,7 @@ def _canonical(value: Any) -> str:
     )
 
 
-def _extra_order(b: dict, o: dict, t: dict) -> list[str]:
+def _extra_order(b: dict[str, Any], o: dict[str, Any], t: dict[str, Any]) -> list[str]:
     """Unknown keys in the base's order, then any new ones sorted by name."""
     known = {*FIELD_ORDER, "content"}
     base_keys = [k for k in b if k not in known]

@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
 from .record_merge import MergeError
@@ -356,6 +356,9 @@ def _merge_manifest(
     return _Fields(merged, tuple(chooser.conflicts), ())
 
 
+_V = TypeVar("_V")
+
+
 class _Chooser:
     """Three-way choice of values, symmetric in ours and theirs, recording two-sided changes."""
 
@@ -365,7 +368,7 @@ class _Chooser:
         self.theirs_at = theirs_at
         self.conflicts: list[str] = []
 
-    def three_way(self, name: str, base: Any, ours: Any, theirs: Any) -> Any:
+    def three_way(self, name: str, base: object, ours: _V, theirs: _V) -> _V:
         if ours == theirs:
             return ours
         if ours == base:
@@ -375,8 +378,8 @@ class _Chooser:
         return self.choose(name, base, ours, theirs)
 
     def choose(
-        self, name: str, base: Any, ours: Any, theirs: Any, key: Callable[[Any], Any] | None = None
-    ) -> Any:
+        self, name: str, base: object, ours: _V, theirs: _V, key: Callable[[_V], Any] | None = None
+    ) -> _V:
         if name:
             self.conflicts.append(name)
         if self.winner is not None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pygit2
+from pygit2.enums import FileMode
 
 from ..errors import GitError
 from ..git.repo import BLOB_MODE, EXECUTABLE_MODE, Entry, GitRepo
@@ -265,7 +266,14 @@ def _is_file(entry: tuple[str, int] | None) -> bool:
     return entry is None or entry[1] in (BLOB_MODE, EXECUTABLE_MODE)
 
 
-def _merge_record(repo, path, record_id, base_entry, ours_entry, theirs_entry):
+def _merge_record(
+    repo: pygit2.Repository,
+    path: str,
+    record_id: str,
+    base_entry: Entry | None,
+    ours_entry: Entry | None,
+    theirs_entry: Entry | None,
+) -> tuple[Entry | None, RecordReport] | None:
     if ours_entry is None or theirs_entry is None:
         # Deleted by hand on one side, changed on the other: keep the changed record.
         side = "local" if ours_entry is None else "remote"
@@ -284,7 +292,13 @@ def _merge_record(repo, path, record_id, base_entry, ours_entry, theirs_entry):
     return (oid, BLOB_MODE), RecordReport(record_id, merge=merged, note=note)
 
 
-def _merge_entity(repo, path, base_entry, ours_entry, theirs_entry):
+def _merge_entity(
+    repo: pygit2.Repository,
+    path: str,
+    base_entry: Entry | None,
+    ours_entry: Entry | None,
+    theirs_entry: Entry | None,
+) -> Entry | None:
     """An entity file both sides changed: field by field (entity_merge.py), or None when a
     side removed it or neither reads."""
     if not all(_is_file(e) for e in (base_entry, ours_entry, theirs_entry)):
@@ -300,7 +314,13 @@ def _merge_entity(repo, path, base_entry, ours_entry, theirs_entry):
     return str(repo.create_blob(data)), BLOB_MODE
 
 
-def _merge_other(repo, path, base_entry, ours_entry, theirs_entry):
+def _merge_other(
+    repo: pygit2.Repository,
+    path: str,
+    base_entry: Entry | None,
+    ours_entry: Entry | None,
+    theirs_entry: Entry | None,
+) -> Entry | None:
     """A non-record file both sides changed: git's line merge, or None on a conflict."""
     if (
         ours_entry is None
@@ -311,8 +331,11 @@ def _merge_other(repo, path, base_entry, ours_entry, theirs_entry):
     if ours_entry[1] != theirs_entry[1]:
         return None
 
-    def entry(e):
-        return pygit2.IndexEntry(path, pygit2.Oid(hex=e[0]), e[1]) if e is not None else None
+    def entry(e: Entry | None) -> pygit2.IndexEntry | None:
+        if e is None:
+            return None
+        # A file's mode as git stores it; pygit2 takes the plain int where it types a FileMode.
+        return pygit2.IndexEntry(path, pygit2.Oid(hex=e[0]), cast(FileMode, e[1]))
 
     try:
         outcome = repo.merge_file_from_index(

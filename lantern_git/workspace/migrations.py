@@ -32,6 +32,8 @@ ATTRIBUTES = ".gitattributes"
 # The committed files of the commit being migrated, by path (None: no such file), as the
 # steps before have left them.
 Files = Callable[[str], bytes | None]
+# A step's change: the files it writes, from the store's files as they are.
+Change = Callable[[Files], dict[str, bytes]]
 
 _FORMAT_LINE = re.compile(rb"^format:[^\n]*$", re.MULTILINE)
 
@@ -83,7 +85,7 @@ class Step:
     version: int
     name: str
     description: str
-    change: Callable[[Files], dict[str, bytes]]
+    change: Change
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": self.version, "name": self.name, "description": self.description}
@@ -110,10 +112,12 @@ class Migrations:
     def __init__(self) -> None:
         self._steps: list[Step] = []
 
-    def step(self, version: int, name: str, description: str) -> Callable[[Callable], Callable]:
+    def step(
+        self, version: int, name: str, description: str
+    ) -> Callable[[Change], Change]:
         """Register the step that brings a store to ``version``: the next one, in order."""
 
-        def register(change: Callable[[Files], dict[str, bytes]]) -> Callable:
+        def register(change: Change) -> Change:
             if version != self.latest + 1:
                 raise ValueError(f"migration to format {version} after format {self.latest}")
             self._steps.append(Step(version, name, description, change))
