@@ -94,7 +94,8 @@ def merge_when_many(writer: Any, segments: list[Any]) -> list[Any]:
 
     if len(segments) < MERGE_AT_SEGMENTS:
         return segments
-    return MERGE_SMALL(writer, segments)
+    merged: list[Any] = MERGE_SMALL(writer, segments)
+    return merged
 
 
 def cancel(writer: Any) -> None:

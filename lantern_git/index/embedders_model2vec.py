@@ -46,7 +46,7 @@ class Model2VecEmbedder:
                 f"{', '.join(missing)}; lantern never downloads models)"
             )
         try:
-            import numpy as np
+            import numpy  # noqa: F401 - embed's; missing, the extra is not installed
             from model2vec import StaticModel
         except ImportError as err:
             raise SemanticUnavailable(
@@ -58,12 +58,12 @@ class Model2VecEmbedder:
             self._model: Any = StaticModel.from_pretrained(folder, normalize=True)
         except Exception as err:  # a malformed file: safetensors', tokenizers' or json's error
             raise SemanticUnavailable(f"{PATH_VARIABLE}: cannot load {folder}: {err}") from None
-        self._np = np
         self.dim = int(self._model.dim)
         self.name = f"model2vec/{os.path.basename(os.path.normpath(folder))}/{_digest(folder)}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        np = self._np
+        import numpy as np  # found in __init__: a dictionary look-up from here on
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # One process: model2vec would otherwise start worker processes past 10,000 texts.

@@ -246,7 +246,9 @@ def _set_stamp(path: str, ns: int) -> None:
     os.utime(path, ns=(ns, ns))
 
 
-def _shares(files: list[tuple[str, Signature | None]]) -> list:
+def _shares(
+    files: list[tuple[str, Signature | None]],
+) -> list[list[tuple[str, Signature | None]]]:
     """The record files split for one process each, where parallel building pays: each
     process reads, parses and indexes its share into a segment of its own (100k records on 2
     cores: 61 s in one process feeding Whoosh's ``MpWriter``, ~N s this way)."""
@@ -286,7 +288,9 @@ class _Silent:
         pass
 
 
-def _index_share(writer: Any, share: tuple, tick: Callable[[int], None]) -> tuple:
+def _index_share(
+    writer: Any, share: tuple[Any, ...], tick: Callable[[int], None]
+) -> tuple[Any, ...]:
     """Read, parse and add to ``writer`` one share of a rebuild's record files: (broken files,
     signatures of the files read, files read, records indexed). Runs in a builder process."""
     root, files = share
@@ -334,14 +338,14 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         # (searcher, live document number by id): see ``_live_docs``
         self._mask: tuple[tuple[Any, str], set[int] | None] | None = None
         # (searcher, order by document number): see ``_orders``
-        self._order: tuple[Any, array] | None = None
+        self._order: tuple[Any, array[int]] | None = None
         # ((searcher, the filters), the documents they select): see ``_selected``
         self._chosen: tuple[tuple[Any, str], builtins.list[int]] | None = None
         self._doc_of: tuple[Any, dict[str, int]] | None = None
         # (index folder, segment id, column) -> that segment's column: see ``_per_segment``
         self._columns: dict[tuple[Any, str, str], Any] = {}
         self._watcher: Watcher | None = None
-        self._manifest: dict | None = None
+        self._manifest: dict[str, Any] | None = None
         # path -> the signature its file had when the index's content for it was read
         self._seen: dict[str, Signature] | None = None
         self._seen_dirty = False
@@ -367,7 +371,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             raise ValueError("damaged manifest")
         return state
 
-    def _load_manifest(self) -> dict | None:
+    def _load_manifest(self) -> dict[str, Any] | None:
         """The manifest, with the stamp's time as ``since``: as saved, or as this process
         last saved it (read again once ``_manifest`` is dropped)."""
         if self._manifest is None:
@@ -380,7 +384,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             self._manifest = manifest
         return self._manifest
 
-    def _save_manifest(self, manifest: dict, folder: str | None = None) -> None:
+    def _save_manifest(self, manifest: dict[str, Any], folder: str | None = None) -> None:
         """Save ``manifest`` (the one ``_load_manifest`` gave, or a rebuild's for ``folder``)."""
         self._write_state({"broken": manifest["broken"]}, folder)
         _set_stamp(os.path.join(folder or self.dir, STAMP), manifest["since"])
@@ -502,7 +506,12 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         return self._catch_up(changed, manifest, started, report, sweep=True)
 
     def _catch_up(
-        self, changed: list[str], manifest: dict, started: int, report: RefreshReport, sweep: bool
+        self,
+        changed: list[str],
+        manifest: dict[str, Any],
+        started: int,
+        report: RefreshReport,
+        sweep: bool,
     ) -> RefreshReport:
         """Bring the index in step for the ``changed`` paths; after a ``sweep`` (which saw every
         file), the stamp moves to ``started``."""
@@ -570,11 +579,12 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
     def _empty(self) -> bool:
         try:
-            return self._open().doc_count() == 0
+            count: int = self._open().doc_count()
         except Exception:
             return False
+        return count == 0
 
-    def _affected(self, changed: list[str], manifest: dict) -> set[str]:
+    def _affected(self, changed: list[str], manifest: dict[str, Any]) -> set[str]:
         """Record paths to look at again, from the changed files and folders."""
         paths: set[str] = set()
         folders: set[str] = set()
@@ -625,7 +635,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                 paths.update(on_disk ^ indexed)
         return paths
 
-    def _apply(self, manifest: dict, paths: Iterable[str], report: RefreshReport) -> None:
+    def _apply(self, manifest: dict[str, Any], paths: Iterable[str], report: RefreshReport) -> None:
         """Re-read ``paths``; index those whose content differs from what the index holds."""
         updates, manifest["broken"] = self._pending(manifest, paths, report)
         if not updates:
@@ -648,7 +658,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         self._remember()
 
     def _pending(
-        self, manifest: dict, paths: Iterable[str], report: RefreshReport
+        self, manifest: dict[str, Any], paths: Iterable[str], report: RefreshReport
     ) -> tuple[builtins.list[tuple[str, Record | None, str | None, bool]], dict[str, str]]:
         """(index updates, new broken-file map) that bring ``paths`` in step with the files."""
         broken = dict(manifest["broken"])
@@ -764,7 +774,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                         writing(lambda: ix.writer(limitmb=256)) as writer,
                     ):
                         results = [_index_share(writer(), shares[0], bar.update)]
-            broken: dict = {}
+            broken: dict[str, Any] = {}
             seen: dict[str, Signature] = {}
             for part_broken, part_seen, reread, updated in results:
                 broken.update(part_broken)
@@ -1016,7 +1026,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             return None
         return set(_selected(searcher, query, None, self._orders))
 
-    def _orders(self, searcher: Any) -> array:
+    def _orders(self, searcher: Any) -> array[int]:
         """Every document's ``order`` by document number, read from the column segment by
         segment (see ``_per_segment``), kept while the searcher is."""
         if self._order is not None and self._order[0] is searcher:
@@ -1105,7 +1115,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         return out
 
 
-def _document(path: str, record: Record, digest: str) -> dict:
+def _document(path: str, record: Record, digest: str) -> dict[str, Any]:
     return {
         "path": path,
         "id": record.id,
@@ -1165,14 +1175,14 @@ def search_records(records: Iterable[Record], query: RecordQuery) -> builtins.li
         expired = _mask_docs(searcher, _mask_query(query))
         words = text_query(query.text)
 
-        def orders(searcher: Any) -> array:
+        def orders(searcher: Any) -> array[int]:
             return array("Q", chain.from_iterable(map(_order_column, _leaves(searcher))))
 
         allowed = None if _unfiltered(query) else set(_selected(searcher, query, None, orders))
         return _best_scored(searcher, words, allowed, expired, query.offset, end)
 
 
-def _order_column(reader: Any) -> array:
+def _order_column(reader: Any) -> array[int]:
     return whoosh_compat.numeric_column(reader, "order")
 
 
@@ -1202,7 +1212,7 @@ def _selected(
     searcher: Any,
     query: RecordQuery,
     mask: set[int] | None,
-    orders: Callable[[Any], array],
+    orders: Callable[[Any], array[int]],
     words: Any = None,
 ) -> list[int]:
     """The documents ``query``'s filters select (and ``words``, when given, match), less those
@@ -1282,7 +1292,7 @@ def _id_columns(searcher: Any) -> list[tuple[int, Any]]:
 
 
 def _first_in_order(
-    docs: list[int], orders: array, end: int | None, id_columns: list[tuple[int, Any]]
+    docs: list[int], orders: array[int], end: int | None, id_columns: list[tuple[int, Any]]
 ) -> list[int]:
     """The first ``end`` of ``docs`` (ascending document numbers; all if None) in list order:
     by ``order`` (``orders``, by document number), then ``id`` (``id_columns``, as
@@ -1307,7 +1317,8 @@ def _first_in_order(
 
     def id_of(docnum: int) -> bytes:
         offset, column = id_columns[bisect_right(starts, docnum) - 1]
-        return column.sort_key(docnum - offset)
+        key: bytes = column.sort_key(docnum - offset)
+        return key
 
     ranked: list[int] = []
     for _, group in groupby(docs, key=order_of):
@@ -1340,7 +1351,8 @@ def _matching(searcher: Any, query: Any) -> Iterable[int]:
     deleted, from each segment's set of deleted documents; Whoosh asks ``is_deleted`` of each
     document in a Python generator (35 ms at 100k)."""
     if not (isinstance(query, Q.Every) and query.fieldname is None):
-        return searcher.docs_for_query(query)
+        matched: Iterable[int] = searcher.docs_for_query(query)
+        return matched
     parts: list[Iterable[int]] = []
     for reader, offset in searcher.reader().leaf_readers():
         docs: Iterable[int] = range(offset, offset + reader.doc_count_all())

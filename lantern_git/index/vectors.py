@@ -162,7 +162,8 @@ class VectorSet:
         return out
 
     def vector(self, key: str) -> np.ndarray:
-        return self.take(np.asarray([self.row[key]], dtype=np.int64))[0]
+        row: np.ndarray = self.take(np.asarray([self.row[key]], dtype=np.int64))[0]
+        return row
 
     def order_keys(self) -> np.ndarray:
         """Each row's place in id order, for ties (a row no longer live: any): base rows are in
@@ -223,7 +224,7 @@ class VectorSet:
             self._by_hash = {t: n for n, t in enumerate(self.texts)}
         return self._by_hash
 
-    def apply(self, entry: dict, rows: np.ndarray) -> None:
+    def apply(self, entry: dict[str, Any], rows: np.ndarray) -> None:
         """Take in one journal entry: drop its ``drop`` ids, add its rows, move generation."""
         self._doc_rows = None
         for key in entry["drop"]:
@@ -342,7 +343,8 @@ class Vectors:
         """A search's text as a unit vector: by the embedder's ``embed_query`` when it has one
         (a model trained with a query prefix, as E5 is), else as any text."""
         embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
-        return unit_rows(embed([text]), self.embedder.dim)[0]
+        row: np.ndarray = unit_rows(embed([text]), self.embedder.dim)[0]
+        return row
 
     # -- keeping in step
 
@@ -482,7 +484,7 @@ class Vectors:
             made.identity = None
             shutil.rmtree(fresh, ignore_errors=True)
 
-    def _append(self, old: VectorSet, entry: dict, rows: np.ndarray) -> None:
+    def _append(self, old: VectorSet, entry: dict[str, Any], rows: np.ndarray) -> None:
         """Append one entry to the journal of the set ``old`` was loaded from (under the lock),
         first cutting off whatever follows the entries ``old`` took in: a torn tail that a
         killed writer left. A read-only store keeps the entry in memory."""
@@ -673,14 +675,15 @@ def _blas() -> Any:
     return ThreadpoolController().select(user_api="blas")
 
 
-def _one_blas_thread() -> AbstractContextManager:
+def _one_blas_thread() -> AbstractContextManager[None]:
     """The BLAS library (OpenBLAS in numpy's wheels) held to one thread for a query's product:
     a matrix-vector product of 10k x 256 takes ~0.1 ms on one thread, but on a machine whose
     cores are busy a second thread waits for one to be free, and the product took 5-8 ms
     (median; p90 16 ms) instead of 0.2-1 ms (``benchmarks/search_speed.py``). Each score is
     one row's dot product on one thread either way, so the numbers are the same. The limit is
     the process's while it lasts (microseconds), as any BLAS thread setting is."""
-    return _blas().limit(limits=1)
+    limited: AbstractContextManager[None] = _blas().limit(limits=1)
+    return limited
 
 
 def _rows_of(vectors: VectorSet, candidates: Iterable[str] | np.ndarray) -> np.ndarray:

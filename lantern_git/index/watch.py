@@ -83,7 +83,7 @@ class Watcher:
         self._barriers: dict[str, threading.Event] = {}
         self._counter = itertools.count()
         self._observer: Any = None
-        self._git_marks: tuple | None = None
+        self._git_marks: tuple[Any, ...] | None = None
         self._log_hook: logging.Handler | None = None
         self._quiet: Quiet | None = None
 
@@ -238,7 +238,7 @@ class Watcher:
             with self._lock:
                 self._barriers.pop(name, None)
 
-    def _marks(self) -> tuple:
+    def _marks(self) -> tuple[Any, ...]:
         """Signatures of what every git operation that moves the working tree rewrites."""
         marks: list[tuple[int, int, int] | None] = []
         for name in ("HEAD", "index"):

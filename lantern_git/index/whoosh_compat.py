@@ -169,7 +169,8 @@ class LanternStorage(FileStorage):
         try:
             return self._exists[name]
         except KeyError:
-            found = self._exists[name] = super().file_exists(name)
+            found: bool = super().file_exists(name)
+            self._exists[name] = found
             return found
 
     def _forget(self, change: Any, *args: Any, **kwargs: Any) -> Any:
@@ -199,10 +200,10 @@ class _SegmentFile(StructFile):
     """A file of lantern's index, as Whoosh's ``FileStorage`` opens it; asked for a part of
     itself (a compound segment's part), it maps itself once and hands out the part in place."""
 
-    _map = None
-    _view = None
+    _map: mmap.mmap | None = None
+    _view: memoryview | None = None
 
-    def subset(self, offset, length, name=None):
+    def subset(self, offset: int, length: int, name: str | None = None) -> Any:
         view = self._view
         if view is None:
             try:
@@ -212,7 +213,7 @@ class _SegmentFile(StructFile):
             view = self._view = memoryview(self._map)
         return _PartFile(view[offset : offset + length], name=name or self._name)
 
-    def close(self):
+    def close(self) -> None:
         view, self._view = self._view, None
         source, self._map = self._map, None
         if view is not None:
@@ -236,13 +237,13 @@ class _PartFile(StructFile):
         super().__init__(_MapFile(buf), name=name, onclose=onclose)
         self._buf = buf
 
-    def subset(self, position, length, name=None):
+    def subset(self, position: int, length: int, name: str | None = None) -> _PartFile:
         return _PartFile(self._buf[position : position + length], name=name or self._name)
 
-    def get(self, position, length):
+    def get(self, position: int, length: int) -> bytes:
         return self._buf[position : position + length].tobytes()
 
-    def get_array(self, position, typecode, length):
+    def get_array(self, position: int, typecode: str, length: int) -> array[Any]:
         values = array(typecode)
         values.frombytes(self._buf[position : position + length * values.itemsize])
         if not _BIG_ENDIAN:  # Whoosh writes arrays big-endian
@@ -255,12 +256,12 @@ class _MapFile:
 
     __slots__ = ("_buf", "_len", "_pos")
 
-    def __init__(self, buf):
+    def __init__(self, buf: memoryview) -> None:
         self._buf = buf
         self._pos = 0
         self._len = len(buf)
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1) -> bytes:
         start = self._pos
         end = self._len if size is None or size < 0 else min(self._len, start + size)
         if end <= start:
@@ -268,12 +269,12 @@ class _MapFile:
         self._pos = end
         return self._buf[start:end].tobytes()
 
-    def readinto(self, target):
+    def readinto(self, target: bytearray | memoryview) -> int:
         data = self.read(len(target))
         target[: len(data)] = data
         return len(data)
 
-    def readline(self, size=-1):
+    def readline(self, size: int | None = -1) -> bytes:
         start = self._pos
         end = self._len if size is None or size < 0 else min(self._len, start + size)
         at = start
@@ -285,14 +286,14 @@ class _MapFile:
             at += len(chunk)
         return self.read(end - start)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         while True:
             line = self.readline()
             if not line:
                 return
             yield line
 
-    def seek(self, offset, whence=0):
+    def seek(self, offset: int, whence: int = 0) -> int:
         if whence == 1:
             offset += self._pos
         elif whence == 2:
@@ -302,10 +303,10 @@ class _MapFile:
         self._pos = offset
         return offset
 
-    def tell(self):
+    def tell(self) -> int:
         return self._pos
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
@@ -326,7 +327,7 @@ def _check_parts() -> bool:
     data = written.file.getvalue()
     theirs = StructFile(BytesIO(data))
     ours = _PartFile(memoryview(data)).subset(0, len(data))
-    for step in (
+    steps: tuple[Callable[[Any], Any], ...] = (
         lambda f: f.readline(),
         lambda f: f.read_varint(),
         lambda f: f.read_int(),
@@ -338,16 +339,14 @@ def _check_parts() -> bool:
         lambda f: f.get(1, 7),
         lambda f: f.get_long(10),
         lambda f: f.subset(1, 7).read(),
-    ):
-        if step(ours) != step(theirs):
-            return False
-    return True
+    )
+    return all(step(ours) == step(theirs) for step in steps)
 
 
 # ---------------------------------------------------------------- numeric columns
 
 
-def numeric_column(reader: Any, fieldname: str, typecode: str = "Q") -> array:
+def numeric_column(reader: Any, fieldname: str, typecode: str = "Q") -> array[int]:
     """A segment's numeric column (``NumericColumn(typecode)``) as an array with a value for
     every document, deleted or not. Documents past the stored values have the default
     (Whoosh's writer leaves trailing defaults out); a segment without the column gives the
@@ -365,8 +364,8 @@ def numeric_column(reader: Any, fieldname: str, typecode: str = "Q") -> array:
     return array(typecode, column)
 
 
-def _numeric_in_one_piece(column: Any, count: int) -> array:
-    values = column._dbfile.get_array(column._basepos, column._typecode, column._count)
+def _numeric_in_one_piece(column: Any, count: int) -> array[int]:
+    values: array[int] = column._dbfile.get_array(column._basepos, column._typecode, column._count)
     values.extend(repeat(column._default, count - len(values)))
     return values
 
@@ -417,7 +416,8 @@ def doc_count_all(ix: Any) -> int:
     (``FileIndex._segments``): opening every segment only to count them costs ~3 ms."""
     if usable("toc"):
         return sum(segment.doc_count_all() for segment in ix._segments())
-    return ix.doc_count_all()
+    count: int = ix.doc_count_all()
+    return count
 
 
 def _check_toc() -> bool:
@@ -575,7 +575,7 @@ PROBE_DOCS = 150
 # holding every posting's positions too (100k records, a query of three common words: ~60 ms of
 # ~100). The last ones read are kept, up to this many postings in all (12 bytes each: 24 MB).
 POSTINGS_KEPT = 2_000_000
-_postings: LRUCache[tuple, tuple[array, array]] = LRUCache(
+_postings: LRUCache[tuple[Any, ...], tuple[array[int], array[float]]] = LRUCache(
     POSTINGS_KEPT, getsizeof=lambda found: len(found[0])
 )
 _postings_lock = threading.Lock()
@@ -609,7 +609,7 @@ def term_postings(reader: Any, fieldname: str, text: str) -> tuple[Sequence[int]
     return read
 
 
-def _postings_key(reader: Any, fieldname: str, text: str) -> tuple | None:
+def _postings_key(reader: Any, fieldname: str, text: str) -> tuple[Any, ...] | None:
     """What identifies a term's postings in a segment; None for a reader of several segments
     or a term info without a place in the postings file (another codec)."""
     segment = reader.segment() if hasattr(reader, "segment") else None
