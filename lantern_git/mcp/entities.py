@@ -4,7 +4,7 @@ Laid out as :mod:`lantern_git.mcp.records` is."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.written import Written
 from ..model.query import RecordQuery
@@ -42,7 +42,7 @@ _WRITE_NOTE = (
     destructive=False,
     idempotent=True,
 )
-def _list(store: Store, args: EntityListArguments) -> Written[dict]:
+def _list(store: Store, args: EntityListArguments) -> Written[dict[str, Any]]:
     return Written({"entities": store.entity_list(args.type)})
 
 
@@ -60,7 +60,7 @@ def _list(store: Store, args: EntityListArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _show(store: Store, args: EntityShowArguments) -> Written[dict]:
+def _show(store: Store, args: EntityShowArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     shown = store.entity_show(args.key, RecordQuery(limit=page.limit, offset=page.offset))
     shown["records"] = [record.to_dict() for record in shown["records"]]
@@ -80,7 +80,7 @@ def _show(store: Store, args: EntityShowArguments) -> Written[dict]:
     destructive=False,
     idempotent=False,
 )
-def _add(store: Store, args: EntityAddArguments) -> Written[dict]:
+def _add(store: Store, args: EntityAddArguments) -> Written[dict[str, Any]]:
     written = store.written(
         store.entities.add,
         args.key,
@@ -104,7 +104,7 @@ def _add(store: Store, args: EntityAddArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _update(store: Store, args: EntityUpdateArguments) -> Written[dict]:
+def _update(store: Store, args: EntityUpdateArguments) -> Written[dict[str, Any]]:
     written = store.written(
         store.entities.update,
         args.key,

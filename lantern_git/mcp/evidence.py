@@ -6,7 +6,7 @@ read a file of its host. Lists and searches page as the record tools do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.written import Written
 from ..model.source import encode_body
@@ -51,7 +51,7 @@ _NOTE = (
     destructive=False,
     idempotent=True,
 )
-def _add(store: Store, args: SourceAddArguments) -> Written[dict]:
+def _add(store: Store, args: SourceAddArguments) -> Written[dict[str, Any]]:
     from ..evidence.sources import SourceInput
 
     item = SourceInput(
@@ -78,7 +78,7 @@ def _add(store: Store, args: SourceAddArguments) -> Written[dict]:
     destructive=False,
     idempotent=False,
 )
-def _append(store: Store, args: SourceAppendArguments) -> Written[dict]:
+def _append(store: Store, args: SourceAppendArguments) -> Written[dict[str, Any]]:
     appended = store.written(store.sources.append, args.id, args.text, reason=args.reason)
     return appended.map(lambda result: result.to_dict())
 
@@ -97,7 +97,7 @@ def _append(store: Store, args: SourceAppendArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _list(store: Store, args: SourceListArguments) -> Written[dict]:
+def _list(store: Store, args: SourceListArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     manifests = store.sources.list(
         kinds=args.kind or (),
@@ -123,7 +123,7 @@ def _list(store: Store, args: SourceListArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _show(store: Store, args: SourceShowArguments) -> Written[dict]:
+def _show(store: Store, args: SourceShowArguments) -> Written[dict[str, Any]]:
     return Written(store.sources.show(args.ref, at=args.at).to_dict())
 
 
@@ -143,7 +143,7 @@ def _show(store: Store, args: SourceShowArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _search(store: Store, args: SourceSearchArguments) -> Written[dict]:
+def _search(store: Store, args: SourceSearchArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     hits = store.sources.search(
         args.query,
@@ -173,7 +173,7 @@ def _search(store: Store, args: SourceSearchArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _verify(store: Store, args: NoArguments) -> Written[dict]:
+def _verify(store: Store, args: NoArguments) -> Written[dict[str, Any]]:
     return Written(store.sources.verify().to_dict())
 
 

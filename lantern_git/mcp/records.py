@@ -8,7 +8,7 @@ same way in :mod:`lantern_git.mcp.evidence`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.fields import DEFAULT_LIMIT, UNSET, Unset
 from ..core.paging import Page
@@ -65,11 +65,15 @@ _WRITE_NOTE = (
 )
 
 
-def _record_result(written: Written[Record]) -> Written[dict]:
+def _record_result(written: Written[Record]) -> Written[dict[str, Any]]:
     return written.map(lambda record: record.to_dict())
 
 
-def _to_dict(value: Any) -> dict:
+class _Reported(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def _to_dict(value: _Reported) -> dict[str, Any]:
     return value.to_dict()
 
 
@@ -81,7 +85,7 @@ def _query(store: Store, args: RecordFilters, page: Page) -> RecordQuery:
     return RecordQuery.from_options(**args.filters(), page=page.one_more(), mentions=mentions)
 
 
-def _page(items: list[dict], fields: list[str] | None, page: Page) -> dict:
+def _page(items: list[dict[str, Any]], fields: list[str] | None, page: Page) -> dict[str, Any]:
     if fields:
         wanted = set(fields)
         # The pending mark is kept whatever the fields: it says what the record is.
@@ -104,7 +108,7 @@ def _page(items: list[dict], fields: list[str] | None, page: Page) -> dict:
     destructive=False,
     idempotent=True,
 )
-def _add(store: Store, args: AddArguments) -> Written[dict]:
+def _add(store: Store, args: AddArguments) -> Written[dict[str, Any]]:
     # Arguments not given pass the library's defaults on, the same ones the CLI shows.
     expires_at = parse_expiry(args.expires_at)
     assert not isinstance(expires_at, Unset)  # only UNSET parses to UNSET
@@ -139,7 +143,7 @@ def _add(store: Store, args: AddArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _show(store: Store, args: ShowArguments) -> Written[dict]:
+def _show(store: Store, args: ShowArguments) -> Written[dict[str, Any]]:
     record = store.get(args.id, at=args.at, include_pending=args.include_pending)
     return Written(record.to_dict())
 
@@ -161,7 +165,7 @@ def _show(store: Store, args: ShowArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _list(store: Store, args: ListArguments) -> Written[dict]:
+def _list(store: Store, args: ListArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     records = store.list(_query(store, args, page), include_pending=args.include_pending)
     return Written(_page([r.to_dict() for r in records], args.fields, page))
@@ -184,7 +188,7 @@ def _list(store: Store, args: ListArguments) -> Written[dict]:
     idempotent=True,
     quick=True,
 )
-def _search(store: Store, args: SearchArguments) -> Written[dict]:
+def _search(store: Store, args: SearchArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     hits = store.search(
         args.query,
@@ -210,7 +214,7 @@ def _search(store: Store, args: SearchArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _similar(store: Store, args: SimilarArguments) -> Written[dict]:
+def _similar(store: Store, args: SimilarArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     more = page.one_more()
     hits = store.similar(args.id, limit=more.limit, offset=more.offset, min_score=args.min_score)
@@ -232,7 +236,7 @@ def _similar(store: Store, args: SimilarArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _dupes(store: Store, args: DupesArguments) -> Written[dict]:
+def _dupes(store: Store, args: DupesArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     more = page.one_more()
     pairs = store.dupes(
@@ -254,7 +258,7 @@ def _dupes(store: Store, args: DupesArguments) -> Written[dict]:
     destructive=True,
     idempotent=True,
 )
-def _archive(store: Store, args: ChangeArguments) -> Written[dict]:
+def _archive(store: Store, args: ChangeArguments) -> Written[dict[str, Any]]:
     return _record_result(store.written(store.archive, args.id, reason=args.reason))
 
 
@@ -270,7 +274,7 @@ def _archive(store: Store, args: ChangeArguments) -> Written[dict]:
     destructive=True,
     idempotent=True,
 )
-def _restore(store: Store, args: ChangeArguments) -> Written[dict]:
+def _restore(store: Store, args: ChangeArguments) -> Written[dict[str, Any]]:
     return _record_result(store.written(store.restore, args.id, reason=args.reason))
 
 
@@ -289,7 +293,7 @@ def _restore(store: Store, args: ChangeArguments) -> Written[dict]:
     destructive=True,
     idempotent=False,
 )
-def _supersede(store: Store, args: SupersedeArguments) -> Written[dict]:
+def _supersede(store: Store, args: SupersedeArguments) -> Written[dict[str, Any]]:
     record = store.written(
         store.supersede,
         args.id,
@@ -320,7 +324,7 @@ def _supersede(store: Store, args: SupersedeArguments) -> Written[dict]:
     destructive=True,
     idempotent=True,
 )
-def _update(store: Store, args: UpdateArguments) -> Written[dict]:
+def _update(store: Store, args: UpdateArguments) -> Written[dict[str, Any]]:
     # Left out keeps the expiry; null (or "none") clears it.
     given = "expires_at" in args.model_fields_set
     record = store.written(
@@ -354,7 +358,7 @@ def _update(store: Store, args: UpdateArguments) -> Written[dict]:
     destructive=True,
     idempotent=False,
 )
-def _delete(store: Store, args: ChangeArguments) -> Written[dict]:
+def _delete(store: Store, args: ChangeArguments) -> Written[dict[str, Any]]:
     return store.written(store.delete, args.id, reason=args.reason).map(_to_dict)
 
 
@@ -372,7 +376,7 @@ def _delete(store: Store, args: ChangeArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _history(store: Store, args: HistoryArguments) -> Written[dict]:
+def _history(store: Store, args: HistoryArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     more = page.one_more()
     history = store.record_history(args.id, limit=more.limit, offset=more.offset)
@@ -394,7 +398,7 @@ def _history(store: Store, args: HistoryArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _diff(store: Store, args: DiffArguments) -> Written[dict]:
+def _diff(store: Store, args: DiffArguments) -> Written[dict[str, Any]]:
     if args.to is not None and args.from_ is None:
         raise InvalidInput("from: is required when to is given", code="usage_error")
     return Written(store.diff(args.from_, args.to).to_dict())
@@ -416,7 +420,7 @@ def _diff(store: Store, args: DiffArguments) -> Written[dict]:
     destructive=True,
     idempotent=True,
 )
-def _revert(store: Store, args: RevertArguments) -> Written[dict]:
+def _revert(store: Store, args: RevertArguments) -> Written[dict[str, Any]]:
     return store.written(store.revert, args.commit, reason=args.reason).map(_to_dict)
 
 
@@ -434,7 +438,7 @@ def _revert(store: Store, args: RevertArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _status(store: Store, args: NoArguments) -> Written[dict]:
+def _status(store: Store, args: NoArguments) -> Written[dict[str, Any]]:
     return Written(store.status())
 
 
@@ -457,7 +461,7 @@ def _status(store: Store, args: NoArguments) -> Written[dict]:
     destructive=False,
     idempotent=True,
 )
-def _review_list(store: Store, args: ReviewListArguments) -> Written[dict]:
+def _review_list(store: Store, args: ReviewListArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
     more = page.one_more()
     review = store.review_list(limit=more.limit, offset=more.offset)

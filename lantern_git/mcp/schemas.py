@@ -188,7 +188,8 @@ def json_schema(kind: Any) -> dict[str, Any]:
             value = {**named, **{k: v for k, v in value.items() if k != "$ref"}}
         return {k: inline(v) for k, v in value.items()}
 
-    return _tidy(inline(schema))
+    tidied: dict[str, Any] = _tidy(inline(schema))
+    return tidied
 
 
 def check_arguments(tool: str, model: type[A], schema: dict[str, Any], arguments: object) -> A:

@@ -66,7 +66,7 @@ INSTRUCTIONS = (
 )
 
 # Every tool, in the order tools/list gives them: the record tools, then the evidence tools.
-ALL_TOOLS: tuple[ToolSpec, ...] = RECORD_TOOLS + EVIDENCE_TOOLS + ENTITY_TOOLS
+ALL_TOOLS: tuple[ToolSpec[Any], ...] = RECORD_TOOLS + EVIDENCE_TOOLS + ENTITY_TOOLS
 TOOLS_BY_NAME = {tool.name: tool for tool in ALL_TOOLS}
 
 # ---------------------------------------------------------------------------- running calls
@@ -101,14 +101,14 @@ class Outcome:
     """One tool call's answer: a JSON object, whether it is an error, the commit it made, and
     the store's warnings (such as a hand-broken file that was skipped)."""
 
-    value: dict
+    value: dict[str, Any]
     is_error: bool = False
     commit: str | None = None
     warnings: list[str] = field(default_factory=list)
     # The commit went to a review branch: its record awaits a person (docs/review.md).
     pending: bool = False
 
-    def meta(self) -> dict | None:
+    def meta(self) -> dict[str, Any] | None:
         meta: dict[str, Any] = {}
         if self.commit:
             meta["lantern/commit"] = self.commit
@@ -139,7 +139,7 @@ class ToolRunner:
             self._store = store
         return store
 
-    def run_at_once(self, name: str, arguments: dict | None) -> Outcome | None:
+    def run_at_once(self, name: str, arguments: dict[str, Any] | None) -> Outcome | None:
         """The call answered on the caller's thread if it is a quick read of the store already
         open and no other call is running; None otherwise (give it to :meth:`run` in a worker
         thread): the event loop never waits for another call to finish."""
@@ -159,11 +159,11 @@ class ToolRunner:
             if store is not None:
                 store.close()
 
-    def run(self, name: str, arguments: dict | None) -> Outcome:
+    def run(self, name: str, arguments: dict[str, Any] | None) -> Outcome:
         with self._lock:
             return self._run(name, arguments)
 
-    def _run(self, name: str, arguments: dict | None) -> Outcome:
+    def _run(self, name: str, arguments: dict[str, Any] | None) -> Outcome:
         """One call, the runner's lock held."""
         tool = TOOLS_BY_NAME[name]
         warnings: list[str] = []

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 A = TypeVar("A", bound=Arguments)
-Handler = Callable[["Store", A], "Written[dict]"]
+Handler = Callable[["Store", A], "Written[dict[str, Any]]"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ToolSpec(Generic[A]):
     read_only: bool
     destructive: bool
     idempotent: bool
-    call: Callable[[Store, A], Written[dict]]
+    call: Callable[[Store, A], Written[dict[str, Any]]]
     # A page read from the open store (show, list, search): quick enough for the server to run
     # on its event loop rather than in a worker thread (lantern_git.mcp.server).
     quick: bool = False
