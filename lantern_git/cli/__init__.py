@@ -145,27 +145,27 @@ _ENTITY_FILTER_HELP = "Only records that name or [[link]] this entity (by key, n
 @click.option("--quiet", "-q", is_flag=True, help="Print only the record's id (for scripts).")
 @writer
 def memory_add(
-    content,
-    kind,
-    scope,
-    priority,
-    urgency,
-    confidence,
-    expires_at,
-    source_refs,
-    entities,
-    reason,
-    quiet,
-    as_json,
-    store_path,
-    author,
+    content: str,
+    kind: str,
+    scope: str,
+    priority: int,
+    urgency: int,
+    confidence: float,
+    expires_at: str | None,
+    source_refs: tuple[str, ...],
+    entities: tuple[str, ...],
+    reason: str | None,
+    quiet: bool,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
 ) -> None:
     """Add a record. CONTENT is the text, or - to read it from stdin.
 
     Adding the same kind, scope and content again returns the existing record.
     """
     store = open_store(store_path, author)
-    options = dict(
+    options: dict[str, Any] = dict(
         priority=priority,
         urgency=urgency,
         confidence=confidence,

@@ -144,7 +144,7 @@ def register(cli: click.Group, memory: click.Group) -> None:
 
     @cli.command("export")
     @common
-    def export(as_json, store_path) -> None:
+    def export(as_json: bool, store_path: str | None) -> None:
         """Every record, any status, then every source and entity, as JSON Lines, in id order.
 
         A record is its object; a source is {"source": manifest, "ext", "body"} (its current

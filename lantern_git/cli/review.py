@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,7 +43,7 @@ def review_command(ctx: click.Context, page: Page, as_json: bool, store_path: st
     render.emit_review(review, as_json, store.root, evidence)
 
 
-def _decision_options(func: Callable) -> Callable:
+def _decision_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.argument("ids", nargs=-1, metavar="ID...")(func)
     func = click.option(
         "--all", "everything", is_flag=True, help="Every pending change of the branch."
@@ -61,7 +61,17 @@ def _decision_options(func: Callable) -> Callable:
     return writer(reason_option(func))
 
 
-def _decide(op: str, ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
+def _decide(
+    op: str,
+    ids: tuple[str, ...],
+    everything: bool,
+    branch: str | None,
+    expect: str | None,
+    reason: str | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
+) -> None:
     if bool(ids) == everything:
         raise click.UsageError("give record ids, or --all (not both)")
     store = support.open_store(store_path, author)
@@ -73,7 +83,16 @@ def _decide(op: str, ids, everything, branch, expect, reason, as_json, store_pat
 
 @review_command.command("accept")
 @_decision_options
-def accept_command(ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
+def accept_command(
+    ids: tuple[str, ...],
+    everything: bool,
+    branch: str | None,
+    expect: str | None,
+    reason: str | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
+) -> None:
     """Bring pending records onto the store's branch in one commit, you as its author.
 
     A supersede is accepted whole: its new record and its old record's status change."""
@@ -82,7 +101,16 @@ def accept_command(ids, everything, branch, expect, reason, as_json, store_path,
 
 @review_command.command("reject")
 @_decision_options
-def reject_command(ids, everything, branch, expect, reason, as_json, store_path, author) -> None:
+def reject_command(
+    ids: tuple[str, ...],
+    everything: bool,
+    branch: str | None,
+    expect: str | None,
+    reason: str | None,
+    as_json: bool,
+    store_path: str | None,
+    author: str | None,
+) -> None:
     """Drop pending records from their review branch, with a commit recording why.
 
     A supersede is rejected whole, as it is accepted."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import click
 
@@ -105,7 +105,14 @@ class LanternGroup(click.Group):
                 raise click.UsageError(hint, err.ctx) from None
             raise
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in args
         from . import render
@@ -176,13 +183,13 @@ def _silence_stdout() -> None:
         pass
 
 
-def json_option(func: Callable) -> Callable:
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--json", "as_json", is_flag=True, help="Write one JSON document to stdout."
     )(func)
 
 
-def store_option(func: Callable) -> Callable:
+def store_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--store",
         "store_path",
@@ -192,7 +199,7 @@ def store_option(func: Callable) -> Callable:
     )(func)
 
 
-def author_option(func: Callable) -> Callable:
+def author_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--author",
         metavar='"NAME <EMAIL>"',
@@ -201,18 +208,18 @@ def author_option(func: Callable) -> Callable:
     )(func)
 
 
-def reason_option(func: Callable) -> Callable:
+def reason_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--reason", metavar="TEXT", default=None, help="Why: recorded as Lantern-Reason."
     )(func)
 
 
-def common(func: Callable) -> Callable:
+def common(func: Callable[..., Any]) -> Callable[..., Any]:
     """--json and --store on every command."""
     return json_option(store_option(func))
 
 
-def writer(func: Callable) -> Callable:
+def writer(func: Callable[..., Any]) -> Callable[..., Any]:
     """--json, --store and --author on every command that commits."""
     return common(author_option(func))
 
@@ -356,10 +363,10 @@ def parse_time_option(value: str | None, name: str) -> int | None:
     return None if isinstance(expiry, Unset) else expiry
 
 
-def add_options(defaults: bool = True) -> Callable:
+def add_options(defaults: bool = True) -> Callable[..., Any]:
     """The options a new record takes (add, supersede)."""
 
-    def decorate(func: Callable) -> Callable:
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         options = [
             # No default=: since click 8.3 an explicit default=None counts as a value, so a
             # required --kind left out would pass None on instead of failing as a usage error.
@@ -417,7 +424,7 @@ def add_options(defaults: bool = True) -> Callable:
     return decorate
 
 
-def filter_options(func: Callable) -> Callable:
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The filters list and search share, named as ``RecordQuery.from_options`` takes them."""
     options = [
         click.option(
@@ -461,14 +468,26 @@ explain_option = click.option(
 )
 
 
-def page_options(func: Callable | None = None, *, default: int | None = None) -> Any:
+@overload
+def page_options(func: Callable[..., Any], *, default: int | None = None) -> Callable[..., Any]: ...
+
+
+@overload
+def page_options(
+    func: None = None, *, default: int | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+
+
+def page_options(
+    func: Callable[..., Any] | None = None, *, default: int | None = None
+) -> Callable[..., Any]:
     """``--limit`` and ``--offset``: a page of any listing, given to the command as one
     ``page`` (a :class:`~lantern_git.core.paging.Page`, checked by the one paging rule: 0 is no
     limit, a negative value is a usage error). No ``--limit`` is ``default`` (None: no limit).
     Use as ``@page_options`` or ``@page_options(default=N)``."""
     import functools
 
-    def decorate(func: Callable) -> Callable:
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def command(*args: object, limit: int | None, offset: int, **kwargs: object) -> object:
             from ..core.paging import Page
@@ -492,7 +511,7 @@ def page_options(func: Callable | None = None, *, default: int | None = None) ->
 
 def output_options(
     fields: tuple[str, ...], table: tuple[str, ...] | None = None
-) -> Callable[[Callable], Callable]:
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The output options of every listing command, as sqlite-utils' ``output_options``:
     ``--jsonl``, ``--csv``, ``--tsv`` beside ``--json`` and the table, ``--fields``,
     ``--count`` and ``--wide``. The command receives one ``output`` (a ``render.Output``)
@@ -500,7 +519,7 @@ def output_options(
     the table's default columns (default: a record's)."""
     import functools
 
-    def decorate(func: Callable) -> Callable:
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def command(
             *args: object,

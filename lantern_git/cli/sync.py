@@ -86,7 +86,8 @@ def merge_file_command(
 def run_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> int:
     """Exit status for git: 0 merged, 1 conflict (OURS left as it was, never with markers)."""
     from ..model.entity_keys import key_of_path
-    from ..model.record_merge import MergeError, expected_id, merge_records
+    from ..model.record_file import expected_id
+    from ..model.record_merge import MergeError, merge_records
     from ..model.source import parse_source_path
     from ..workspace.migrations import MARKER
 
