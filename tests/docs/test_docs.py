@@ -14,7 +14,7 @@ from lantern_git.cli import cli
 from lantern_git.cli.support import LanternGroup
 from lantern_git.mcp.server import ALL_TOOLS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 220
 
@@ -187,7 +187,7 @@ def arrows_up(layers: list[tuple[str, list[str]]], graph: dict[str, set[str]]) -
 
 
 def test_architecture_names_every_module_once_in_the_layer_that_holds_it():
-    from test_architecture import import_graph
+    from support.architecture import import_graph
 
     graph = import_graph()
     # A subpackage's __init__ that imports nothing (git/, index/, mcp/: a docstring) has no
@@ -204,7 +204,7 @@ def is_package(module: str) -> bool:
 
 
 def test_the_layers_architecture_draws_are_the_code_s_imports():
-    from test_architecture import import_graph
+    from support.architecture import import_graph
 
     graph = import_graph()
     layers = architecture_layers()

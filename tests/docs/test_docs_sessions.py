@@ -28,40 +28,47 @@ import time
 from pathlib import Path
 
 import pytest
-from test_readme_evidence import CLOCK, ROOT, session_env
+from support.sessions import CLOCK, ROOT, session_env
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"<!-- not run: [^>]+ -->")
 
-# (page, section heading or None for the whole page) -> the test that runs its sessions.
+# (page, section heading or None for the whole page) -> the test that runs its sessions (its
+# path under tests/).
 RUNNERS = {
     (
         "README.md",
         "## A five-minute tour",
-    ): "test_readme_tour.py::test_the_readme_tour_runs_as_written",
+    ): "docs/test_readme_tour.py::test_the_readme_tour_runs_as_written",
     ("docs/evidence.md", "# Evidence: sources, chunks and pinned references"): (
-        "test_readme_evidence.py::test_the_evidence_session_runs_as_written"
+        "docs/test_readme_evidence.py::test_the_evidence_session_runs_as_written"
     ),
     ("docs/semantic.md", "# Semantic recall"): (
-        "test_readme_semantic.py::test_the_semantic_session_runs_as_written"
+        "docs/test_readme_semantic.py::test_the_semantic_session_runs_as_written"
     ),
     ("docs/serve.md", "## Reviewing an agent's writes"): (
-        "test_serve_docs.py::test_the_review_session_of_docs_serve_runs_as_written"
+        "docs/test_serve_docs.py::test_the_review_session_of_docs_serve_runs_as_written"
     ),
-    ("docs/usage.md", None): "test_docs_sessions.py::test_the_usage_page_runs_as_written",
-    ("docs/sync.md", None): "test_docs_sessions.py::test_the_sync_page_runs_as_written",
-    ("docs/identity.md", None): "test_docs_sessions.py::test_the_identity_page_runs_as_written",
-    ("docs/paging.md", None): "test_docs_sessions.py::test_the_paging_page_runs_as_written",
-    ("docs/search.md", None): "test_docs_sessions.py::test_the_search_page_runs_as_written",
-    ("docs/transfer.md", None): "test_docs_sessions.py::test_the_transfer_page_runs_as_written",
-    ("docs/editing.md", None): "test_docs_sessions.py::test_the_editing_page_runs_as_written",
-    ("docs/history.md", None): "test_docs_sessions.py::test_the_history_page_runs_as_written",
-    ("docs/format.md", None): "test_docs_sessions.py::test_the_format_page_runs_as_written",
+    ("docs/usage.md", None): "docs/test_docs_sessions.py::test_the_usage_page_runs_as_written",
+    ("docs/sync.md", None): "docs/test_docs_sessions.py::test_the_sync_page_runs_as_written",
+    (
+        "docs/identity.md",
+        None,
+    ): "docs/test_docs_sessions.py::test_the_identity_page_runs_as_written",
+    ("docs/paging.md", None): "docs/test_docs_sessions.py::test_the_paging_page_runs_as_written",
+    ("docs/search.md", None): "docs/test_docs_sessions.py::test_the_search_page_runs_as_written",
+    (
+        "docs/transfer.md",
+        None,
+    ): "docs/test_docs_sessions.py::test_the_transfer_page_runs_as_written",
+    ("docs/editing.md", None): "docs/test_docs_sessions.py::test_the_editing_page_runs_as_written",
+    ("docs/history.md", None): "docs/test_docs_sessions.py::test_the_history_page_runs_as_written",
+    ("docs/format.md", None): "docs/test_docs_sessions.py::test_the_format_page_runs_as_written",
     ("docs/evidence-inputs.md", None): (
-        "test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
+        "docs/test_docs_sessions.py::test_the_evidence_inputs_page_runs_as_written"
     ),
     ("docs/entities.md", "## A session"): (
-        "test_entities_docs.py::test_the_entities_session_runs_as_written"
+        "docs/test_entities_docs.py::test_the_entities_session_runs_as_written"
     ),
 }
 # Pages whose console sessions no test runs yet, with how many blocks each has: to be turned
@@ -245,7 +252,7 @@ def page_env(tmp_path: Path) -> dict:
     home.mkdir()
     env = session_env(tmp_path)
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"))
-    # LANTERN_EMBEDDER stays as conftest set it: none but in the semantic tests, whose pages
+    # LANTERN_EMBEDDER stays as support.env set it: none but in the semantic tests, whose pages
     # show search by meaning.
     stale = [n for n in env if n.startswith("LANTERN_") and n != "LANTERN_EMBEDDER"]
     for name in [*stale, "COLUMNS"]:

@@ -11,84 +11,16 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "evidence.md"
-SECTION = "# Evidence: sources, chunks and pinned references"
-
-
-def console_blocks(section: str = SECTION, page: Path = PAGE) -> list[list[tuple[str, list[str]]]]:
-    """Each console block of ``page``'s ``section`` (up to its first ``##`` heading) as
-    (command, expected output lines)."""
-    text = page.read_text()
-    start = text.index(section)
-    end = text.index("\n## ", start + len(section))
-    blocks = re.findall(r"```console\n(.*?)```", text[start:end], re.DOTALL)
-    parsed = []
-    for block in blocks:
-        steps: list[tuple[str, list[str]]] = []
-        lines = block.splitlines()
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            assert line.startswith("$ "), line
-            command = line[2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + lines[i].strip()
-            i += 1
-            output = []
-            while i < len(lines) and not lines[i].startswith("$ "):
-                output.append(lines[i])
-                i += 1
-            steps.append((command, output))
-        parsed.append(steps)
-    return parsed
-
-
-# A date, optionally with a time of day (``2026-12-03``, ``2026-12-03 02:29 UTC``,
-# ``2026-12-03T02:29:53Z``): the README shows the day it was written, a run shows its own.
-CLOCK = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z| UTC)?)?\b")
-
-
-def normalise(line: str) -> str:
-    # A commit id depends on the time it was made, and a printed date or time on the day the
-    # command ran; everything else in the session does not. Each is masked to a placeholder of
-    # its own kind, so the rest of the line (and the table's column widths) is still compared.
-    line = re.sub(r" as [0-9a-f]{10}$", " as <commit>", line.rstrip())
-    return CLOCK.sub(lambda m: "<time>".ljust(len(m.group())), line)
-
-
-def run_steps(steps, cwd: Path, env: dict) -> None:
-    for command, expected in steps:
-        if command.startswith("cat chat.md"):
-            (cwd / "chat.md").write_text("\n".join(expected) + "\n")
-            continue
-        result = subprocess.run(
-            ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-        )
-        # A step whose output matches but that failed, or crashed after printing, is a failure:
-        # the README's commands all succeed (a step that shows a failing exit code runs
-        # ``; echo "exit $?"`` and prints it).
-        assert result.returncode == 0, (command, result.returncode, result.stderr)
-        assert "Traceback" not in result.stderr, (command, result.stderr)
-        got = [normalise(line) for line in result.stdout.splitlines()]
-        assert got == [normalise(line) for line in expected], (command, result.stderr)
-
-
-def session_env(tmp_path: Path) -> dict:
-    """The environment a docs session runs in: a ``lantern`` on PATH that runs this checkout
-    with this interpreter, and a wide terminal, as the pages were written with."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "lantern"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lantern_git "$@"\n')
-    launcher.chmod(0o755)
-    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", COLUMNS="200")
+from support.sessions import (
+    PAGE,
+    console_blocks,
+    normalise,
+    run_steps,
+    session_env,
+)
 
 
 def test_the_evidence_session_runs_as_written(tmp_path):

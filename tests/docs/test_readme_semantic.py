@@ -5,7 +5,7 @@ page's."""
 from __future__ import annotations
 
 import pytest
-from test_readme_evidence import ROOT, console_blocks, run_steps, session_env
+from support.sessions import ROOT, console_blocks, run_steps, session_env
 
 PAGE = ROOT / "docs" / "semantic.md"
 SECTION = "# Semantic recall"

@@ -3,7 +3,7 @@ real shell, in a new store, its output compared with the README's."""
 
 from __future__ import annotations
 
-from test_readme_evidence import ROOT, console_blocks, run_steps, session_env
+from support.sessions import ROOT, console_blocks, run_steps, session_env
 
 README = ROOT / "README.md"
 SECTION = "## A five-minute tour"

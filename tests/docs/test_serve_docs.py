@@ -16,10 +16,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from conftest import first_line, stop
-from serve_support import Markup
+from support.processes import first_line, stop
+from support.serve import Markup
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "serve.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"
 SECTION = "## Reviewing an agent's writes"
 
 
@@ -114,7 +114,7 @@ def test_the_review_session_of_docs_serve_runs_as_written(tmp_path, isolated_env
     (isolated_env / ".gitconfig").write_text(
         "[user]\n\tname = Test Author\n\temail = author@example.com\n"
     )
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     # The agent's script, as the page shows it.
     (script,) = re.findall(r"```python\n(# agent\.py\n.*?)```", text, re.DOTALL)
     (work / "agent.py").write_text(script)

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".ci" / "system-deps"
 PACKAGES = ["git", "openssh-client", "strace", "chromium", "chromium-driver", "faketime"]
 

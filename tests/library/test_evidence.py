@@ -12,7 +12,8 @@ import os
 
 import pygit2
 import pytest
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
 from lantern_git.errors import InvalidInput, NotFound, UncommittedChanges, ValidationError
 from lantern_git.evidence.sources import SourceInput
@@ -721,7 +722,7 @@ def test_a_large_ingest_leaves_its_chunks_to_the_next_search(store):
 def test_a_read_only_store_answers_evidence_reads_and_refuses_ingest(store, store_path, tmp_path):
     import stat as stat_module
 
-    from test_forgiving_writes import _as_reader
+    from support.cli import as_reader
 
     source_id = ingest(store).manifest.id
     record = store.add("tea", kind="preference", source_refs=[f"source:{source_id}#L3"])
@@ -735,16 +736,16 @@ def test_a_read_only_store_answers_evidence_reads_and_refuses_ingest(store, stor
     env = {"TMPDIR": str(temp)}
     s = ["--store", str(store_path)]
     try:
-        hits = _as_reader(*s, "source", "search", "coffee", "--json", env=env)
+        hits = as_reader(*s, "source", "search", "coffee", "--json", env=env)
         assert hits.returncode == 0, hits.stderr
         assert json.loads(hits.stdout)[0]["source_id"] == source_id
-        verified = _as_reader(*s, "verify", "--json", env=env)
+        verified = as_reader(*s, "verify", "--json", env=env)
         assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
-        shown = _as_reader(*s, "memory", "show", record.id, "--evidence", "--json", env=env)
+        shown = as_reader(*s, "memory", "show", record.id, "--evidence", "--json", env=env)
         assert json.loads(shown.stdout)["evidence"][0]["lines"] == [3, 3]
         note = temp / "note.md"
         note.write_text("a new note\n")
-        refused = _as_reader(*s, "source", "add", str(note), "--json", env=env)
+        refused = as_reader(*s, "source", "add", str(note), "--json", env=env)
         assert refused.returncode == 1 and "read_only" in refused.stderr
     finally:
         for p in paths:

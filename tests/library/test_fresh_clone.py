@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import git, lantern
+from support.cli import lantern
+from support.stores import git
 
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import record_path

@@ -10,7 +10,7 @@ import os
 import shutil
 
 import pytest
-from conftest import git
+from support.stores import git
 
 from lantern_git.index import search as search_index
 from lantern_git.model.record_file import record_path

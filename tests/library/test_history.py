@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, lantern
+from support.cli import lantern
+from support.stores import git
 
 from lantern_git.errors import InvalidInput, NotFound
 from lantern_git.model.record_file import record_path

@@ -6,7 +6,8 @@ import json
 import time
 
 import pytest
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
 from lantern_git.errors import InvalidInput, UncommittedChanges
 from lantern_git.git.repo import parse_trailers

@@ -7,9 +7,9 @@ import random
 import tempfile
 from pathlib import Path
 
-from conftest import git, init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.stores import git, init_repo
 
 from lantern_git.core.fields import KINDS, STATUSES
 from lantern_git.model.query import order_key

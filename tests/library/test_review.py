@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, snapshot
-from reliability_support import add_args, cli, cli_env, make_store
+from support.cli import cli_env, lantern
+from support.reliability import add_args
+from support.stores import git, make_store, snapshot
 
 from lantern_git.errors import GitError, InvalidInput, NotFound
 from lantern_git.evidence.sources import SourceInput
@@ -151,30 +152,30 @@ def test_a_record_the_review_branch_did_not_touch_is_read_from_the_working_tree(
 def test_review_mode_from_the_environment_names_the_branch_after_the_actor(seeded):
     path, _ = seeded
     before = untouched(path)
-    result = cli(path, *add_args("pending from the cli"), env=cli_env(LANTERN_REVIEW="1"))
+    result = lantern(*add_args("pending from the cli"), env=cli_env(LANTERN_REVIEW="1"), store=path)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["pending"] is True
     assert document["content"] == "pending from the cli"
     assert tip(path, CLI_BRANCH) is not None
-    named = cli(
-        path,
+    named = lantern(
         *add_args("pending from a named writer"),
         env=cli_env(LANTERN_REVIEW="1", LANTERN_REVIEW_NAME="nightly-bot"),
+        store=path,
     )
     assert named.returncode == 0, named.stderr
     assert tip(path, "refs/heads/lantern/review/nightly-bot") is not None
-    text = cli(path, "memory", "archive", document["id"], env=cli_env(LANTERN_REVIEW="1"))
+    text = lantern("memory", "archive", document["id"], env=cli_env(LANTERN_REVIEW="1"), store=path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("archived (pending review) ")
-    deleted = cli(
-        path, "memory", "delete", document["id"], "--json", env=cli_env(LANTERN_REVIEW="1")
+    deleted = lantern(
+        "memory", "delete", document["id"], "--json", env=cli_env(LANTERN_REVIEW="1"), store=path
     )
     assert deleted.returncode == 0, deleted.stderr
     assert json.loads(deleted.stdout)["pending"] is True
     assert untouched(path) == before
     # Off by default: the same command without the variable writes to the store's branch.
-    plain = cli(path, *add_args("an ordinary write"))
+    plain = lantern(*add_args("an ordinary write"), store=path)
     assert "pending" not in json.loads(plain.stdout)
     assert git(path, "rev-parse", "HEAD").strip() != before["head"]
 
@@ -203,10 +204,10 @@ def test_review_mode_from_lantern_yaml(seeded):
 def test_a_bad_review_name_is_refused_with_exit_2_and_nothing_written(seeded, name):
     path, _ = seeded
     before = untouched(path)
-    result = cli(
-        path,
+    result = lantern(
         *add_args("never written"),
         env=cli_env(LANTERN_REVIEW="1", LANTERN_REVIEW_NAME=name, LANTERN_AUTHOR="A <a@b>"),
+        store=path,
     )
     if name == "":  # an empty name means "not given": the actor names the branch
         assert result.returncode == 0, result.stderr
@@ -219,7 +220,7 @@ def test_a_bad_review_name_is_refused_with_exit_2_and_nothing_written(seeded, na
 
 def test_a_bad_lantern_review_value_is_refused(seeded):
     path, _ = seeded
-    result = cli(path, *add_args("never written"), env=cli_env(LANTERN_REVIEW="maybe"))
+    result = lantern(*add_args("never written"), env=cli_env(LANTERN_REVIEW="maybe"), store=path)
     assert result.returncode == 2
     assert json.loads(result.stderr)["error"]["code"] == "invalid_review"
     with pytest.raises(InvalidInput):
@@ -241,12 +242,14 @@ def test_a_review_write_killed_before_its_ref_moves_leaves_the_old_ref(seeded, p
     path, _ = seeded
     env = cli_env(LANTERN_REVIEW="1")
     if existing:
-        assert cli(path, *add_args("already pending"), env=env).returncode == 0
+        assert lantern(*add_args("already pending"), env=env, store=path).returncode == 0
     old = tip(path, CLI_BRANCH)
     before = untouched(path)
-    killed = cli(path, *add_args("cut off"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point))
+    killed = lantern(
+        *add_args("cut off"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), store=path
+    )
     assert killed.returncode == -9
-    after = cli(path, "memory", "list", "--json")
+    after = lantern("memory", "list", "--json", store=path)
     assert after.returncode == 0, after.stderr
     if point == "after-journal":
         assert "rolled back an interrupted add on lantern/review/cli" in after.stderr
@@ -254,7 +257,7 @@ def test_a_review_write_killed_before_its_ref_moves_leaves_the_old_ref(seeded, p
     assert (now.id if now else None) == (old.id if old else None)
     assert untouched(path) == before
     assert not (path / ".lantern" / "journal.json").exists()
-    again = cli(path, *add_args("cut off"), env=env)
+    again = lantern(*add_args("cut off"), env=env, store=path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["pending"] is True
 
@@ -263,9 +266,11 @@ def test_a_review_write_killed_before_its_ref_moves_leaves_the_old_ref(seeded, p
 def test_a_review_write_killed_after_its_ref_moved_is_complete(seeded, point):
     path, _ = seeded
     before = untouched(path)
-    killed = cli(path, *add_args("made it"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point))
+    killed = lantern(
+        *add_args("made it"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), store=path
+    )
     assert killed.returncode == -9
-    after = cli(path, "memory", "list", "--json")
+    after = lantern("memory", "list", "--json", store=path)
     assert after.returncode == 0, after.stderr
     assert "completed an interrupted add on lantern/review/cli" in after.stderr
     assert [r["content"] for r in json.loads(after.stdout)] == ["the seed record"]
@@ -280,16 +285,18 @@ def test_a_review_write_killed_after_its_ref_moved_is_complete(seeded, point):
 def test_a_ref_lock_left_by_a_killed_review_write_is_cleared(seeded):
     path, _ = seeded
     env = cli_env(LANTERN_REVIEW="1")
-    assert cli(path, *add_args("already pending"), env=env).returncode == 0
+    assert lantern(*add_args("already pending"), env=env, store=path).returncode == 0
     old = tip(path, CLI_BRANCH)
-    killed = cli(
-        path, *add_args("cut off"), env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT="after-journal")
+    killed = lantern(
+        *add_args("cut off"),
+        env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT="after-journal"),
+        store=path,
     )
     assert killed.returncode == -9
     # What git leaves when killed between taking the ref's lock and renaming it into place.
     lock = path / ".git" / "refs" / "heads" / "lantern" / "review" / "cli.lock"
     lock.write_text("0" * 40 + "\n")
-    again = cli(path, *add_args("after the crash"), env=env)
+    again = lantern(*add_args("after the crash"), env=env, store=path)
     assert again.returncode == 0, again.stderr
     assert not lock.exists()
     commit = tip(path, CLI_BRANCH)
@@ -345,16 +352,18 @@ def test_review_is_merge_base_aware_and_flags_records_the_store_changed_meanwhil
 
 def test_lantern_review_cli_text_and_json(seeded):
     path, seed = seeded
-    empty = cli(path, "review")
+    empty = lantern("review", store=path)
     assert empty.returncode == 0 and empty.stdout == "nothing awaits review\n"
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
     env = cli_env(LANTERN_REVIEW="1")
-    assert cli(path, "memory", "update", seed, "--priority", "66", env=env).returncode == 0
-    text = cli(path, "review")
+    assert (
+        lantern("memory", "update", seed, "--priority", "66", env=env, store=path).returncode == 0
+    )
+    text = lantern("review", store=path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[0] == "lantern/review/cli: 1 record, 1 commit"
     assert "      priority: 50 -> 66" in text.stdout.splitlines()
-    document = json.loads(cli(path, "review", "--json").stdout)
+    document = json.loads(lantern("review", "--json", store=path).stdout)
     (branch,) = document["branches"]
     assert branch["ref"] == CLI_BRANCH
     (record,) = branch["records"]
@@ -388,7 +397,7 @@ def _server(store_path: Path, *extra: str):
         args=["-m", "lantern_git", "mcp", "--store", str(store_path), *extra],
         env=env,
         # Run from the source tree so the server is this checkout's code.
-        cwd=str(Path(__file__).resolve().parent.parent),
+        cwd=str(Path(__file__).resolve().parents[2]),
     )
 
 
@@ -456,8 +465,7 @@ def test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit(seede
         store.update(seed, priority=91)
         review_commits = {r.id: r.commits for r in store.review_list().records}
     head = git(path, "rev-parse", "HEAD").strip()
-    result = cli(
-        path,
+    result = lantern(
         "review",
         "accept",
         "--all",
@@ -465,6 +473,7 @@ def test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit(seede
         "looks right",
         "--json",
         env=cli_env(LANTERN_AUTHOR="Reviewer <rev@example.com>"),
+        store=path,
     )
     assert result.returncode == 0, result.stderr
     decision = json.loads(result.stdout)
@@ -487,9 +496,9 @@ def test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit(seede
     }
     # The working tree, .git/index and the listing have it; nothing is pending any more.
     assert git(path, "status", "--porcelain") == ""
-    listed = json.loads(cli(path, "memory", "list", "--json").stdout)
+    listed = json.loads(lantern("memory", "list", "--json", store=path).stdout)
     assert {r["id"]: r["priority"] for r in listed} == {added.id: 50, seed: 91}
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
     # The bot's own commits stay in the review branch's history.
     assert all(
         repo.descendant_of(pygit2.Oid(hex=decision["review_tip"]), pygit2.Oid(hex=c))
@@ -529,7 +538,7 @@ def test_reject_drops_records_from_the_review_branch_with_the_reason(seeded):
         bad = store.add("a wrong fact", kind="fact")
         store.archive(seed)
     before = untouched(path)
-    result = cli(path, "review", "reject", bad.id[:7], "--reason", "not true", "--json")
+    result = lantern("review", "reject", bad.id[:7], "--reason", "not true", "--json", store=path)
     assert result.returncode == 0, result.stderr
     decision = json.loads(result.stdout)
     assert decision["op"] == "reject" and decision["records"] == [bad.id]
@@ -543,43 +552,48 @@ def test_reject_drops_records_from_the_review_branch_with_the_reason(seeded):
     with opened(path) as store:
         (branch,) = store.review_list().branches
         assert [r.id for r in branch.records] == [seed]
-    assert cli(path, "review", "reject", "--all").returncode == 0
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert lantern("review", "reject", "--all", store=path).returncode == 0
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
 
 
 def test_a_writer_cannot_accept_its_own_changes(seeded):
     path, _ = seeded
     env = cli_env(LANTERN_REVIEW="1")
-    assert cli(path, *add_args("self-serving"), env=env).returncode == 0
+    assert lantern(*add_args("self-serving"), env=env, store=path).returncode == 0
     before = untouched(path)
     branch_before = tip(path, CLI_BRANCH).id
-    refused = cli(path, "review", "accept", "--all", "--json", env=env)
+    refused = lantern("review", "accept", "--all", "--json", env=env, store=path)
     assert refused.returncode == 2
     assert json.loads(refused.stderr)["error"]["code"] == "self_approval"
     assert untouched(path) == before and tip(path, CLI_BRANCH).id == branch_before
     # Another writer name is another reviewer: a person accepting as themselves may.
-    ok = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="raphael"))
+    ok = lantern(
+        "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="raphael"), store=path
+    )
     assert ok.returncode == 0, ok.stderr
 
 
 def test_a_writer_cannot_accept_its_own_changes_by_id_on_the_cli(seeded):
     path, _ = seeded
     env = cli_env(LANTERN_REVIEW="1")
-    added = cli(path, *add_args("self-serving, by id"), env=env)
+    added = lantern(*add_args("self-serving, by id"), env=env, store=path)
     assert added.returncode == 0, added.stderr
     record = json.loads(added.stdout)["id"]
     before = untouched(path)
     branch_before = tip(path, CLI_BRANCH).id
     for ids in ([record], [record[:6]]):
-        refused = cli(path, "review", "accept", *ids, "--json", env=env)
+        refused = lantern("review", "accept", *ids, "--json", env=env, store=path)
         assert refused.returncode == 2, refused.stdout
         assert json.loads(refused.stderr)["error"]["code"] == "self_approval"
         assert untouched(path) == before and tip(path, CLI_BRANCH).id == branch_before
     assert [
-        r["id"] for r in json.loads(cli(path, "review", "--json").stdout)["branches"][0]["records"]
+        r["id"]
+        for r in json.loads(lantern("review", "--json", store=path).stdout)["branches"][0][
+            "records"
+        ]
     ] == [record]
     # Another reviewer name may accept the same record by id.
-    ok = cli(path, "review", "accept", record, env=cli_env(LANTERN_REVIEW_NAME="raphael"))
+    ok = lantern("review", "accept", record, env=cli_env(LANTERN_REVIEW_NAME="raphael"), store=path)
     assert ok.returncode == 0, ok.stderr
 
 
@@ -633,7 +647,7 @@ def test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_noth
     record_file.write_text(record_file.read_text().replace("the seed record", "edited by hand"))
     bot = "refs/heads/lantern/review/bot"
     before = {**untouched(path), "review": tip(path, bot).id}
-    result = cli(path, "review", "accept", "--all", "--json")
+    result = lantern("review", "accept", "--all", "--json", store=path)
     assert result.returncode == 1, result.stderr
     error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
     assert error["code"] == "uncommitted_changes"
@@ -651,7 +665,7 @@ def test_accept_refuses_a_fifo_where_a_pending_record_goes_without_waiting_on_it
     fifo.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(fifo)
     head = git(path, "rev-parse", "HEAD").strip()
-    result = cli(path, "review", "accept", "--all", "--json", timeout=30)
+    result = lantern("review", "accept", "--all", "--json", timeout=30, store=path)
     assert result.returncode == 1, result.stderr
     error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
     assert error["code"] == "uncommitted_changes"
@@ -675,7 +689,7 @@ def test_bad_review_decisions_change_nothing(seeded, args, code, exit_code):
     with opened(path, review=True) as store:
         store.add("pending", kind="fact")
     before = {**untouched(path), "review": tip(path, API_BRANCH).id}
-    result = cli(path, "review", *args, "--json")
+    result = lantern("review", *args, "--json", store=path)
     assert result.returncode == exit_code, result.stderr
     assert json.loads(result.stderr.strip().splitlines()[-1])["error"]["code"] == code
     assert {**untouched(path), "review": tip(path, API_BRANCH).id} == before
@@ -686,10 +700,10 @@ def test_accept_needs_a_branch_when_several_have_changes(seeded):
     for name in ("one", "two"):
         with opened(path, review=True, review_name=name) as store:
             store.add(f"from {name}", kind="fact")
-    result = cli(path, "review", "accept", "--all", "--json")
+    result = lantern("review", "accept", "--all", "--json", store=path)
     assert result.returncode == 2
     assert json.loads(result.stderr)["error"]["code"] == "ambiguous_branch"
-    assert cli(path, "review", "accept", "--all", "--branch", "two").returncode == 0
+    assert lantern("review", "accept", "--all", "--branch", "two", store=path).returncode == 0
     with opened(path) as store:
         assert [b.name for b in store.review_list().branches] == ["one"]
 
@@ -703,9 +717,9 @@ def test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted(seed
         added = store.add("to be accepted", kind="fact")
         store.update(seed, priority=61)
     head = git(path, "rev-parse", "HEAD").strip()
-    killed = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_FAULT=point))
+    killed = lantern("review", "accept", "--all", env=cli_env(LANTERN_FAULT=point), store=path)
     assert killed.returncode == -9
-    after = cli(path, "review", "--json")
+    after = lantern("review", "--json", store=path)
     assert after.returncode == 0, after.stderr
     pending = {r["id"] for b in json.loads(after.stdout)["branches"] for r in b["records"]}
     now = git(path, "rev-parse", "HEAD").strip()
@@ -721,9 +735,9 @@ def test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted(seed
     assert not (path / ".lantern" / "journal.json").exists()
     # Whatever was left, accepting again finishes the job.
     if pending:
-        again = cli(path, "review", "accept", "--all")
+        again = lantern("review", "accept", "--all", store=path)
         assert again.returncode == 0, again.stderr
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
     assert "priority: 61" in (path / record_path(seed)).read_text()
 
 
@@ -738,34 +752,38 @@ def test_list_and_show_include_pending_records_marked_pending(seeded):
         added = store.add("a pending fact", kind="fact", priority=99)
         store.update(seed, priority=1)
         store.delete(gone.id)
-    plain = json.loads(cli(path, "memory", "list", "--json").stdout)
+    plain = json.loads(lantern("memory", "list", "--json", store=path).stdout)
     assert {r["id"] for r in plain} == {seed, gone.id}
     assert all("pending" not in r for r in plain)
-    result = cli(path, "memory", "list", "--include-pending", "--json")
+    result = lantern("memory", "list", "--include-pending", "--json", store=path)
     assert result.returncode == 0, result.stderr
     listed = json.loads(result.stdout)
     # In the list's order, as if accepted: the pending add first (priority 99), the seed last.
     assert [(r["id"], r.get("pending")) for r in listed] == [(added.id, True), (seed, True)]
     assert listed[1]["priority"] == 1
     limited = json.loads(
-        cli(path, "memory", "list", "--include-pending", "--min-priority", "50", "--json").stdout
+        lantern(
+            "memory", "list", "--include-pending", "--min-priority", "50", "--json", store=path
+        ).stdout
     )
     assert [r["id"] for r in limited] == [added.id]
     shown = json.loads(
-        cli(path, "memory", "show", added.id[:8], "--include-pending", "--json").stdout
+        lantern("memory", "show", added.id[:8], "--include-pending", "--json", store=path).stdout
     )
     assert shown["pending"] is True and shown["content"] == "a pending fact"
-    assert cli(path, "memory", "show", added.id, "--json").returncode == 3
+    assert lantern("memory", "show", added.id, "--json", store=path).returncode == 3
     # A record no review branch touched is shown as it is, without the mark.
     with opened(path) as store:
         other = store.add("untouched by review", kind="fact")
     plain_show = json.loads(
-        cli(path, "memory", "show", other.id, "--include-pending", "--json").stdout
+        lantern("memory", "show", other.id, "--include-pending", "--json", store=path).stdout
     )
     assert "pending" not in plain_show
-    removed = cli(path, "memory", "show", gone.id, "--include-pending", "--json")
+    removed = lantern("memory", "show", gone.id, "--include-pending", "--json", store=path)
     assert removed.returncode == 3
-    refused = cli(path, "memory", "list", "--include-pending", "--query", "fact", "--json")
+    refused = lantern(
+        "memory", "list", "--include-pending", "--query", "fact", "--json", store=path
+    )
     assert refused.returncode == 2
 
 
@@ -797,7 +815,7 @@ def test_lantern_commit_is_refused_in_review_mode(seeded):
     assert err.value.code == "review_mode"
     assert err.value.message.startswith("lantern commit is not available in review mode")
     assert untouched(path) == before and tip(path, API_BRANCH) is None
-    out = cli(path, "commit", env=cli_env(LANTERN_REVIEW="1"))
+    out = lantern("commit", env=cli_env(LANTERN_REVIEW="1"), store=path)
     assert out.returncode == 2 and "review mode" in out.stderr
     assert untouched(path) == before
 
@@ -871,7 +889,9 @@ def test_edit_import_revert_and_source_writes_work_in_review_mode_on_the_pending
         assert [(s.id, s.change) for s in branch.sources] == [(source.manifest.id, "changed")]
         assert {r.id for r in branch.records} == {seed, other.id, pending.id, *imported.ids}
     # Accepted, the source's new version and the records reach the store's branch.
-    accepted = cli(path, "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="ana"))
+    accepted = lantern(
+        "review", "accept", "--all", env=cli_env(LANTERN_REVIEW_NAME="ana"), store=path
+    )
     assert accepted.returncode == 0, accepted.stderr
     assert (path / "sources" / source.manifest.id[:2] / f"{source.manifest.id}.txt").read_bytes()
     assert git(path, "status", "--porcelain") == ""
@@ -888,7 +908,7 @@ def test_search_include_pending_scores_records_as_they_would_be_once_accepted(se
         store.delete(gone.id)
 
     def search(*extra: str) -> list[dict]:
-        result = cli(path, "memory", "search", "lantern", *extra, "--json")
+        result = lantern("memory", "search", "lantern", *extra, "--json", store=path)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -901,9 +921,9 @@ def test_search_include_pending_scores_records_as_they_would_be_once_accepted(se
     assert gone.id not in found
     # The same hits, scores and order that a plain search gives once everything is accepted
     # (from a freshly built index: deleted documents still weigh in an updated one's BM25).
-    accepted = cli(path, "review", "accept", "--all")
+    accepted = lantern("review", "accept", "--all", store=path)
     assert accepted.returncode == 0, accepted.stderr
-    assert cli(path, "index", "rebuild").returncode == 0
+    assert lantern("index", "rebuild", store=path).returncode == 0
     after = search()
     assert [(r["id"], r["score"]) for r in pending] == [(r["id"], r["score"]) for r in after]
     assert all("pending" not in r for r in after)
@@ -921,7 +941,7 @@ def test_search_include_pending_with_filters_and_bad_input(seeded):
         with pytest.raises(InvalidInput) as err:
             store.search("  ", include_pending=True)
         assert err.value.code == "invalid_query"
-    bad = cli(path, "memory", "search", "lanterns", "--include-pending", "--kind", "nope")
+    bad = lantern("memory", "search", "lanterns", "--include-pending", "--kind", "nope", store=path)
     assert bad.returncode == 2
 
 
@@ -1022,17 +1042,21 @@ def test_an_agent_proposes_over_mcp_and_a_person_accepts_two_and_rejects_one(see
         (seed, None),
         *((i, True) for i in ids),
     }
-    listed = cli(path, "review")
+    listed = lantern("review", store=path)
     assert listed.returncode == 0, listed.stderr
     assert "lantern/review/mcp: 3 records" in listed.stdout
     assert all(i[:7] in listed.stdout for i in ids) and agent in listed.stdout
 
     as_person = cli_env(LANTERN_AUTHOR=person)
-    accepted = cli(path, "review", "accept", ids[0], ids[1], "--reason", "true", env=as_person)
+    accepted = lantern(
+        "review", "accept", ids[0], ids[1], "--reason", "true", env=as_person, store=path
+    )
     assert accepted.returncode == 0, accepted.stderr
-    rejected = cli(path, "review", "reject", ids[2], "--reason", "not true", env=as_person)
+    rejected = lantern(
+        "review", "reject", ids[2], "--reason", "not true", env=as_person, store=path
+    )
     assert rejected.returncode == 0, rejected.stderr
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
 
     # git log of the store's branch: the person accepted both, the agent is named as their writer.
     log = git(path, "log", "-1", "--format=%an <%ae>%n%B")
@@ -1075,7 +1099,7 @@ def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_pat
     with --review-branches; a person on host B syncs, reviews, accepts two (one merged with a
     change B made meanwhile, listed), rejects one and syncs back; host A's branches follow,
     and what A proposed meanwhile is merged record by record, not lost."""
-    from test_sync import clone_host, first_host, make_remote
+    from support.sync import clone_host, first_host, make_remote
 
     remote = make_remote(tmp_path)
     a = first_host(tmp_path, remote, "a")
@@ -1104,15 +1128,15 @@ def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_pat
 
     # Host B: a person changes the seed's priority, then fetches the agent's proposals.
     b.store.update(seed, priority=12)
-    fetched = cli(b.path, "sync", "--review-branches", "--json")
+    fetched = lantern("sync", "--review-branches", "--json", store=b.path)
     assert fetched.returncode == 0, fetched.stderr
     (branch,) = json.loads(fetched.stdout)["review_branches"]
     assert (branch["name"], branch["how"]) == ("agent", "created")
-    listed = cli(b.path, "review", "--json")
+    listed = lantern("review", "--json", store=b.path)
     (pending,) = json.loads(listed.stdout)["branches"]
     assert {r["id"] for r in pending["records"]} == {keep.id, drop.id, seed}
     as_person = cli_env(LANTERN_AUTHOR="Ana <ana@example.org>")
-    accepted = cli(b.path, "review", "accept", keep.id, seed, "--json", env=as_person)
+    accepted = lantern("review", "accept", keep.id, seed, "--json", env=as_person, store=b.path)
     assert accepted.returncode == 0, accepted.stderr
     decision = json.loads(accepted.stdout)
     # The seed's pending priority met the person's: merged field by field, and listed.
@@ -1120,13 +1144,15 @@ def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_pat
     assert merged["id"] == seed
     priority = next(f for f in merged["fields"] if f["field"] == "priority")
     assert (priority["store"], priority["pending"]) == (12, 80)
-    text = cli(b.path, "review", "--json")
+    text = lantern("review", "--json", store=b.path)
     assert [r["id"] for r in json.loads(text.stdout)["branches"][0]["records"]] == [drop.id]
-    rejected = cli(b.path, "review", "reject", drop.id, "--reason", "not true", env=as_person)
+    rejected = lantern(
+        "review", "reject", drop.id, "--reason", "not true", env=as_person, store=b.path
+    )
     assert rejected.returncode == 0, rejected.stderr
     accept_commit = git(b.path, "log", "-1", "--format=%B", "HEAD^{/^accept}")
     assert f"Lantern-Review-Merged: {seed} (priority" in accept_commit
-    assert cli(b.path, "sync", "--review-branches").returncode == 0
+    assert lantern("sync", "--review-branches", store=b.path).returncode == 0
 
     # Host A meanwhile proposed one more record: its review branch and B's merge.
     with opened(a.path, review=True, review_name="agent") as agent:
@@ -1143,7 +1169,7 @@ def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_pat
         assert [r.id for r in left.records] == [later.id]
     assert git(a.path, "status", "--porcelain") == ""
     # B gets A's merge of the review branch: both hosts agree on it.
-    assert cli(b.path, "sync", "--review-branches").returncode == 0
+    assert lantern("sync", "--review-branches", store=b.path).returncode == 0
     assert git(a.path, "rev-parse", "lantern/review/agent") == git(
         b.path, "rev-parse", "lantern/review/agent"
     )
@@ -1153,7 +1179,7 @@ def test_review_branches_travel_with_sync_and_a_person_elsewhere_decides(tmp_pat
 
 
 def test_sync_review_branches_from_lantern_yaml_and_a_bad_value(tmp_path):
-    from test_sync import first_host, make_remote
+    from support.sync import first_host, make_remote
 
     remote = make_remote(tmp_path)
     a = first_host(tmp_path, remote, "a")
@@ -1169,11 +1195,11 @@ def test_sync_review_branches_from_lantern_yaml_and_a_bad_value(tmp_path):
     with opened(a.path, review=True, review_name="agent") as agent:
         agent.add("another pending record", kind="fact")
     tip_before = git(remote, "rev-parse", "lantern/review/agent")
-    assert cli(a.path, "sync", "--no-review-branches").returncode == 0
+    assert lantern("sync", "--no-review-branches", store=a.path).returncode == 0
     assert git(remote, "rev-parse", "lantern/review/agent") == tip_before
     (a.path / "lantern.yaml").write_text("format: 1\nsync_review_branches: sometimes\n")
     git(a.path, "commit", "-qam", "a bad value")
-    bad = cli(a.path, "sync", "--json")
+    bad = lantern("sync", "--json", store=a.path)
     assert bad.returncode == 2
     assert json.loads(bad.stderr)["error"]["code"] == "invalid_review"
 
@@ -1186,7 +1212,7 @@ def test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back(
     """A review branch moved by sync (created, or merged when both hosts wrote to it) goes
     through the journal: killed at each step, the ref is the old or the new one, and the next
     sync finishes the job."""
-    from test_sync import clone_host, first_host, make_remote
+    from support.sync import clone_host, first_host, make_remote
 
     remote = make_remote(tmp_path)
     a = first_host(tmp_path, remote, "a")
@@ -1202,20 +1228,20 @@ def test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back(
         with opened(b.path, review=True, review_name="agent") as agent:
             agent.add("a proposal on host b", kind="fact")
     old = tip(b.path, "refs/heads/lantern/review/agent")
-    killed = cli(b.path, "sync", "--review-branches", env=cli_env(LANTERN_FAULT=point))
+    killed = lantern("sync", "--review-branches", env=cli_env(LANTERN_FAULT=point), store=b.path)
     assert killed.returncode == -9, killed.stderr
     now = tip(b.path, "refs/heads/lantern/review/agent")
     moved = (now.id if now else None) != (old.id if old else None)
     assert moved == (point == "after-ref")
-    after = cli(b.path, "review", "--json")
+    after = lantern("review", "--json", store=b.path)
     assert after.returncode == 0, after.stderr
     assert "interrupted sync on lantern/review/agent" in after.stderr
     assert not (b.path / ".lantern" / "journal.json").exists()
-    again = cli(b.path, "sync", "--review-branches")
+    again = lantern("sync", "--review-branches", store=b.path)
     assert again.returncode == 0, again.stderr
     pending = {
         r["id"]
-        for br in json.loads(cli(b.path, "review", "--json").stdout)["branches"]
+        for br in json.loads(lantern("review", "--json", store=b.path).stdout)["branches"]
         for r in br["records"]
     }
     assert first.id in pending and len(pending) == (3 if diverged else 1)
@@ -1247,29 +1273,29 @@ def test_pending_sources_are_listed_carried_by_an_accept_dropped_by_a_reject_and
     pinned = record.source_refs[0]
     assert pinned.startswith(f"source:{source_id}@") and pinned.endswith("#L1")
     assert (path / "sources").exists() is False  # the working tree has no source yet
-    listed = cli(path, "review", "--json")
+    listed = lantern("review", "--json", store=path)
     (branch,) = json.loads(listed.stdout)["branches"]
     assert [(s["id"], s["change"]) for s in branch["sources"]] == sorted(
         [(source_id, "added"), (other.manifest.id, "added")]
     )
     assert {s["manifest"]["uri"] for s in branch["sources"]} == {"session:1", "session:2"}
-    text = cli(path, "review").stdout
+    text = lantern("review", store=path).stdout
     assert "2 sources" in text.splitlines()[0] and f"source {source_id}" in text
 
-    rejected = cli(path, "review", "reject", other.manifest.id[:8], "--json")
+    rejected = lantern("review", "reject", other.manifest.id[:8], "--json", store=path)
     assert rejected.returncode == 0, rejected.stderr
     assert json.loads(rejected.stdout)["sources"] == [other.manifest.id]
-    accepted = cli(path, "review", "accept", record.id, "--json")
+    accepted = lantern("review", "accept", record.id, "--json", store=path)
     assert accepted.returncode == 0, accepted.stderr
     decision = json.loads(accepted.stdout)
     assert decision["records"] == [record.id] and decision["sources"] == [source_id]
     trailers = parse_trailers(git(path, "log", "-1", "--format=%B"))
     assert trailers["Lantern-Source"] == [source_id]
-    verified = cli(path, "verify", "--json")
+    verified = lantern("verify", "--json", store=path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert json.loads(verified.stdout)["ok"] is True
     assert json.loads(verified.stdout)["checked"] == 1
-    assert json.loads(cli(path, "review", "--json").stdout) == {"branches": []}
+    assert json.loads(lantern("review", "--json", store=path).stdout) == {"branches": []}
     assert not (path / "sources" / other.manifest.id[:2]).exists()
     assert git(path, "status", "--porcelain") == ""
 
@@ -1280,26 +1306,28 @@ def test_text_csv_and_show_output_mark_pending_records(seeded):
     path, seed = seeded
     with opened(path, review=True) as store:
         added = store.add("a pending seed note", kind="fact")
-    table = cli(path, "memory", "list", "--include-pending").stdout.splitlines()
+    table = lantern("memory", "list", "--include-pending", store=path).stdout.splitlines()
     assert table[0].startswith("P  ID")
     assert [line[:1] for line in table[1:]] == ["*", " "]  # the pending add first (newest)
-    hits = cli(path, "memory", "search", "seed", "--include-pending").stdout.splitlines()
+    hits = lantern("memory", "search", "seed", "--include-pending", store=path).stdout.splitlines()
     assert hits[0].startswith("P  SCORE  ID")
     marked = [line for line in hits[1:] if line.startswith("*")]
     assert len(marked) == 1 and added.id[:7] in marked[0]
     assert any(seed[:7] in line and not line.startswith("*") for line in hits[1:])
-    fields = cli(path, "memory", "list", "--include-pending", "--fields", "id,content")
+    fields = lantern("memory", "list", "--include-pending", "--fields", "id,content", store=path)
     assert fields.stdout.splitlines()[0].split() == ["P", "ID", "CONTENT"]
-    csv_out = cli(path, "memory", "list", "--include-pending", "--csv").stdout.splitlines()
+    csv_out = lantern(
+        "memory", "list", "--include-pending", "--csv", store=path
+    ).stdout.splitlines()
     assert csv_out[0].endswith(",pending")
     assert {line.split(",")[0]: line.rsplit(",", 1)[1] for line in csv_out[1:]} == {
         added.id: "true",
         seed: "false",
     }
     # Without pending records, or without the flag, the output is as before.
-    plain = cli(path, "memory", "list").stdout.splitlines()
+    plain = lantern("memory", "list", store=path).stdout.splitlines()
     assert plain[0].startswith("ID") and "P" not in plain[0].split()[:1]
-    shown = cli(path, "memory", "show", added.id, "--include-pending").stdout
+    shown = lantern("memory", "show", added.id, "--include-pending", store=path).stdout
     assert "pending:       yes: awaits review" in shown
 
 
@@ -1312,10 +1340,10 @@ def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rol
     branch's journaled path: killed before its ref moves nothing is pending, after it the
     write is there; the store's branch and files are untouched either way."""
     path, seed = seeded
-    added = cli(path, "source", "add", "-", "--uri", "crash:seed", input="User: hi\n")
+    added = lantern("source", "add", "-", "--uri", "crash:seed", input="User: hi\n", store=path)
     assert added.returncode == 0, added.stderr
-    source_id = json.loads(cli(path, "source", "list", "--json").stdout)[0]["id"]
-    assert cli(path, "memory", "archive", seed).returncode == 0
+    source_id = json.loads(lantern("source", "list", "--json", store=path).stdout)[0]["id"]
+    assert lantern("memory", "archive", seed, store=path).returncode == 0
     args, stdin = {
         "import": (["import", "-"], json.dumps({"kind": "fact", "content": "imported"}) + "\n"),
         "revert": (["revert", "HEAD"], None),
@@ -1323,9 +1351,11 @@ def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rol
         "remove": (["source", "remove", source_id], None),
     }[op]
     before = untouched(path)
-    killed = cli(path, *args, env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), input=stdin)
+    killed = lantern(
+        *args, env=cli_env(LANTERN_REVIEW="1", LANTERN_FAULT=point), input=stdin, store=path
+    )
     assert killed.returncode == -9, killed.stderr
-    after = cli(path, "review", "--json")
+    after = lantern("review", "--json", store=path)
     assert after.returncode == 0, after.stderr
     done = "completed" if point == "after-ref" else "rolled back"
     assert f"lantern: {done} an interrupted {op} on lantern/review/cli" in after.stderr
@@ -1337,26 +1367,30 @@ def test_a_review_mode_write_of_the_converted_writers_killed_is_completed_or_rol
 
 def test_cli_output_of_source_import_and_revert_writes_in_review_mode_says_pending(seeded):
     path, seed = seeded
-    assert cli(path, "memory", "archive", seed).returncode == 0
+    assert lantern("memory", "archive", seed, store=path).returncode == 0
     env = cli_env(LANTERN_REVIEW="1")
-    added = cli(path, "source", "add", "-", "--uri", "s:1", env=env, input="User: hi\n")
+    added = lantern("source", "add", "-", "--uri", "s:1", env=env, input="User: hi\n", store=path)
     assert added.returncode == 0, added.stderr
     assert added.stdout.startswith("added (pending review) ")
     [source] = json.loads(
-        cli(path, "source", "add", "-", "--uri", "s:2", "--json", env=env, input="x\n").stdout
+        lantern(
+            "source", "add", "-", "--uri", "s:2", "--json", env=env, input="x\n", store=path
+        ).stdout
     )
     assert source["pending"] is True
-    appended = cli(path, "source", "append", source["id"], "-", "--json", env=env, input="y\n")
+    appended = lantern(
+        "source", "append", source["id"], "-", "--json", env=env, input="y\n", store=path
+    )
     assert json.loads(appended.stdout)["pending"] is True
-    removed = cli(path, "source", "remove", source["id"], env=env)
+    removed = lantern("source", "remove", source["id"], env=env, store=path)
     assert removed.stdout.startswith("removed (pending review) ")
     line = json.dumps({"kind": "fact", "content": "imported"}) + "\n"
-    imported = cli(path, "import", "-", "--json", env=env, input=line)
+    imported = lantern("import", "-", "--json", env=env, input=line, store=path)
     assert json.loads(imported.stdout)["pending"] is True
-    reverted = cli(path, "revert", "HEAD", env=env)
+    reverted = lantern("revert", "HEAD", env=env, store=path)
     assert reverted.stdout.startswith("reverted (pending review) "), reverted.stderr
     # The same writes without review mode say nothing of it.
-    plain = cli(path, "import", "-", "--json", input=line)
+    plain = lantern("import", "-", "--json", input=line, store=path)
     assert "pending" not in json.loads(plain.stdout)
 
 
@@ -1374,7 +1408,7 @@ def test_a_review_branch_sync_cannot_merge_says_what_it_left_and_what_it_did(tmp
     """Both hosts changed a non-record file on the same review branch: sync stops with
     merge_conflict naming the branch and the file, leaves that branch as it was, and says the
     store's branch was merged here but not pushed (not "nothing was changed")."""
-    from test_sync import clone_host, first_host, make_remote
+    from support.sync import clone_host, first_host, make_remote
 
     remote = make_remote(tmp_path)
     a = first_host(tmp_path, remote, "a")

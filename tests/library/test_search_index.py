@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, lantern
+from support.cli import lantern
+from support.stores import git
 
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store

@@ -1,6 +1,6 @@
 """Semantic recall (docs/semantic.md): real stores, the real CLI, a real MCP client.
 
-Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it (conftest.py);
+Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it (tests/support/env.py);
 the others run with ``LANTERN_EMBEDDER=none`` or with numpy and wordllama blocked, as a host
 without the extra. ``HashEmbedder`` is a tiny deterministic embedder for the plug-in tests.
 """
@@ -11,71 +11,24 @@ import json
 import os
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import anyio
 import pytest
-from click.testing import CliRunner
-from conftest import git
+from support.cli import invoke
+from support.semantic import HASH_EMBEDDER, QUESTION, RECORDS, TARGET, fill, meta
+from support.stores import git
 
-from lantern_git.cli import cli
 from lantern_git.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
-QUESTION = "what kind of replies does Ana like"
-TARGET = "Ana prefers short answers."
-RECORDS = [
-    (TARGET, "preference", "user:ana"),
-    ("Ana's editor is helix.", "fact", "user:ana"),
-    ("Ana lives in Lisbon and works remotely.", "fact", "user:ana"),
-    ("Ship the beta on Friday.", "goal", "project:beta"),
-    ("Raphael likes separate branches on his repos.", "preference", "user:raphael"),
-    ("The deploy runs every night at 2am.", "fact", "project:beta"),
-]
+ROOT = Path(__file__).resolve().parents[2]
 INSTALL = "pip install 'lantern-git[semantic]'"
 
 
-class HashEmbedder:
-    """A hashed bag of words: deterministic, no model, no download."""
-
-    name = "test-hashed-words-v1"
-    dim = 64
-
-    def embed(self, texts):
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in "".join(c if c.isalnum() else " " for c in text.lower()).split():
-                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
-
-
-HASH_EMBEDDER = "test_semantic:HashEmbedder"
-
-
-def fill(store: Store) -> dict[str, str]:
-    return {
-        content: store.add(content, kind=kind, scope=scope).id for content, kind, scope in RECORDS
-    }
-
-
-def invoke(store_path, *args):
-    result = CliRunner().invoke(cli, ["--store", str(store_path), *args])
-    return result
-
-
 def cli_json(store_path, *args):
-    result = invoke(store_path, *args, "--json")
+    result = invoke(*args, "--json", store=store_path)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def meta(store_path) -> dict:
-    return json.loads((Path(store_path) / ".lantern/vectors/records/meta.json").read_text())
 
 
 # ---------------------------------------------------------------------------- the docs scenario
@@ -102,7 +55,7 @@ def test_a_paraphrase_is_found_first_by_hybrid_and_semantic_not_by_keyword(store
 
 @pytest.mark.semantic
 def test_the_scenario_over_mcp(store, store_path):
-    from test_mcp import connect, fail, ok
+    from support.mcp import connect, fail, ok
 
     ids = fill(store)
     store.add("Ana likes short answers.", kind="preference", scope="user:other")
@@ -205,7 +158,7 @@ def test_similar_returns_the_nearest_other_records(store, store_path):
     rows = cli_json(store_path, "memory", "similar", ids[TARGET][:6], "--limit", "1")
     assert [row["id"] for row in rows] == [near.id]
     assert rows[0]["mode"] == "semantic" and rows[0]["score"] == hits[0].score
-    assert invoke(store_path, "memory", "similar", "ffff").exit_code == 3
+    assert invoke("memory", "similar", "ffff", store=store_path).exit_code == 3
 
 
 @pytest.mark.semantic
@@ -230,7 +183,7 @@ def test_dupes_finds_a_paraphrase_pair_and_not_unrelated_records(store, store_pa
     low = store.dupes(threshold=0.1)
     assert len(low) > 1
     assert [p.score for p in low] == sorted((p.score for p in low), reverse=True)
-    text = invoke(store_path, "memory", "dupes")
+    text = invoke("memory", "dupes", store=store_path)
     assert text.exit_code == 0 and "Raphael prefers a distinct" in text.output
     # Reported only: nothing was written.
     assert git(store_path, "status", "--porcelain") == ""
@@ -312,7 +265,7 @@ def test_an_empty_store_answers_every_mode(store, store_path):
 def test_index_rebuild_rebuilds_the_vectors(store, store_path):
     fill(store)
     store.search(QUESTION, mode="semantic")
-    result = invoke(store_path, "index", "rebuild")
+    result = invoke("index", "rebuild", store=store_path)
     assert result.exit_code == 0, result.output
     assert meta(store_path)["count"] == len(RECORDS)
     fresh = Store.open(str(store_path))
@@ -477,7 +430,7 @@ def test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings():
 def test_an_import_path_in_lantern_yaml_is_refused(store, store_path):
     marker = Path(store_path, "lantern.yaml")
     marker.write_text(marker.read_text() + f"embedder: {HASH_EMBEDDER}\n")
-    result = invoke(store_path, "memory", "search", "Ana", "--mode", "semantic", "--json")
+    result = invoke("memory", "search", "Ana", "--mode", "semantic", "--json", store=store_path)
     assert result.exit_code == 2
     error = json.loads(result.stderr)["error"]
     assert error["code"] == "invalid_embedder"
@@ -490,7 +443,7 @@ def test_embedder_none_means_keyword_only(store, store_path):
     assert os.environ["LANTERN_EMBEDDER"] == "none"
     assert {hit["mode"] for hit in cli_json(store_path, "memory", "search", "Ana")} == {"keyword"}
     for args in (("search", "Ana", "--mode", "hybrid"), ("similar", "61f4"), ("dupes",)):
-        result = invoke(store_path, "memory", *args, "--json")
+        result = invoke("memory", *args, "--json", store=store_path)
         assert result.exit_code == 1, args
         error = json.loads(result.stderr)["error"]
         assert error["code"] == "semantic_unavailable" and INSTALL in error["message"]
@@ -608,7 +561,7 @@ def test_source_search_by_meaning(store, store_path, monkeypatch):
 
 @pytest.mark.semantic
 def test_source_search_mode_over_mcp(store, store_path):
-    from test_mcp import connect, ok
+    from support.mcp import connect, ok
 
     ids = add_sources(store)
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, init_repo, lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import lantern
+from support.stores import git, init_repo
 
 from lantern_git.cli.sync import find_source_body
 from lantern_git.errors import UncommittedChanges

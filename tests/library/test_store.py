@@ -6,7 +6,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, snapshot
+from support.stores import git, init_repo, snapshot
 
 from lantern_git.errors import (
     AmbiguousId,

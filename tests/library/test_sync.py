@@ -11,79 +11,24 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, init_repo, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, init_repo, snapshot
+from support.sync import (
+    Host,
+    assert_clean_and_valid,
+    clone_host,
+    first_host,
+    make_remote,
+    merge_message,
+)
 
 from lantern_git.errors import GitError, InvalidInput, UncommittedChanges
 from lantern_git.git.config import merge_driver_command
 from lantern_git.git.repo import parse_trailers
 from lantern_git.model.record import Record
-from lantern_git.model.record_file import read_record_file, record_path
+from lantern_git.model.record_file import record_path
 from lantern_git.model.record_merge import merge_records
 from lantern_git.store import Store
-
-MARKERS = ("<<<<<<<", ">>>>>>>")
-
-
-class Host:
-    """One clone of the shared remote, driven through the library."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.store = Store.open(str(path), actor="api")
-
-    def sync(self, remote=None, push=True):
-        return self.store.sync(remote, push=push)
-
-    def add(self, content, **fields):
-        fields.setdefault("kind", "fact")
-        return self.store.add(content, **fields)
-
-    def read(self, record_id) -> Record:
-        return self.store.get(record_id)
-
-    def hand_edit(self, record_id, message="hand edit", **changes):
-        """Change a record file by hand and commit it with plain git."""
-        path = record_path(record_id)
-        text = (self.path / path).read_text()
-        record = Record.from_markdown(text).evolve(**changes)
-        (self.path / path).write_text(record.rewrite(text))
-        git(self.path, "commit", "-q", "-am", message)
-
-    def memory(self) -> dict[str, bytes]:
-        root = self.path / "memory"
-        return {
-            p.relative_to(self.path).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*.md"))
-            if p.is_file()
-        }
-
-    def head(self) -> str:
-        return git(self.path, "rev-parse", "HEAD").strip()
-
-    def status(self) -> str:
-        return git(self.path, "status", "--porcelain")
-
-
-def make_remote(tmp_path: Path) -> Path:
-    remote = tmp_path / "remote.git"
-    pygit2.init_repository(str(remote), bare=True, initial_head="main")
-    return remote
-
-
-def first_host(tmp_path: Path, remote: Path, name: str = "a") -> Host:
-    path = tmp_path / name
-    init_repo(path)
-    Store.init(str(path)).close()
-    git(path, "remote", "add", "origin", str(remote))
-    host = Host(path)
-    host.sync()
-    return host
-
-
-def clone_host(tmp_path: Path, remote: Path, name: str) -> Host:
-    git(tmp_path, "clone", "-q", str(remote), name)
-    Store.init(str(tmp_path / name)).close()
-    return Host(tmp_path / name)
 
 
 @pytest.fixture
@@ -95,19 +40,6 @@ def remote(tmp_path) -> Path:
 def pair(tmp_path, remote) -> tuple[Host, Host]:
     a = first_host(tmp_path, remote)
     return a, clone_host(tmp_path, remote, "b")
-
-
-def assert_clean_and_valid(*hosts: Host) -> None:
-    for host in hosts:
-        assert host.status() == ""
-        for path, data in host.memory().items():
-            assert not any(m.encode() in data for m in MARKERS), path
-            _, record, problem = read_record_file(str(host.path), path)
-            assert record is not None, problem
-
-
-def merge_message(host: Host) -> str:
-    return git(host.path, "log", "-1", "--format=%B")
 
 
 # ---------------------------------------------------------------------------- set-up
@@ -646,7 +578,7 @@ def test_criss_cross_history_merges_like_git_does(tmp_path, remote):
 
 
 def test_the_two_hosts_example_runs(tmp_path):
-    script = Path(__file__).resolve().parent.parent / "examples" / "two_hosts.sh"
+    script = Path(__file__).resolve().parents[2] / "examples" / "two_hosts.sh"
     env = dict(os.environ)
     env["LANTERN"] = f"{sys.executable} -m lantern_git"
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import git, init_repo, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, init_repo, snapshot
 
 from lantern_git.errors import ValidationError
 from lantern_git.git.repo import parse_trailers

@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from click.testing import CliRunner
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
-from lantern_git.cli import cli
 from lantern_git.git.repo import parse_trailers
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
-
-
-@pytest.fixture
-def run(store_path, monkeypatch):
-    monkeypatch.setenv("LANTERN_STORE", str(store_path))
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(cli, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def ok(run, *args):

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import git
+from support.stores import git
 
 from lantern_git.index.watch import Quiet
 from lantern_git.model.record_file import record_path

@@ -24,7 +24,7 @@ import pytest
 from lantern_git.index import whoosh_compat
 from lantern_git.store import Store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # A program that knows nothing of lantern: a Whoosh index in memory (RamStorage) and one on disk,
 # each written in two segments with a deletion, then searched, sorted, stemmed and read by column.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import lantern
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import lantern
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.index.analysis import parsed_query, plain_words_query, text_query

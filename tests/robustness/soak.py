@@ -1,11 +1,11 @@
 """The long reliability run: the crash, concurrency and hostile-input scenarios, over and over.
 
-    cd <your checkout> && python -m tests.soak --minutes 10 [--seed N] [--keep]
+    cd <your checkout> && python -m tests.robustness.soak --minutes 10 [--seed N] [--keep]
 
 Each cycle runs concurrent writers (CLI processes, library threads with their own and a shared
 Store, a ``lantern mcp`` server) beside CLI readers; CLI writers killed at random moments;
 writes killed at every LANTERN_FAULT step; and random hostile CLI arguments and record files.
-After every cycle the store is audited (reliability_support.audit): every acknowledged write is
+After every cycle the store is audited (support.reliability.audit): every acknowledged write is
 in HEAD and in the listing, history is linear, ``git fsck`` and ``lantern check`` pass, and
 ``git status`` is clean. The figures are printed at the end; any failure stops the run with the
 seed to replay it.
@@ -24,20 +24,20 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/, where the shared helpers are (support/), from tests/robustness/.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from reliability_support import (
+from support.cli import cli_env, invoke, lantern
+from support.reliability import (
     Tally,
     add_args,
     audit,
-    cli,
-    cli_env,
     concurrent_round,
-    make_store,
     random_kill_round,
     recover_now,
     write_duration,
 )
+from support.stores import make_store
 
 FAULTS = (
     "after-objects",
@@ -73,7 +73,7 @@ HOSTILE_PIECES = [
 
 
 def isolate(folder: Path) -> None:
-    """Our own HOME and git identity, as the test suite's conftest does."""
+    """Our own HOME and git identity, as the test suite's support.env does."""
     home = folder / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(
@@ -100,7 +100,7 @@ def fault_round(path: Path, rng: random.Random, tally: Tally) -> None:
         args = ["memory", "supersede", target, content]
     else:
         args = add_args(content, "agent:fault")
-    result = cli(path, *args, env=cli_env(LANTERN_FAULT=point))
+    result = lantern(*args, env=cli_env(LANTERN_FAULT=point), store=path)
     tally.attempted += 1
     if result.returncode == -9:
         tally.kills += 1
@@ -112,15 +112,11 @@ def fault_round(path: Path, rng: random.Random, tally: Tally) -> None:
 
 def hostile_round(path: Path, rng: random.Random, tally: Tally) -> None:
     """Random CLI arguments in-process, and random record files through the parser."""
-    from click.testing import CliRunner
-
-    from lantern_git.cli import cli as lantern_cli
     from lantern_git.model.record_file import read_record_file
 
     def piece() -> str:
         return "".join(rng.choice(HOSTILE_PIECES) for _ in range(rng.randint(0, 3)))
 
-    runner = CliRunner()
     for _ in range(20):
         verb = rng.choice(["add", "show", "archive", "update", "list", "search"])
         if verb == "add":
@@ -132,7 +128,7 @@ def hostile_round(path: Path, rng: random.Random, tally: Tally) -> None:
         else:
             args = ["memory", verb, piece() or "q", "--scope", piece() or "global"]
         head = (path / ".git" / "refs" / "heads" / "main").read_text()
-        result = runner.invoke(lantern_cli, ["--store", str(path), *args, "--json"])
+        result = invoke(*args, "--json", store=path, catch_exceptions=True)
         tally.inputs += 1
         output = result.output + result.stderr
         assert result.exception is None or isinstance(result.exception, SystemExit), output

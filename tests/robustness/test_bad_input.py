@@ -6,10 +6,9 @@ import json
 import shutil
 
 import pytest
-from click.testing import CliRunner
-from conftest import git, init_repo, lantern, snapshot
+from support.cli import invoke, lantern
+from support.stores import git, init_repo, snapshot
 
-from lantern_git.cli import cli
 from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
@@ -52,10 +51,6 @@ def populated(template, tmp_path, monkeypatch):
     shutil.copytree(template, path, symlinks=True)
     monkeypatch.setenv("LANTERN_STORE", str(path))
     return path
-
-
-def invoke(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 ADD = ["memory", "add", "Valid content.", "--kind", "fact"]

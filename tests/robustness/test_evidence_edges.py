@@ -15,11 +15,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import git, lantern, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
-from test_mcp import fail, ok, run, server_params
+from support.cli import lantern
+from support.mcp import fail, ok, run, server_params
+from support.stores import git, snapshot
 
 from lantern_git.errors import InvalidInput, ValidationError
 from lantern_git.evidence.sources import SourceInput

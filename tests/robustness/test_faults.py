@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import as_plain_user, git, snapshot
-from reliability_support import add_args, audit, cli, cli_env, make_store, record_id
+from support.cli import cli_env, lantern
+from support.processes import as_plain_user
+from support.reliability import add_args, audit, record_id
+from support.stores import git, make_store, snapshot
 
 from lantern_git.errors import GitError
 from lantern_git.git.repo import BULK_FILES, TMP_SUFFIX
@@ -34,7 +36,7 @@ AFTER_REF = ["after-ref", "after-index", "after-search-index"]
 def seeded(tmp_path) -> tuple[Path, str]:
     """A store with one committed record (so archive and supersede have a target)."""
     path = make_store(tmp_path / "store")
-    result = cli(path, *add_args("the seed record"))
+    result = lantern(*add_args("the seed record"), store=path)
     assert result.returncode == 0, result.stderr
     return path, json.loads(result.stdout)["id"]
 
@@ -87,13 +89,15 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
     path, seed = seeded
     if op in ("restore", "revert"):
         # Something to restore, and a commit to revert (the archive, HEAD).
-        assert cli(path, "memory", "archive", seed).returncode == 0
+        assert lantern("memory", "archive", seed, store=path).returncode == 0
     if op in ("append", "remove"):
-        seeded_source = cli(path, "source", "add", "-", "--uri", "crash:seed", input="User: hi\n")
+        seeded_source = lantern(
+            "source", "add", "-", "--uri", "crash:seed", input="User: hi\n", store=path
+        )
         assert seeded_source.returncode == 0, seeded_source.stderr
     before = snapshot(path)
     stdin = IMPORT_LINES if op == "import" else STDIN.get(op)
-    killed = cli(path, *_op_args(op, seed), env=cli_env(LANTERN_FAULT=point), input=stdin)
+    killed = lantern(*_op_args(op, seed), env=cli_env(LANTERN_FAULT=point), input=stdin, store=path)
     assert killed.returncode == -9, killed.stderr
     if op == "import":
         # Killed where the bulk path was meant to be: one file written, or all of them.
@@ -102,9 +106,9 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
 
     # The next command, a read for half the cases and a write for the others, repairs it.
     next_is_write = (BEFORE_REF + AFTER_REF).index(point) % 2 == 1
-    follow = cli(path, *add_args("written after the crash")) if next_is_write else None
+    follow = lantern(*add_args("written after the crash"), store=path) if next_is_write else None
     if follow is None:
-        follow = cli(path, "memory", "list", "--status", "all", "--json")
+        follow = lantern("memory", "list", "--status", "all", "--json", store=path)
     assert follow.returncode == 0, follow.stderr
     assert "Traceback" not in follow.stderr
 
@@ -134,7 +138,7 @@ def test_a_write_killed_at_any_step_is_completed_or_rolled_back(seeded, op, poin
         imported = {r.id for r in IMPORTED}
         assert imported <= present if point in AFTER_REF else not imported & present
     if op in ("restore", "revert"):
-        shown = cli(path, "memory", "show", seed, "--json")
+        shown = lantern("memory", "show", seed, "--json", store=path)
         expected_status = "active" if point in AFTER_REF else "archived"
         assert json.loads(shown.stdout)["status"] == expected_status
     if op == "delete":
@@ -168,7 +172,9 @@ def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
     before = snapshot(path)
     journal_path = path / ".lantern" / "journal.json"
     # A two-file write (the old record and its replacement) cut off before its branch moved.
-    killed = cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-files"))
+    killed = lantern(
+        *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-files"), store=path
+    )
     assert killed.returncode == -9, killed.stderr
     journal = journal_path.read_bytes()
     files = json.loads(journal)["files"]
@@ -177,7 +183,7 @@ def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
 
     # Recovery itself is a write (it puts files back); kill the recovering command inside it,
     # right after it put back the first file.
-    cut = cli(path, "memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"))
+    cut = lantern("memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"), store=path)
     assert cut.returncode == -9, cut.stderr
     assert journal_path.exists(), "a recovery cut off must leave its journal for the next one"
     assert journal_path.read_bytes() == journal
@@ -186,7 +192,7 @@ def test_a_crash_during_recovery_is_recovered_by_the_next_command(seeded):
     untouched = [rel for rel, c in files.items() if states[rel] == c["new"]]
     assert len(restored) == 1 and len(untouched) == 1, (files, states)
 
-    follow = cli(path, "memory", "list", "--status", "all", "--json")
+    follow = lantern("memory", "list", "--status", "all", "--json", store=path)
     assert follow.returncode == 0, follow.stderr
     assert "rolled back an interrupted supersede" in follow.stderr
     assert not journal_path.exists()
@@ -198,7 +204,9 @@ def test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_com
     path, seed = seeded
     journal_path = path / ".lantern" / "journal.json"
     # A two-file write killed right after its branch moved: committed, the journal still there.
-    killed = cli(path, *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-ref"))
+    killed = lantern(
+        *_op_args("supersede", seed), env=cli_env(LANTERN_FAULT="after-ref"), store=path
+    )
     assert killed.returncode == -9, killed.stderr
     journal = journal_path.read_bytes()
     written = json.loads(journal)
@@ -209,13 +217,13 @@ def test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_com
     # the disk. Recovery puts back the committed versions; kill it after the first one.
     for rel in want:
         (path / rel).unlink()
-    cut = cli(path, "memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"))
+    cut = lantern("memory", "list", env=cli_env(LANTERN_FAULT="during-recovery"), store=path)
     assert cut.returncode == -9, cut.stderr
     assert journal_path.read_bytes() == journal, "a recovery cut off leaves its journal"
     states = {rel: _worktree_blob(path, rel) for rel in want}
     assert sorted(states[rel] == want[rel] for rel in want) == [False, True], (want, states)
 
-    follow = cli(path, "memory", "list", "--status", "all", "--json")
+    follow = lantern("memory", "list", "--status", "all", "--json", store=path)
     assert follow.returncode == 0, follow.stderr
     assert "completed an interrupted supersede" in follow.stderr
     assert not journal_path.exists()
@@ -229,11 +237,11 @@ def test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_com
 
 def test_git_lock_files_left_by_the_killed_writer_are_cleared(seeded):
     path, seed = seeded
-    cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
+    lantern(*_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"), store=path)
     # libgit2 killed inside its index or reflog update leaves these behind.
     for name in ("index.lock", "logs/HEAD.lock"):
         (path / ".git" / name).write_bytes(b"")
-    follow = cli(path, "memory", "show", seed, "--json")
+    follow = lantern("memory", "show", seed, "--json", store=path)
     assert follow.returncode == 0, follow.stderr
     assert "completed an interrupted archive" in follow.stderr
     assert json.loads(follow.stdout)["status"] == "archived"
@@ -248,14 +256,14 @@ def test_a_git_lock_older_than_the_write_is_not_ours_and_is_named(seeded):
     # A minute before now on the file system's clock (the one git's lock files are stamped by).
     old = lock.stat().st_mtime - 60
     os.utime(lock, (old, old))
-    cli(path, *_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"))
-    blocked = cli(path, "memory", "list")
+    lantern(*_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"), store=path)
+    blocked = lantern("memory", "list", store=path)
     assert blocked.returncode == 1
     assert f"remove {lock}" in blocked.stderr
     assert "Traceback" not in blocked.stderr
     assert lock.exists(), "a lock that may belong to a running git command is never removed"
     lock.unlink()
-    follow = cli(path, "memory", "list", "--status", "all")
+    follow = lantern("memory", "list", "--status", "all", store=path)
     assert follow.returncode == 0 and "completed an interrupted archive" in follow.stderr
     audit(path)
 
@@ -417,11 +425,11 @@ def test_detached_head_refuses_writes_and_still_reads(seeded):
     path, seed = seeded
     git(path, "checkout", "-q", "--detach")
     before = snapshot(path)
-    result = cli(path, *add_args("not on a branch"))
+    result = lantern(*add_args("not on a branch"), store=path)
     assert result.returncode == 1
     assert "detached" in result.stderr and "git switch" in result.stderr
     assert snapshot(path) == before
-    listing = cli(path, "memory", "list", "--json")
+    listing = lantern("memory", "list", "--json", store=path)
     assert listing.returncode == 0 and [r["id"] for r in json.loads(listing.stdout)] == [seed]
 
 
@@ -430,12 +438,12 @@ def test_unborn_branch_refuses_writes_until_init(seeded):
     git(path, "checkout", "-q", "--orphan", "fresh")
     git(path, "rm", "-rq", "--cached", ".")
     before = git(path, "status", "--porcelain")
-    result = cli(path, *add_args("on an unborn branch"))
+    result = lantern(*add_args("on an unborn branch"), store=path)
     assert result.returncode == 1
     assert "no commits yet" in result.stderr and "lantern init" in result.stderr
     assert git(path, "status", "--porcelain") == before
-    assert cli(path, "init", str(path)).returncode == 0
-    assert cli(path, *add_args("on an unborn branch")).returncode == 0
+    assert lantern("init", str(path), store=path).returncode == 0
+    assert lantern(*add_args("on an unborn branch"), store=path).returncode == 0
     assert "Lantern-Op: add" in git(path, "log", "-1", "--format=%B")
 
 
@@ -459,11 +467,11 @@ def test_an_unfinished_git_merge_or_rebase_refuses_writes(seeded, operation):
     assert stopped.returncode != 0
     before = snapshot(path)
     for args in (add_args("during a " + operation), ["memory", "archive", seed]):
-        result = cli(path, *args)
+        result = lantern(*args, store=path)
         assert result.returncode == 1
         assert "unfinished git operation" in result.stderr
         assert snapshot(path) == before
-    assert cli(path, "memory", "show", seed).returncode == 0
+    assert lantern("memory", "show", seed, store=path).returncode == 0
 
 
 def test_missing_git_identity_falls_back_to_user_at_host_with_a_warning(tmp_path):
@@ -473,8 +481,8 @@ def test_missing_git_identity_falls_back_to_user_at_host_with_a_warning(tmp_path
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), GIT_CONFIG_NOSYSTEM="1")
-    assert cli(path, "init", str(path), env=env).returncode == 0
-    result = cli(path, *add_args("who wrote this"), env=env)
+    assert lantern("init", str(path), env=env, store=path).returncode == 0
+    result = lantern(*add_args("who wrote this"), env=env, store=path)
     assert result.returncode == 0, result.stderr
     assert "no git identity is configured" in result.stderr
     import getpass
@@ -513,7 +521,7 @@ def _read_only_runner(root: Path, writable: list[Path] = ()):
 
 def test_a_read_only_store_refuses_writes_clearly_and_still_lists(shared_dir):
     path = make_store(shared_dir / "store")
-    assert cli(path, *add_args("already here")).returncode == 0
+    assert lantern(*add_args("already here"), store=path).returncode == 0
     before = snapshot(path)
     run = _read_only_runner(shared_dir)
     result = run("--store", str(path), *add_args("cannot be written"))
@@ -529,7 +537,7 @@ def test_a_read_only_store_refuses_writes_clearly_and_still_lists(shared_dir):
 
 def test_a_read_only_git_folder_fails_before_anything_is_written(shared_dir):
     path = make_store(shared_dir / "store")
-    assert cli(path, *add_args("already here")).returncode == 0
+    assert lantern(*add_args("already here"), store=path).returncode == 0
     before = snapshot(path)
     run = _read_only_runner(shared_dir, writable=[path / ".lantern"])
     result = run("--store", str(path), *add_args("cannot be committed", "project:x"))
@@ -542,7 +550,7 @@ def test_a_read_only_git_folder_fails_before_anything_is_written(shared_dir):
 
 def test_an_unwritable_index_folder_with_no_index_answers_from_a_temporary_index(shared_dir):
     path = make_store(shared_dir / "store")
-    assert cli(path, *add_args("already here")).returncode == 0
+    assert lantern(*add_args("already here"), store=path).returncode == 0
     shutil.rmtree(path / ".lantern" / "index")
     run = _read_only_runner(shared_dir)
     result = run("--store", str(path), "memory", "list")
@@ -556,7 +564,7 @@ def test_an_unwritable_index_folder_with_no_index_answers_from_a_temporary_index
 
 
 def _records(path: Path) -> list[str]:
-    result = cli(path, "memory", "list", "--status", "all", "--json")
+    result = lantern("memory", "list", "--status", "all", "--json", store=path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return [r["id"] for r in json.loads(result.stdout)]
@@ -616,10 +624,10 @@ def test_a_damaged_index_is_rebuilt_and_lists_correctly(indexed, how):
     path, expected = indexed
     _damage(path / ".lantern" / "index", how)
     assert _records(path) == expected
-    status = cli(path, "status", "--json")
+    status = lantern("status", "--json", store=path)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["records"] == len(expected)
-    search = cli(path, "memory", "search", "indexed", "--status", "all", "--json")
+    search = lantern("memory", "search", "indexed", "--status", "all", "--json", store=path)
     assert search.returncode == 0
     assert sorted(r["id"] for r in json.loads(search.stdout)) == sorted(expected)
 
@@ -627,7 +635,7 @@ def test_a_damaged_index_is_rebuilt_and_lists_correctly(indexed, how):
 def test_status_survives_damaged_segments(indexed):
     path, expected = indexed
     _damage(path / ".lantern" / "index", "segments-garbage")
-    status = cli(path, "status", "--json")
+    status = lantern("status", "--json", store=path)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["records"] == len(expected)
 
@@ -656,14 +664,14 @@ def test_a_crashed_init_puts_back_the_users_own_untracked_files(tmp_path):
     path = tmp_path / "repo"
     pygit2.init_repository(str(path), initial_head="main")
     (path / ".gitignore").write_text("*.log\n")
-    killed = cli(path, "init", str(path), env=cli_env(LANTERN_FAULT="after-files"))
+    killed = lantern("init", str(path), env=cli_env(LANTERN_FAULT="after-files"), store=path)
     assert killed.returncode == -9
     assert (path / ".gitignore").read_text() == "*.log\n/.lantern/\n"
-    follow = cli(path, "memory", "list")
+    follow = lantern("memory", "list", store=path)
     assert "rolled back an interrupted init" in follow.stderr
     assert (path / ".gitignore").read_text() == "*.log\n", "the user's file, exactly as it was"
     assert not (path / "lantern.yaml").exists()
-    assert cli(path, "init", str(path)).returncode == 0
+    assert lantern("init", str(path), store=path).returncode == 0
     assert git(path, "show", "HEAD:.gitignore") == "*.log\n/.lantern/\n"
     audit(path)
 
@@ -671,8 +679,8 @@ def test_a_crashed_init_puts_back_the_users_own_untracked_files(tmp_path):
 def test_init_repairs_an_interrupted_write_before_committing(seeded):
     path, _ = seeded
     before = snapshot(path)
-    cli(path, *add_args("cut off"), env=cli_env(LANTERN_FAULT="after-files"))
-    again = cli(path, "init", str(path))
+    lantern(*add_args("cut off"), env=cli_env(LANTERN_FAULT="after-files"), store=path)
+    again = lantern("init", str(path), store=path)
     assert again.returncode == 0
     assert "rolled back an interrupted add" in again.stderr
     assert snapshot(path) == before
@@ -689,9 +697,9 @@ def test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore(tmp_path, poi
     git(path, "add", ".gitignore")
     git(path, "commit", "-qm", "ignore logs")
     (path / ".gitignore").write_text("*.log\n*.tmp\n")  # the user's edit, not committed
-    killed = cli(path, "init", str(path), env=cli_env(LANTERN_FAULT=point))
+    killed = lantern("init", str(path), env=cli_env(LANTERN_FAULT=point), store=path)
     assert killed.returncode == -9
-    follow = cli(path, "status")
+    follow = lantern("status", store=path)
     assert follow.returncode == 0 or point == "after-files", follow.stderr
     if point == "after-files":
         assert "rolled back an interrupted init" in follow.stderr
@@ -710,7 +718,7 @@ def test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command(se
     # A writer killed between creating its journal's temporary file and renaming it.
     leftover = path / ".lantern" / ".journal.json.lantern-tmp"
     leftover.write_bytes(b'{"op": "add", "fi')
-    follow = cli(path, "memory", "show", seed, "--json")
+    follow = lantern("memory", "show", seed, "--json", store=path)
     assert follow.returncode == 0, follow.stderr
     assert not leftover.exists()
     assert snapshot(path) == before

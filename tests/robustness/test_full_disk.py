@@ -17,7 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from reliability_support import add_args, audit, cli, git_out, make_store, record_id
+from support.cli import lantern
+from support.reliability import add_args, audit, record_id
+from support.stores import git_out, make_store
 
 DISK_SIZE = "2m"
 NO_SPACE = "No space left on device"
@@ -29,7 +31,7 @@ def disk(tmp_path) -> Path:
     """A 2 MiB tmpfs mounted for the test, unmounted after it."""
     if os.geteuid() != 0:
         pytest.fail(
-            "tests/test_full_disk.py mounts a tmpfs and must run as root (CI does); "
+            "tests/robustness/test_full_disk.py mounts a tmpfs and must run as root (CI does); "
             f"running as uid {os.geteuid()}"
         )
     mount_point = tmp_path / "disk"
@@ -90,7 +92,9 @@ def assert_git_whole(store: Path, commits: int) -> None:
 
 
 def assert_everything_listed(store: Path, acknowledged: set[str]) -> None:
-    listing = cli(store, "memory", "list", "--json", "--status", "all", "--limit", "100000")
+    listing = lantern(
+        "memory", "list", "--json", "--status", "all", "--limit", "100000", store=store
+    )
     assert listing.returncode == 0, listing.stderr
     listed = {r["id"] for r in json.loads(listing.stdout)}
     assert acknowledged <= listed, f"acknowledged writes lost: {sorted(acknowledged - listed)}"
@@ -102,7 +106,7 @@ def test_a_full_disk_refuses_writes_clearly_and_loses_nothing(disk):
     acknowledged: set[str] = set()
     failures = 0
     for n in range(60):
-        result = cli(store, *add_args(content(n)))
+        result = lantern(*add_args(content(n)), store=store)
         if result.returncode == 0:
             assert failures == 0, "a write succeeded after the disk was full"
             acknowledged.add(json.loads(result.stdout)["id"])
@@ -119,7 +123,7 @@ def test_a_full_disk_refuses_writes_clearly_and_loses_nothing(disk):
     filler.unlink()
     audit(store, acknowledged)
     assert_everything_listed(store, acknowledged)
-    after = cli(store, *add_args("written once space was freed"))
+    after = lantern(*add_args("written once space was freed"), store=store)
     assert after.returncode == 0, after.stderr
     acknowledged.add(json.loads(after.stdout)["id"])
     audit(store, acknowledged)
@@ -137,7 +141,7 @@ def test_running_out_of_space_at_any_step_of_a_write_is_refused_and_repaired(dis
         filler = fill(disk, leave=leave_kib * 1024)
         acknowledged: set[str] = set()
         for n in range(8):
-            result = cli(store, *add_args(content(n)))
+            result = lantern(*add_args(content(n)), store=store)
             if result.returncode == 0:
                 acknowledged.add(record_id(content(n)))
                 continue
@@ -151,7 +155,7 @@ def test_running_out_of_space_at_any_step_of_a_write_is_refused_and_repaired(dis
 
         filler.unlink()
         # The first command after space is back repairs a write that was cut off, then writes.
-        after = cli(store, *add_args("written once space was freed"))
+        after = lantern(*add_args("written once space was freed"), store=store)
         assert after.returncode == 0, (leave_kib, after.stderr)
         acknowledged.add(json.loads(after.stdout)["id"])
         audit(store, acknowledged)
@@ -169,12 +173,12 @@ def test_reads_on_a_full_disk_answer_or_fail_clearly(disk):
         filler = fill(disk, leave=leave_kib * 1024)
         acknowledged: set[str] = set()
         for n in range(8):
-            result = cli(store, *add_args(content(n)))
+            result = lantern(*add_args(content(n)), store=store)
             if result.returncode != 0:
                 break
             acknowledged.add(record_id(content(n)))
         for args in (["check", "--json"], ["memory", "list", "--json", "--status", "all"]):
-            read = cli(store, *args)
+            read = lantern(*args, store=store)
             if read.returncode == 0:
                 if args[0] == "memory":
                     listed = {r["id"] for r in json.loads(read.stdout)}

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from click.testing import CliRunner
-from conftest import git, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_support import add_args, cli, make_store, record_id
+from support.cli import invoke as support_invoke
+from support.cli import lantern
+from support.reliability import add_args, record_id
+from support.stores import git, make_store, snapshot
 
-from lantern_git.cli import cli as lantern_cli
 from lantern_git.core.fields import KINDS, MAX_CONTENT_BYTES, MAX_FILE_BYTES
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import read_record_file
@@ -54,9 +54,7 @@ def state(path: Path) -> tuple:
 
 
 def invoke(store: Path, *args: str, input: bytes | str | None = None):
-    result = CliRunner().invoke(
-        lantern_cli, ["--store", str(store), *args], input=input, catch_exceptions=True
-    )
+    result = support_invoke(*args, store=store, input=input, catch_exceptions=True)
     output = result.output + (result.stderr if result.stderr_bytes is not None else "")
     assert result.exception is None or isinstance(result.exception, SystemExit), output
     assert "Traceback" not in output and "internal error" not in output, output
@@ -306,7 +304,7 @@ def test_oversized_content_is_refused_with_the_limit_named(tmp_path):
     path = make_store(tmp_path / "store")
     before = snapshot(path)
     just_over = "x" * (MAX_CONTENT_BYTES + 1)
-    result = cli(path, "memory", "add", "-", "--kind", "fact", input=just_over)
+    result = lantern("memory", "add", "-", "--kind", "fact", input=just_over, store=path)
     assert result.returncode == 2
     assert f"content: is larger than the maximum record size ({MAX_CONTENT_BYTES} bytes)" in (
         result.stderr
@@ -318,19 +316,21 @@ def test_oversized_content_is_refused_with_the_limit_named(tmp_path):
     )
     assert huge.returncode == 2 and b"maximum record size" in huge.stderr
     assert snapshot(path) == before
-    at_limit = cli(path, "memory", "add", "-", "--kind", "fact", input="z" * MAX_CONTENT_BYTES)
+    at_limit = lantern(
+        "memory", "add", "-", "--kind", "fact", input="z" * MAX_CONTENT_BYTES, store=path
+    )
     assert at_limit.returncode == 0, at_limit.stderr
 
 
 def test_content_with_fences_and_yaml_looking_lines_round_trips(tmp_path):
     path = make_store(tmp_path / "store")
     content = "before\n---\nid: ffffffffffffffff\nkind: goal\n---\n!!python/object:os.system\nafter"
-    added = cli(path, "memory", "add", "-", "--kind", "fact", "--json", input=content)
+    added = lantern("memory", "add", "-", "--kind", "fact", "--json", input=content, store=path)
     assert added.returncode == 0, added.stderr
-    shown = cli(path, "memory", "show", json.loads(added.stdout)["id"], "--json")
+    shown = lantern("memory", "show", json.loads(added.stdout)["id"], "--json", store=path)
     assert json.loads(shown.stdout)["content"] == content
     assert json.loads(shown.stdout)["kind"] == "fact"
-    assert cli(path, "check").returncode == 0
+    assert lantern("check", store=path).returncode == 0
 
 
 # ---------------------------------------------------------------------------- record files
@@ -372,14 +372,14 @@ def test_a_hostile_record_file_is_skipped_reported_and_never_rewritten(tmp_path,
     git(path, "commit", "-qm", "a hand-made file")
     before = snapshot(path)
 
-    listing = cli(path, "memory", "list", "--json")
+    listing = lantern("memory", "list", "--json", store=path)
     assert listing.returncode == 0, listing.stderr
     assert [r["content"] for r in json.loads(listing.stdout)] == ["a good record"]
     assert f"warning: skipped {VALID_PATH}" in listing.stderr
-    check = cli(path, "check")
+    check = lantern("check", store=path)
     assert check.returncode == 4 and VALID_PATH in check.stdout + check.stderr
     for args in (["memory", "show", VALID_ID], ["memory", "archive", VALID_ID]):
-        refused = cli(path, *args)
+        refused = lantern(*args, store=path)
         assert refused.returncode == 1, refused.stderr
         assert VALID_PATH in refused.stderr and "Traceback" not in refused.stderr
     assert snapshot(path) == before
@@ -462,11 +462,11 @@ def test_a_symlinked_record_file_is_neither_read_nor_written(tmp_path, outside):
     link.parent.mkdir(parents=True)
     link.symlink_to(secret)
     original = secret.read_bytes()
-    listing = cli(path, "memory", "list", "--json")
+    listing = lantern("memory", "list", "--json", store=path)
     assert json.loads(listing.stdout) == []
     assert "is a symbolic link" in listing.stderr
     for args in (["memory", "show", secret.stem], ["memory", "archive", secret.stem]):
-        refused = cli(path, *args)
+        refused = lantern(*args, store=path)
         assert refused.returncode == 1 and "symbolic link" in refused.stderr
     assert secret.read_bytes() == original and link.is_symlink()
 
@@ -477,9 +477,9 @@ def test_a_symlinked_shard_folder_is_neither_read_nor_written(tmp_path, outside)
     (path / "memory").mkdir(exist_ok=True)
     (path / "memory" / secret.stem[:2]).symlink_to(outside, target_is_directory=True)
     original = secret.read_bytes()
-    assert json.loads(cli(path, "memory", "list", "--json").stdout) == []
+    assert json.loads(lantern("memory", "list", "--json", store=path).stdout) == []
     for args in (["memory", "show", secret.stem], ["memory", "archive", secret.stem]):
-        refused = cli(path, *args)
+        refused = lantern(*args, store=path)
         assert refused.returncode == 1 and "symbolic link" in refused.stderr
     # A new record whose shard is that link must not be written through it either.
     fresh = Record.new(kind="fact", content="x", now=1)
@@ -500,10 +500,10 @@ def test_a_symlinked_shard_folder_is_neither_read_nor_written(tmp_path, outside)
 def test_a_symlinked_memory_folder_is_refused_clearly(tmp_path, outside):
     path = make_store(tmp_path / "store")
     (path / "memory").symlink_to(outside, target_is_directory=True)
-    result = cli(path, "memory", "list")
+    result = lantern("memory", "list", store=path)
     assert result.returncode == 1
     assert "symbolic link" in result.stderr and "Traceback" not in result.stderr
-    added = cli(path, *add_args("through the link"))
+    added = lantern(*add_args("through the link"), store=path)
     assert added.returncode == 1 and "symbolic link" in added.stderr
     assert len(list(outside.iterdir())) == 1
 
@@ -513,21 +513,21 @@ def test_a_fifo_planted_as_a_record_file_does_not_hang(tmp_path):
     fifo = path / VALID_PATH
     fifo.parent.mkdir(parents=True)
     os.mkfifo(fifo)
-    result = cli(path, "memory", "list", timeout=30)
+    result = lantern("memory", "list", timeout=30, store=path)
     assert result.returncode == 0
     assert "is not a regular file" in result.stderr
-    assert cli(path, "memory", "show", VALID_ID, timeout=30).returncode == 1
+    assert lantern("memory", "show", VALID_ID, timeout=30, store=path).returncode == 1
 
 
 def test_scopes_that_look_like_paths_stay_fields(tmp_path):
     path = make_store(tmp_path / "store")
     for scope in ("project:../../etc", "project:/etc/passwd", "project:a\\b"):
-        added = cli(path, *add_args("path-like scope", scope))
+        added = lantern(*add_args("path-like scope", scope), store=path)
         assert added.returncode == 0, added.stderr
         rid = record_id("path-like scope", scope)
         assert (path / "memory" / rid[:2] / f"{rid}.md").is_file()
     for scope in ("../x", "/etc", "a\\b", "user: x"):
-        refused = cli(path, *add_args("bad scope", scope))
+        refused = lantern(*add_args("bad scope", scope), store=path)
         assert refused.returncode == 2 and "scope" in refused.stderr
     assert {p.name for p in path.iterdir()} == {
         ".git",
@@ -583,7 +583,7 @@ def test_an_unexpected_exception_is_an_internal_error_without_traceback(tmp_path
             )
     # Nothing was written, and the writer lock went with the process.
     assert snapshot(path) == before
-    assert cli(path, *add_args("after the bug")).returncode == 0
+    assert lantern(*add_args("after the bug"), store=path).returncode == 0
 
 
 def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_request(monkeypatch):
@@ -595,16 +595,15 @@ def test_the_catch_all_maps_a_bug_to_internal_error_and_shows_the_traceback_on_r
     # Both names: the commands call the one lantern_git.cli imported from cli.support.
     monkeypatch.setattr(cli_support, "open_store", broken)
     monkeypatch.setattr("lantern_git.cli.open_store", broken)
-    runner = CliRunner()
-    plain = runner.invoke(lantern_cli, ["status"])
+    plain = support_invoke("status", catch_exceptions=True)
     assert plain.exit_code == 1
     assert plain.stderr.startswith("Error: internal error: ZeroDivisionError: boom")
     assert "Traceback" not in plain.stderr
-    as_json = runner.invoke(lantern_cli, ["status", "--json"])
+    as_json = support_invoke("status", "--json", catch_exceptions=True)
     assert json.loads(as_json.stderr)["error"]["code"] == "internal_error"
     assert as_json.stdout == ""
     monkeypatch.setenv("LANTERN_DEBUG", "1")
-    debug = runner.invoke(lantern_cli, ["status"])
+    debug = support_invoke("status", catch_exceptions=True)
     assert "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
 
 

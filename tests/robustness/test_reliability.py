@@ -3,7 +3,7 @@
 Marked ``reliability``, but nothing deselects the marker: the default ``pytest`` run includes
 these tests (20 to 30 s); ``-m reliability`` runs them alone, ``-m "not reliability"`` skips
 them. The long run is the soak:
-``python -m tests.soak --minutes 10`` (see tests/soak.py), which repeats the same scenarios.
+``python -m tests.robustness.soak --minutes 10`` (see tests/robustness/soak.py), which repeats the same scenarios.
 """
 
 from __future__ import annotations
@@ -18,21 +18,19 @@ import textwrap
 import threading
 
 import pytest
-from conftest import first_line
-from reliability_support import (
+from support.cli import cli_env, lantern
+from support.processes import first_line, join
+from support.reliability import (
     Tally,
     add_args,
     audit,
-    cli,
-    cli_env,
     concurrent_round,
-    join,
     library_writer,
-    make_store,
     random_kill_round,
     recover_now,
     write_duration,
 )
+from support.stores import make_store
 
 from lantern_git.errors import LockTimeout
 from lantern_git.store import Store
@@ -110,7 +108,7 @@ def test_a_waiting_writer_gives_up_after_the_timeout_and_a_killed_holder_never_b
     )
     try:
         assert first_line(holder) == "held"
-        waited = cli(path, *add_args("blocked"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"))
+        waited = lantern(*add_args("blocked"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"), store=path)
         assert waited.returncode == 1
         error = json.loads(waited.stderr)["error"]
         assert error["code"] == "lock_timeout"
@@ -122,7 +120,9 @@ def test_a_waiting_writer_gives_up_after_the_timeout_and_a_killed_holder_never_b
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
     # The kernel dropped the killed holder's flock: the next writer goes straight through.
-    done = cli(path, *add_args("after the holder died"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"))
+    done = lantern(
+        *add_args("after the holder died"), env=cli_env(LANTERN_LOCK_TIMEOUT="0.3"), store=path
+    )
     assert done.returncode == 0, done.stderr
     audit(path, {json.loads(done.stdout)["id"]})
 

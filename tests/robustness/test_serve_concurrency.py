@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pygit2
-from reliability_support import make_store
-from serve_support import Markup, serving
+from support.serve import Markup, serving
+from support.stores import make_store
 
 from lantern_git.store import Store
 

@@ -15,14 +15,15 @@ import pygit2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_support import cli, cli_env, make_store
-from serve_support import Markup, serving
+from support.cli import cli_env, lantern
+from support.serve import Markup, serving
+from support.stores import make_store
 
 from lantern_git.store import Store
 
 
 def add(path: Path, content: str) -> str:
-    made = cli(path, "memory", "add", content, "--kind", "fact", "--json")
+    made = lantern("memory", "add", content, "--kind", "fact", "--json", store=path)
     assert made.returncode == 0, made.stderr
     return json.loads(made.stdout)["id"]
 
@@ -111,7 +112,7 @@ def test_a_post_naming_no_origin_is_judged_by_its_tokens(store):
         form = f"csrf={server.csrf()}&id={pending}&branch=mcp&tip={tip}"
         status, _ = server.request("POST", "/review/accept", body=form)
         assert status == 303
-    listed = cli(store, "memory", "list", "--json")
+    listed = lantern("memory", "list", "--json", store=store)
     assert pending in listed.stdout
 
 
@@ -170,7 +171,9 @@ def test_semantic_mode_without_the_extra_is_a_400_with_the_install_command_and_n
 def test_limit_zero_lists_every_source_with_no_next_link(store):
     names = [f"note{n}.md" for n in range(3)]
     for name in names:
-        made = cli(store, "source", "add", "-", "--uri", f"session:{name}", input=f"{name}\n")
+        made = lantern(
+            "source", "add", "-", "--uri", f"session:{name}", input=f"{name}\n", store=store
+        )
         assert made.returncode == 0, made.stderr
     with serving(store) as server:
         status, text = server.request("GET", "/sources?limit=0")
@@ -190,14 +193,14 @@ def test_limit_zero_lists_every_source_with_no_next_link(store):
 
 def test_a_read_only_server_leaves_a_cut_off_write_for_repair_and_shows_the_last_commit(store):
     kept = add(store, "the committed record")
-    killed = cli(
-        store,
+    killed = lantern(
         "memory",
         "add",
         "cut off before its commit",
         "--kind",
         "fact",
         env=cli_env(LANTERN_FAULT="after-files"),
+        store=store,
     )
     assert killed.returncode == -9, killed.stderr
     untracked = [p for p in (store / "memory").rglob("*.md") if kept not in p.name]
@@ -213,7 +216,7 @@ def test_a_read_only_server_leaves_a_cut_off_write_for_repair_and_shows_the_last
     assert tree_bytes(store) == before_files
     assert refs(store) == before_refs
     # A process that can write repairs it: the half-written file goes.
-    repaired = cli(store, "memory", "list", "--json")
+    repaired = lantern("memory", "list", "--json", store=store)
     assert repaired.returncode == 0
     assert all(not p.exists() for p in untracked)
 
@@ -302,7 +305,7 @@ class Busy:
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory) -> Iterator[Busy]:
     """A served store with a record citing a source, and a pending write."""
-    from serve_support import served
+    from support.serve import served
 
     from lantern_git.evidence.sources import SourceInput
 

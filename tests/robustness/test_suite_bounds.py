@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import first_line, stop
+from support.processes import first_line, stop
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_first_line_gives_up_on_a_process_that_prints_nothing():

@@ -11,7 +11,7 @@ from typing import ClassVar
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
-from test_sync import Host, clone_host, first_host, make_remote
+from support.sync import Host, clone_host, first_host, make_remote
 
 from lantern_git.errors import InvalidInput
 from lantern_git.model.record import compute_id

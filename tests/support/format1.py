@@ -13,9 +13,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import git
+from .stores import git
 
-ARCHIVE = Path(__file__).parent / "fixtures" / "format1_stores.tar.gz"
+ARCHIVE = Path(__file__).parent.parent / "fixtures" / "format1_stores.tar.gz"
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,42 +21,9 @@ import pygit2
 from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
-PYTHON = sys.executable
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(extra)
-    return env
-
-
-def cli(store: Path | str, *args: str, env: dict | None = None, timeout: float = 60, input=None):
-    """The real CLI in a subprocess, on ``store``."""
-    return subprocess.run(
-        [PYTHON, "-m", "lantern_git", "--store", str(store), *args],
-        env=env or cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        input=input,
-    )
-
-
-def start_cli(store: Path | str, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [PYTHON, "-m", "lantern_git", "--store", str(store), *args],
-        env=env or cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def join(thread: threading.Thread, timeout: float = 240) -> None:
-    """``thread.join()`` with a bound: a thread still running after ``timeout`` seconds fails
-    the test rather than holding the run."""
-    thread.join(timeout)
-    assert not thread.is_alive(), f"{thread.name} still running after {timeout:.0f} s"
+from .cli import PYTHON, lantern, start_lantern
+from .processes import join, kill_after
+from .stores import git_out
 
 
 def add_args(content: str, scope: str = "global", kind: str = "fact") -> list[str]:
@@ -68,14 +32,6 @@ def add_args(content: str, scope: str = "global", kind: str = "fact") -> list[st
 
 def record_id(content: str, scope: str = "global", kind: str = "fact") -> str:
     return compute_id(kind, scope, content)
-
-
-def make_store(path: Path) -> Path:
-    repo = pygit2.init_repository(str(path), initial_head="main")
-    repo.config["user.name"] = "Test Author"
-    repo.config["user.email"] = "author@example.com"
-    Store.init(str(path)).close()
-    return path
 
 
 @dataclass
@@ -98,14 +54,12 @@ class Tally:
         self.acked_ids |= other.acked_ids
 
 
-def git_out(path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
-
-
 def audit(path: Path | str, acknowledged: set[str] = frozenset()) -> dict:
     """Assert the store is whole; returns figures. ``acknowledged``: ids whose write returned 0."""
     path = Path(path)
-    listing = cli(path, "memory", "list", "--status", "all", "--include-expired", "--json")
+    listing = lantern(
+        "memory", "list", "--status", "all", "--include-expired", "--json", store=path
+    )
     assert listing.returncode == 0, listing.stderr
     assert "Traceback" not in listing.stderr, listing.stderr
     listed = {r["id"] for r in json.loads(listing.stdout)}
@@ -128,7 +82,7 @@ def audit(path: Path | str, acknowledged: set[str] = frozenset()) -> dict:
     assert fsck.returncode == 0, fsck.stderr + fsck.stdout
     status = git_out(path, "status", "--porcelain", "--untracked-files=all")
     assert status.stdout == "", f"git status not clean:\n{status.stdout}"
-    check = cli(path, "check", "--json")
+    check = lantern("check", "--json", store=path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert not (path / ".lantern" / "journal.json").exists()
     leftovers = [p for p in path.rglob("*.lantern-tmp")]
@@ -139,21 +93,10 @@ def audit(path: Path | str, acknowledged: set[str] = frozenset()) -> dict:
     }
 
 
-def kill_after(proc: subprocess.Popen, delay: float) -> bool:
-    """SIGKILL ``proc`` after ``delay`` seconds unless it finished; True if it was killed."""
-    try:
-        proc.wait(timeout=delay)
-        return False
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        return True
-
-
 def write_duration(path: Path) -> float:
     """How long one CLI write takes on this machine now, so kills land inside writes."""
     started = time.monotonic()
-    result = cli(path, *add_args(f"timing probe {time.time_ns()}", "agent:probe"))
+    result = lantern(*add_args(f"timing probe {time.time_ns()}", "agent:probe"), store=path)
     assert result.returncode == 0, result.stderr
     return time.monotonic() - started
 
@@ -175,7 +118,7 @@ def random_kill_round(
     else:
         args = add_args(content, scope)
         new_id = record_id(content, scope)
-    proc = start_cli(path, *args)
+    proc = start_lantern(*args, store=path)
     tally.attempted += 1
     killed = kill_after(proc, rng.uniform(0.0, span))
     if killed:
@@ -216,7 +159,7 @@ def _existing_ids(path: Path) -> list[str]:
 
 def recover_now(path: Path, tally: Tally | None = None) -> str:
     """The next command after a kill: a read, which must repair the store on its own."""
-    result = cli(path, "memory", "list", "--json", "--status", "all")
+    result = lantern("memory", "list", "--json", "--status", "all", store=path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     if tally is not None and (
@@ -224,15 +167,6 @@ def recover_now(path: Path, tally: Tally | None = None) -> str:
     ):
         tally.recoveries += 1
     return result.stderr
-
-
-def wait_until(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 # ---------------------------------------------------------------------------- scenarios
@@ -297,7 +231,7 @@ def cli_writer(path: Path, contents: list[str], tally: Tally, scope: str) -> Non
     """Add ``contents`` one CLI process after another; every exit must be 0 or a clean 1."""
     for content in contents:
         tally.attempted += 1
-        result = cli(path, *add_args(content, scope))
+        result = lantern(*add_args(content, scope), store=path)
         assert "Traceback" not in result.stderr, result.stderr
         if result.returncode == 0:
             tally.acknowledged += 1
@@ -312,7 +246,9 @@ def cli_reader(path: Path, tallies: list[Tally], stop, reads: list[int]) -> None
     """List again and again; each answer must hold every write acknowledged before it began."""
     while not stop.is_set():
         known = set().union(*(set(t.acked_ids) for t in tallies))
-        result = cli(path, "memory", "list", "--status", "all", "--json", "--scope", "agent:*")
+        result = lantern(
+            "memory", "list", "--status", "all", "--json", "--scope", "agent:*", store=path
+        )
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
         listed = {r["id"] for r in json.loads(result.stdout)}
@@ -324,7 +260,6 @@ def cli_reader(path: Path, tallies: list[Tally], stop, reads: list[int]) -> None
 def concurrent_round(path: Path, rng: random.Random, tally: Tally, tag: str, with_mcp: bool) -> int:
     """CLI processes, library threads (own and shared Store) and an MCP server write at once,
     while CLI readers list. Returns the number of reads done."""
-    import threading
 
     shared = Store.open(str(path), actor="api")
     per = rng.randint(1, 3)

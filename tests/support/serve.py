@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import http.client
 import re
-import selectors
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,11 +14,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from reliability_support import cli_env
 from starlette.testclient import TestClient
 
 from lantern_git.store import Store
 from lantern_git.web.app import ServeConfig, close_app, create_app, open_store
+
+from .cli import start_lantern
+from .processes import first_line, stop
 
 PORT = 8765
 # The review branch ``lantern mcp --review`` writes to.
@@ -166,29 +166,25 @@ class Server:
 @contextmanager
 def serving(path: Path, *args: str) -> Iterator[Server]:
     """``lantern serve`` on a free port, logged in; stopped (and reaped) afterwards."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", "serve", "--store", str(path), "--port", "0", *args],
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
-        ready = selector.select(timeout=START_TIMEOUT)
-        assert ready, "lantern serve printed no URL in time"
-        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    with serve_process(path, *args) as (proc, line):
         assert line.startswith("lantern serve: http://"), (line, proc.poll())
         url = urlsplit(line.removeprefix("lantern serve: "))
         token = url.query.removeprefix("token=")
         server = Server(url.hostname or "", url.port or 0, token)
         server.login()
         yield server
+
+
+# The one line ``lantern serve`` prints: its address and the token.
+LINE = re.compile(r"^lantern serve: (http://([^/]+)/)\?token=([A-Za-z0-9_-]+)$")
+
+
+@contextmanager
+def serve_process(path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``lantern serve`` on a free port as a process: (the process, the first line it printed);
+    stopped (and reaped) afterwards."""
+    proc = start_lantern("serve", "--store", str(path), "--port", "0", *args)
+    try:
+        yield proc, first_line(proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        stop(proc)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
-from conftest import git, snapshot
+from support.cli import invoke
+from support.stores import git, snapshot
 
 from lantern_git.cli import cli
 from lantern_git.cli.support import LanternGroup
@@ -39,18 +39,6 @@ STATUS_KEYS = [
     "ahead",
     "behind",
 ]
-
-
-@pytest.fixture
-def run(store_path, monkeypatch):
-    """Run ``lantern ARGS`` in-process against the test store."""
-    monkeypatch.setenv("LANTERN_STORE", str(store_path))
-    runner = CliRunner()
-
-    def invoke(*args, input=None):
-        return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
-
-    return invoke
 
 
 def one_json(result):
@@ -181,7 +169,7 @@ def test_search_json_adds_a_score_and_the_mode_after_the_record_fields(run):
     for hit in hits:
         assert list(hit) == [*RECORD_KEY_LIST, "score", "mode"]
         assert isinstance(hit["score"], float) and hit["score"] > 0
-        assert hit["mode"] == "keyword"  # the conftest's LANTERN_EMBEDDER=none
+        assert hit["mode"] == "keyword"  # support.env's LANTERN_EMBEDDER=none
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     only = one_json(run("memory", "search", "actions", "--json"))
     assert [h["id"] for h in only] == [target["id"]]
@@ -366,12 +354,9 @@ def test_show_text_lists_present_fields_then_the_content(run):
 
 def test_group_level_store_option(store_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-    result = runner.invoke(
-        cli, ["--store", str(store_path), "memory", "add", "g", "--kind", "fact"]
-    )
+    result = invoke("memory", "add", "g", "--kind", "fact", store=store_path, catch_exceptions=True)
     assert result.exit_code == 0, result.stderr
-    result = runner.invoke(cli, ["memory", "list", "--store", str(store_path), "--json"])
+    result = invoke("memory", "list", "--store", str(store_path), "--json", catch_exceptions=True)
     assert [r["content"] for r in json.loads(result.stdout)] == ["g"]
 
 

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import read_record_file, record_path

@@ -9,24 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
-from conftest import git, snapshot
-from test_sync import assert_clean_and_valid, merge_message
+from support.stores import git, snapshot
+from support.sync import assert_clean_and_valid, merge_message
 
-from lantern_git.cli import cli
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
-
-
-@pytest.fixture
-def run(store_path, monkeypatch):
-    monkeypatch.setenv("LANTERN_STORE", str(store_path))
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(cli, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def _add(run, content: str) -> dict:
@@ -129,7 +116,7 @@ def test_library_delete_returns_the_record_and_the_commit(store):
 
 
 def _hosts(tmp_path):
-    from test_sync import clone_host, first_host, make_remote
+    from support.sync import clone_host, first_host, make_remote
 
     remote = make_remote(tmp_path)
     a = first_host(tmp_path, remote)

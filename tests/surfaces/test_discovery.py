@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, init_repo, snapshot
 
 from lantern_git.model.record import compute_id
 from lantern_git.model.record_file import record_path
@@ -259,7 +260,7 @@ def test_lock_timeout_defaults_to_10_seconds_and_ignores_bad_values(
 
     assert DEFAULT_TIMEOUT == 10.0
     if value is None:
-        monkeypatch.delenv("LANTERN_LOCK_TIMEOUT", raising=False)  # conftest sets 20
+        monkeypatch.delenv("LANTERN_LOCK_TIMEOUT", raising=False)  # support.env sets 20
     else:
         monkeypatch.setenv("LANTERN_LOCK_TIMEOUT", value)
     assert lock_timeout() == expected
@@ -297,7 +298,7 @@ def test_a_huge_lock_timeout_waits_for_the_lock_rather_than_crashing(store_path,
 
 # ---------------------------------------------------------------------------- the examples
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_the_shell_session_example_runs(tmp_path):

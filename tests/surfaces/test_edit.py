@@ -11,7 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
 from lantern_git.errors import StoreError, UncommittedChanges, ValidationError
 from lantern_git.git.repo import parse_trailers

@@ -5,17 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, lantern, snapshot
-from format1_support import unpack_format1
+from support.cli import lantern
+from support.cli import lantern_json as run
+from support.format1 import unpack_format1
+from support.stores import git, snapshot
 
 from lantern_git.errors import NeedsMigration, ValidationError
 from lantern_git.store import Store
-
-
-def run(store, *args, env=None):
-    result = lantern("--store", str(store), *args, "--json", env=env)
-    out = result.stdout if result.stdout.strip() else result.stderr
-    return result, (json.loads(out) if out.strip() else None)
 
 
 def test_entity_add_writes_its_file_in_one_commit_with_its_trailers(store_path):
@@ -266,7 +262,7 @@ def test_the_mcp_entity_tools_and_the_entity_argument(store_path):
     runner = ToolRunner(StoreTarget(str(store_path)))
 
     def call(tool: str, **arguments) -> dict:
-        # conftest.schema_checked_calls, with room for an argument called "name"
+        # support.mcp.schema_checked_calls, with room for an argument called "name"
         outcome = runner.run(tool, {k.rstrip("_"): v for k, v in arguments.items()})
         assert not outcome.is_error, outcome.value
         jsonschema.validate(outcome.value, TOOLS_BY_NAME[tool].output_schema)

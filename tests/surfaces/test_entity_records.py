@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 
-from conftest import git, lantern, snapshot
-from format1_support import unpack_format1
+from support.cli import lantern_json as run
+from support.format1 import unpack_format1
+from support.stores import git, snapshot
 
 from lantern_git.model.record import Record
 from lantern_git.model.record_merge import merge_records
-
-
-def run(store, *args, env=None, input=None):
-    result = lantern("--store", str(store), *args, "--json", env=env, input=input)
-    out = result.stdout if result.stdout.strip() else result.stderr
-    return result, (json.loads(out) if out.strip() else None)
 
 
 def add(store, content, *entities):

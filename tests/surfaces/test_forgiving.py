@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import lantern, snapshot
+from support.cli import lantern
+from support.stores import snapshot
 
 
 def test_a_bare_scope_word_suggests_the_prefix_pattern(store_path):

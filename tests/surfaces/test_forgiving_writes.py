@@ -8,11 +8,12 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import as_plain_user, git, lantern, snapshot
+from support.cli import as_reader, lantern
+from support.processes import as_plain_user
+from support.stores import git, snapshot
 
 BETA = "Ship the beta on Friday."
 
@@ -65,12 +66,6 @@ def test_adding_stored_content_names_its_status_and_the_options_that_differ(stor
 
 
 # ---------------------------------------------------------------------------- read-only
-
-
-def _as_reader(*args, env=None):
-    """``lantern`` run by a process that cannot write the store (as root, without the
-    capabilities that bypass file permissions)."""
-    return _reader_run([sys.executable, "-m", "lantern_git", *args], env or {})
 
 
 def _reader_run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -129,7 +124,7 @@ def test_a_read_only_store_answers_reads_and_refuses_writes(read_only_store):
     assert probe.returncode != 0
 
     def read(*args):
-        result = _as_reader(*args, *store, env=env)
+        result = as_reader(*args, *store, env=env)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
@@ -160,13 +155,13 @@ def test_a_read_only_store_answers_reads_and_refuses_writes(read_only_store):
         ("commit",),
     ]
     for args in writes:
-        result = _as_reader(*args, *store, "--json", env={**env, "EDITOR": "true"})
+        result = as_reader(*args, *store, "--json", env={**env, "EDITOR": "true"})
         assert result.returncode == 1, (args, result.stderr)
         assert result.stdout == ""
         error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
         assert error["code"] == "read_only", args
         assert "read-only" in error["message"] and str(store_path) in error["message"]
-    text = _as_reader("memory", "add", "A new fact.", "--kind", "fact", *store, env=env)
+    text = as_reader("memory", "add", "A new fact.", "--kind", "fact", *store, env=env)
     assert text.returncode == 1
     assert text.stderr.startswith(f"Error: {store_path} is read-only for this user")
 

@@ -14,7 +14,7 @@ import sys
 
 import pygit2
 import pytest
-from conftest import git
+from support.stores import git
 
 WARNING = "no git identity is configured"
 CONFIG = ("Config User", "config@example.com")

@@ -1,12 +1,13 @@
 """Imports from where users come from (issue 14): records without an id, the MCP reference
 memory server's memory.json, and a folder of markdown notes; each one commit, idempotent, with a
-progress bar on a terminal (tests/test_transfer.py checks the bar)."""
+progress bar on a terminal (tests/library/test_transfer.py checks the bar)."""
 
 from __future__ import annotations
 
 import json
 
-from conftest import git, lantern, snapshot
+from support.cli import lantern
+from support.stores import git, snapshot
 
 from lantern_git.model.record import compute_id
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import anyio
 import jsonschema
 import pytest
-from conftest import git, lantern, schema_checked_calls, snapshot
-from mcp import Client, ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from support.cli import lantern
+from support.mcp import fail, ok, run, schema_checked_calls
+from support.stores import git, snapshot
 
 from lantern_git.core.fields import KINDS, RECORD_KEYS, STATUSES
 from lantern_git.model.record import compute_id
@@ -67,65 +67,7 @@ READ_ONLY = {
     "lantern_entity_show",
 }
 CLI = (sys.executable, "-m", "lantern_git")
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_policy.py"
-
-
-def server_params(store_path, *extra: str) -> StdioServerParameters:
-    # The SDK passes only a safe subset of the environment; the test's identity and isolated
-    # HOME must reach the server too.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH")
-    }
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lantern_git", "mcp", "--store", str(store_path), *extra],
-        env=env,
-    )
-
-
-@contextlib.asynccontextmanager
-async def connect(store_path, legacy: bool = False):
-    """A connected client: the default (newest protocol) Client, or a legacy-handshake session."""
-    params = server_params(store_path)
-    if legacy:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
-    else:
-        async with Client(params) as client:
-            yield client
-
-
-def run(body):
-    """Run ``body(client)`` against a fresh server on ``store_path``; returns its result."""
-
-    def runner(store_path, legacy=False):
-        async def main():
-            async with connect(store_path, legacy) as client:
-                return await body(client)
-
-        return anyio.run(main)
-
-    return runner
-
-
-async def ok(client, tool: str, **arguments) -> dict:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    # Clients that read only text get the same document as those that read structured content.
-    assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
-
-
-async def fail(client, tool: str, **arguments) -> dict:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    assert json.loads(result.content[0].text) == result.structured_content
-    assert set(result.structured_content) == {"error"}
-    assert set(result.structured_content["error"]) == {"code", "message"}
-    return result.structured_content["error"]
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_policy.py"
 
 
 def cli_json(*args, store_path) -> object:
@@ -824,7 +766,7 @@ def test_mcp_refuses_a_folder_that_is_not_a_store(tmp_path):
 def test_mcp_names_its_store_and_author_on_stderr(store_path):
     result = lantern("mcp", "--store", str(store_path), input="", timeout=30)
     assert result.returncode == 0, result.stderr
-    # The conftest's identity (GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL) is named.
+    # support.env's identity (GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL) is named.
     named = f"lantern mcp: serving {store_path} as Test Author <author@example.com>"
     assert named in result.stderr.splitlines()
     result = lantern(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, lantern, schema_checked_calls, snapshot
-from test_mcp import fail, ok, run
+from support.cli import lantern
+from support.mcp import fail, ok, run, schema_checked_calls
+from support.stores import git, snapshot
 
 from lantern_git.core.fields import HIT_FIELDS
 
@@ -49,7 +50,7 @@ def test_an_agent_ingests_searches_cites_and_verifies(store_path):
     assert again == source  # the same text again: nothing new
     assert hit["source_id"] == source["id"] and hit["lines"][0] <= 3 <= hit["lines"][1]
     assert set(hit) == {*HIT_FIELDS, "mode"}
-    assert hit["mode"] == "keyword"  # the conftest's LANTERN_EMBEDDER=none
+    assert hit["mode"] == "keyword"  # support.env's LANTERN_EMBEDDER=none
     assert "helix" in hit["text"]
     assert record["source_refs"][0].startswith(f"source:{source['id']}@")
     assert verified == {"ok": True, "checked": 1, "problems": []}

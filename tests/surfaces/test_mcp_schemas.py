@@ -11,8 +11,8 @@ from typing import Annotated
 
 import jsonschema
 import pytest
-from conftest import snapshot
-from test_mcp import fail, ok, run
+from support.mcp import fail, ok, run
+from support.stores import snapshot
 
 # The words a refusal uses for each JSON type, as lantern's messages spell them.
 TYPE_WORDS = {

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, lantern, snapshot
-from format1_support import unpack_format1
+from support.cli import lantern
+from support.cli import lantern_json as run
+from support.format1 import unpack_format1
+from support.stores import git, snapshot
 
 
 def test_the_format1_fixture_is_what_the_migration_tests_assume(tmp_path):
@@ -30,17 +32,6 @@ def test_the_format1_fixture_is_what_the_migration_tests_assume(tmp_path):
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def run(store, *args, env=None, input=None):
-    """The real CLI in a subprocess, on ``store``; (result, parsed JSON or None)."""
-    result = lantern("--store", str(store), *args, "--json", env=env, input=input)
-    try:
-        out = result.stdout if result.stdout.strip() else result.stderr
-        parsed = json.loads(out) if out.strip() else None
-    except json.JSONDecodeError:
-        parsed = None
-    return result, parsed
 
 
 def store_format(path) -> int:

@@ -1,7 +1,7 @@
 """Answers a newcomer found silent or unhelpful (issue 36, item 4): a command named at the
 wrong level, an empty store's empty list, and the default store answering unannounced.
 
-Every test drives the real CLI in a subprocess with a fresh HOME (conftest's isolated_env)."""
+Every test drives the real CLI in a subprocess with a fresh HOME (support.env's isolated_env)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import init_repo, lantern
+from support.cli import lantern
+from support.stores import init_repo
 
 from lantern_git.store import Store
 

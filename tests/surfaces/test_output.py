@@ -9,9 +9,10 @@ import io
 import json
 
 import anyio
-from conftest import lantern, snapshot
 from mcp import Client
-from test_mcp import ok, server_params
+from support.cli import lantern
+from support.mcp import ok, server_params
+from support.stores import snapshot
 
 TRICKY = 'Commas, "quotes"\tand a tab,\nthen a second line.'
 

@@ -9,8 +9,9 @@ import json
 import sys
 
 import pytest
-from conftest import lantern, snapshot
-from test_mcp import fail, ok, run
+from support.cli import lantern
+from support.mcp import fail, ok, run
+from support.stores import snapshot
 
 from lantern_git import Store
 from lantern_git.core.paging import Page

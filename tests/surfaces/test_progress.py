@@ -8,7 +8,7 @@ import pty
 import subprocess
 import sys
 
-from conftest import lantern
+from support.cli import lantern
 
 from lantern_git.model.record_file import record_path
 

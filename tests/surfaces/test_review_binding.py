@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import snapshot
-from reliability_support import cli, make_store
-from serve_support import MCP_BRANCH, Markup, opened, served
+from support.cli import lantern
+from support.serve import MCP_BRANCH, Markup, opened, served
+from support.stores import make_store, snapshot
 
 from lantern_git.git.repo import parse_trailers
 
@@ -61,7 +61,7 @@ def listed(path: Path) -> dict[str, dict]:
 
 
 def review_document(path: Path) -> dict:
-    shown = cli(path, "review", "--json")
+    shown = lantern("review", "--json", store=path)
     assert shown.returncode == 0, shown.stderr
     return json.loads(shown.stdout)
 
@@ -79,7 +79,7 @@ def test_review_json_gives_each_branch_its_full_tip(path):
     (branch,) = review_document(path)["branches"]
     assert branch["tip"] == branch_tip(path)
     assert len(branch["tip"]) == 40
-    text = cli(path, "review")
+    text = lantern("review", store=path)
     assert f"  tip {branch_tip(path)} " in text.stdout
 
 
@@ -92,7 +92,9 @@ def test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_not
     (branch,) = review_document(path)["branches"]
     seen = branch["tip"]
     assert [r["record"]["priority"] for r in branch["records"]] == [10]
-    assert ", priority 10, " in cli(path, "review").stdout  # the text shows the fields too
+    assert (
+        ", priority 10, " in lantern("review", store=path).stdout
+    )  # the text shows the fields too
     with agent(path) as store:
         store.update(record, priority=99, add_source_refs=["note:injected-after-review"])
         store.archive(record)
@@ -101,7 +103,7 @@ def test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_not
     before = state(path)
     for op in ("accept", "reject"):
         for expect in (seen, seen[:7]):
-            refused = cli(path, "review", op, record, "--expect", expect, "--json")
+            refused = lantern("review", op, record, "--expect", expect, "--json", store=path)
             assert refused.returncode == 1, refused.stderr
             error = error_of(refused)
             assert error["code"] == "review_changed"
@@ -111,12 +113,12 @@ def test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_not
             assert refused.stdout == ""
             assert state(path) == before
     # Text too: the message on stderr, exit 1.
-    plain = cli(path, "review", "accept", "--all", "--expect", seen)
+    plain = lantern("review", "accept", "--all", "--expect", seen, store=path)
     assert plain.returncode == 1 and plain.stderr.startswith("Error: lantern/review/mcp changed")
     assert state(path) == before
     # With the tip as it is now, the accept goes through: what it takes is what is listed now.
     now = review_document(path)["branches"][0]["tip"]
-    done = cli(path, "review", "accept", record, "--expect", now[:12], "--json")
+    done = lantern("review", "accept", record, "--expect", now[:12], "--json", store=path)
     assert done.returncode == 0, done.stderr
     assert listed(path)[record]["status"] == "archived"
     assert listed(path)[record]["priority"] == 99
@@ -129,7 +131,7 @@ def test_accept_all_with_the_tip_seen_never_takes_a_record_that_arrived_later(pa
     with agent(path) as store:
         later = store.add("a record added after the person looked", kind="fact").id
     before = state(path)
-    refused = cli(path, "review", "accept", "--all", "--expect", seen, "--json")
+    refused = lantern("review", "accept", "--all", "--expect", seen, "--json", store=path)
     assert refused.returncode == 1 and error_of(refused)["code"] == "review_changed"
     assert later in error_of(refused)["message"]
     assert state(path) == before
@@ -170,7 +172,7 @@ def test_a_bad_or_unknown_expect_is_refused_and_changes_nothing(path, expect, co
     with agent(path) as store:
         record = store.add("a fact", kind="fact").id
     before = state(path)
-    refused = cli(path, "review", "accept", record, "--expect", expect, "--json")
+    refused = lantern("review", "accept", record, "--expect", expect, "--json", store=path)
     assert refused.returncode == exit_code, refused.stderr
     assert error_of(refused)["code"] == code
     assert state(path) == before
@@ -277,7 +279,7 @@ def test_accepting_either_half_of_a_pending_supersede_accepts_both(path, named):
     by_id = {r["id"]: r for r in branch["records"]}
     assert by_id[new]["decided_with"] == [old] and by_id[old]["decided_with"] == [new]
     chosen = new if named == "new" else old
-    done = cli(path, "review", "accept", chosen, "--expect", branch["tip"], "--json")
+    done = lantern("review", "accept", chosen, "--expect", branch["tip"], "--json", store=path)
     assert done.returncode == 0, done.stderr
     assert sorted(json.loads(done.stdout)["records"]) == sorted([old, new])
     records = listed(path)
@@ -292,7 +294,7 @@ def test_rejecting_either_half_of_a_pending_supersede_rejects_both(path, named):
     old, new = pending_supersede(path)
     before = snapshot(path)
     chosen = new if named == "new" else old
-    done = cli(path, "review", "reject", chosen, "--json")
+    done = lantern("review", "reject", chosen, "--json", store=path)
     assert done.returncode == 0, done.stderr
     assert sorted(json.loads(done.stdout)["records"]) == sorted([old, new])
     assert snapshot(path) == before
@@ -305,7 +307,7 @@ def test_a_supersede_of_a_pending_record_chains_the_unit(path):
         first = store.add("version one", kind="fact").id
         second = store.supersede(first, "version two").id
         third = store.supersede(second, "version three").id
-    done = cli(path, "review", "accept", third, "--json")
+    done = lantern("review", "accept", third, "--json", store=path)
     assert done.returncode == 0, done.stderr
     assert sorted(json.loads(done.stdout)["records"]) == sorted([first, second, third])
     records = listed(path)
@@ -338,7 +340,7 @@ def test_the_review_page_shows_a_supersede_as_one_item_with_its_diff(path):
 
 def test_review_text_shows_a_supersede_as_one_unit(path):
     old, new = pending_supersede(path)
-    text = cli(path, "review").stdout
+    text = lantern("review", store=path).stdout
     lines = text.splitlines()
     assert lines.index(f"  added    {new[:7]}  the build uses ninja") < lines.index(
         f"  changed  {old[:7]}  the build uses make"
@@ -413,29 +415,29 @@ def test_cli_text_shows_and_flags_hidden_characters_and_json_keeps_them(path):
         ("diff", "HEAD~2", "HEAD"),
         ("log",),
     ):
-        shown = cli(path, *args)
+        shown = lantern(*args, store=path)
         assert shown.returncode == 0, (args, shown.stderr)
         assert raw_hidden(shown.stdout) == [], args
         assert "<U+202E>" in shown.stdout, args
         assert "hidden" in shown.stdout, args  # the record or change is flagged
-    show = cli(path, "memory", "show", record).stdout
+    show = lantern("memory", "show", record, store=path).stdout
     assert SHOWN in show.splitlines()
     assert "hidden:" in show and "U+202E" in show.split("hidden:", 1)[1]
-    listed_text = cli(path, "memory", "list", "--wide").stdout
+    listed_text = lantern("memory", "list", "--wide", store=path).stdout
     assert "[hidden] " + SHOWN in listed_text
     # JSON carries the stored string unchanged.
     for args in (("memory", "show", record, "--json"), ("memory", "list", "--json")):
-        document = json.loads(cli(path, *args).stdout)
+        document = json.loads(lantern(*args, store=path).stdout)
         first = document[0] if isinstance(document, list) else document
         assert first["content"] == HOSTILE
-    history = json.loads(cli(path, "memory", "history", record, "--json").stdout)
+    history = json.loads(lantern("memory", "history", record, "--json", store=path).stdout)
     assert history["history"][0]["reason"] == "raised \u202e"
 
 
 def test_review_text_and_every_page_show_and_flag_a_pending_bidi_record(path):
     with agent(path) as store:
         record = store.add(HOSTILE, kind="fact").id
-    text = cli(path, "review")
+    text = lantern("review", store=path)
     assert raw_hidden(text.stdout) == []
     assert SHOWN in text.stdout and "[hidden characters: " in text.stdout
     (branch,) = review_document(path)["branches"]
@@ -494,18 +496,18 @@ def test_times_read_as_local_iso_dates_on_history_review_and_the_pages(path, mon
     at("2026-02-01 00:00:00", "memory", "update", record, "--priority", "60")
     with agent(path) as store:
         store.update(record, priority=90, expires_at=2_000_000_000)
-    history = json.loads(cli(path, "memory", "history", record, "--json").stdout)
+    history = json.loads(lantern("memory", "history", record, "--json", store=path).stdout)
     assert {"field": "updated_at", "old": 1767225600, "new": 1769904000} in history["history"][0][
         "changes"
     ]  # JSON keeps unix seconds
-    text = cli(path, "memory", "history", record, env=kolkata).stdout
+    text = lantern("memory", "history", record, env=kolkata, store=path).stdout
     lines = text.splitlines()
     assert "    updated_at: 2026-01-01T05:30:00+05:30 -> 2026-02-01T05:30:00+05:30" in lines
     assert "commit " + history["history"][0]["commit"][:10] + "  2026-02-01T05:30:00+05:30  " in (
         text
     )
     assert "1767225600" not in text and "1769904000" not in text
-    review = cli(path, "review", env=kolkata).stdout.splitlines()
+    review = lantern("review", env=kolkata, store=path).stdout.splitlines()
     assert "      expires_at: (none) -> 2033-05-18T09:03:20+05:30" in review
     assert not [line for line in review if "2000000000" in line]
     monkeypatch.setenv("TZ", "Asia/Kolkata")
@@ -551,7 +553,7 @@ def cited_pending(path: Path) -> tuple[str, str]:
 
 def test_review_text_shows_the_writers_reason_the_content_and_the_cited_lines_verified(path):
     source, record = cited_pending(path)
-    lines = cli(path, "review").stdout.splitlines()
+    lines = lantern("review", store=path).stdout.splitlines()
     assert f"  added    {record[:7]}  Prefers a separate branch per feature" in lines
     assert "      reason: the user said so twice" in lines
     assert "        Prefers a separate branch per feature" in lines  # the whole content
@@ -562,7 +564,7 @@ def test_review_text_shows_the_writers_reason_the_content_and_the_cited_lines_ve
     # A record written without a reason says so.
     with agent(path) as store:
         store.add("no reason for this one", kind="fact")
-    assert "      reason: (none given)" in cli(path, "review").stdout.splitlines()
+    assert "      reason: (none given)" in lantern("review", store=path).stdout.splitlines()
 
 
 def test_the_review_page_shows_the_reason_and_the_cited_lines_with_their_status(path):
@@ -633,7 +635,7 @@ def test_rejecting_a_pending_source_rejects_the_pending_records_that_cite_it(pat
             "Prefers a branch per feature", kind="preference", source_refs=[f"source:{source}#L2"]
         ).id
         other = store.add("unrelated", kind="fact").id
-    text = cli(path, "review").stdout
+    text = lantern("review", store=path).stdout
     assert f"      cited by pending {citing[:7]} (a reject of the source rejects them too)" in (
         text.splitlines()
     )
@@ -641,7 +643,7 @@ def test_rejecting_a_pending_source_rejects_the_pending_records_that_cite_it(pat
         html = client.get("/review").text
         article = html.split(f'id="pending-source-{source}"', 1)[1].split("</article>", 1)[0]
         assert f"Cited by pending {citing}" in Markup(article).text
-    done = cli(path, "review", "reject", source[:8], "--json")
+    done = lantern("review", "reject", source[:8], "--json", store=path)
     assert done.returncode == 0, done.stderr
     decision = json.loads(done.stdout)
     assert decision["sources"] == [source] and decision["records"] == [citing]
@@ -656,13 +658,13 @@ def test_source_list_and_show_text_show_and_flag_a_hidden_title(path):
         [added] = store.sources.add(
             [SourceInput(b"body\n", "t.txt", uri="session:t", title="notes \u202eedoc")]
         )
-    listed_text = cli(path, "source", "list").stdout
-    shown = cli(path, "source", "show", added.manifest.id).stdout
+    listed_text = lantern("source", "list", store=path).stdout
+    shown = lantern("source", "show", added.manifest.id, store=path).stdout
     for text in (listed_text, shown):
         assert raw_hidden(text) == [] and "notes <U+202E>edoc" in text
     assert "[hidden] notes <U+202E>edoc" in listed_text
     assert "hidden:      U+202E: characters shown as <U+XXXX>" in shown.splitlines()
-    document = json.loads(cli(path, "source", "show", added.manifest.id, "--json").stdout)
+    document = json.loads(lantern("source", "show", added.manifest.id, "--json", store=path).stdout)
     assert document["title"] == "notes \u202eedoc"
 
 

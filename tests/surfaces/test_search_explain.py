@@ -17,13 +17,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import lantern
-from test_mcp import connect, ok
+from support.cli import lantern
+from support.mcp import connect, ok
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 K1, B = 1.2, 0.75
 NO_EMBEDDER = {"LANTERN_EMBEDDER": "none"}
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git, snapshot
-from reliability_support import cli, make_store
-from serve_support import BASE, MCP_BRANCH, PORT, Markup, forms, opened, served
+from support.cli import lantern
+from support.serve import BASE, MCP_BRANCH, PORT, Markup, forms, opened, served
+from support.stores import git, make_store, snapshot
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
@@ -803,7 +803,7 @@ def test_the_status_page_shows_counts_and_links_each_failing_reference(path):
 def test_pages_follow_cli_writes_hand_edits_and_git_pull_without_a_restart(path, tmp_path):
     with served(path) as (client, _):
         assert rows(client.get("/").text, "records") == []
-        made = cli(path, "memory", "add", "written by another process", "--kind", "fact")
+        made = lantern("memory", "add", "written by another process", "--kind", "fact", store=path)
         assert made.returncode == 0, made.stderr
         listed = client.get("/")
         assert "written by another process" in listed.text
@@ -816,7 +816,7 @@ def test_pages_follow_cli_writes_hand_edits_and_git_pull_without_a_restart(path,
         # A git pull from a clone that added a record.
         clone = tmp_path / "clone"
         git(tmp_path, "clone", "-q", str(path), str(clone))
-        assert cli(clone, "memory", "add", "pulled in", "--kind", "fact").returncode == 0
+        assert lantern("memory", "add", "pulled in", "--kind", "fact", store=clone).returncode == 0
         git(path, "pull", "-q", str(clone), "main")
         assert "pulled in" in client.get("/").text
         assert "pulled in" in client.get("/changes").text

@@ -9,8 +9,8 @@ import shutil
 
 import pygit2
 import pytest
-from reliability_support import make_store
-from test_serve_cli import LINE, serving
+from support.serve import LINE, serve_process
+from support.stores import make_store
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
@@ -96,7 +96,7 @@ def test_a_person_accepts_a_pending_record_in_the_browser_and_sees_its_commit(
     from selenium.webdriver.common.by import By
 
     path, cited, other = reviewed_store
-    with serving(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
+    with serve_process(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
         assert LINE.match(line), line
         url = line.removeprefix("lantern serve: ")
         browser.get(url)
@@ -127,7 +127,7 @@ def test_the_record_page_shows_the_cited_lines_in_a_screenshot(browser, reviewed
     from selenium.webdriver.common.by import By
 
     path, cited, _ = reviewed_store
-    with serving(path, "--read-only") as (_, line):
+    with serve_process(path, "--read-only") as (_, line):
         browser.get(line.removeprefix("lantern serve: "))
         browser.get(browser.current_url.rstrip("/") + f"/records/{cited}?pending=1")
         lines = browser.find_element(By.CSS_SELECTOR, "#evidence pre.cited")
@@ -157,7 +157,7 @@ def test_each_review_button_does_what_it_says_reject_rejects(browser, reviewed_s
     path, cited, other = reviewed_store
     repo = pygit2.Repository(str(path))
     head = str(repo.head.target)
-    with serving(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
+    with serve_process(path, "--author", "Rita Reviewer <rita@example.com>") as (_, line):
         browser.get(line.removeprefix("lantern serve: "))
         load_by_click(browser, browser.find_element(By.LINK_TEXT, "Review"))
         article = browser.find_element(By.ID, f"pending-{other}")

@@ -5,33 +5,13 @@ to loopback."""
 from __future__ import annotations
 
 import http.cookiejar
-import re
-import subprocess
-import sys
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 
 import pytest
-from conftest import first_line, stop
-from reliability_support import cli, cli_env, make_store
-
-LINE = re.compile(r"^lantern serve: (http://([^/]+)/)\?token=([A-Za-z0-9_-]+)$")
-
-
-@contextmanager
-def serving(path, *args: str):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", "serve", "--store", str(path), "--port", "0", *args],
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield proc, first_line(proc)
-    finally:
-        stop(proc)
+from support.cli import lantern
+from support.serve import LINE, serve_process
+from support.stores import make_store
 
 
 def fetch(url: str, opener=None) -> tuple[int, str]:
@@ -44,8 +24,10 @@ def fetch(url: str, opener=None) -> tuple[int, str]:
 
 def test_serve_prints_its_url_with_a_token_and_serves_only_the_token_holder(tmp_path):
     path = make_store(tmp_path / "store")
-    assert cli(path, "memory", "add", "served over http", "--kind", "fact").returncode == 0
-    with serving(path) as (proc, line):
+    assert (
+        lantern("memory", "add", "served over http", "--kind", "fact", store=path).returncode == 0
+    )
+    with serve_process(path) as (proc, line):
         match = LINE.match(line)
         assert match, (line, proc.stderr.read() if proc.poll() is not None else "")  # type: ignore[union-attr]
         base, host, token = match.groups()
@@ -67,7 +49,7 @@ def test_serve_prints_its_url_with_a_token_and_serves_only_the_token_holder(tmp_
 
 def test_serve_warns_when_bound_beyond_loopback(tmp_path):
     path = make_store(tmp_path / "store")
-    with serving(path, "--host", "0.0.0.0") as (proc, line):
+    with serve_process(path, "--host", "0.0.0.0") as (proc, line):
         assert LINE.match(line), line
         proc.terminate()
         _, err = proc.communicate(timeout=20)
@@ -83,7 +65,7 @@ def test_serve_warns_when_bound_beyond_loopback(tmp_path):
 )
 def test_serve_refuses_bad_options_before_it_listens(tmp_path, args, message):
     path = make_store(tmp_path / "store")
-    result = cli(path, "serve", "--port", "0", *args, timeout=30)
+    result = lantern("serve", "--port", "0", *args, timeout=30, store=path)
     assert result.returncode == 2 and message in result.stderr and result.stdout == ""
 
 
@@ -91,7 +73,7 @@ def test_serve_json_prints_one_document_naming_its_address(tmp_path):
     import json
 
     path = make_store(tmp_path / "store")
-    with serving(path, "--json", "--read-only") as (_, line):
+    with serve_process(path, "--json", "--read-only") as (_, line):
         document = json.loads(line)
         assert sorted(document) == ["host", "port", "read_only", "url"]
         assert document["host"] == "127.0.0.1" and document["read_only"] is True
@@ -107,6 +89,6 @@ def test_serve_json_reports_a_bad_option_as_a_json_error(tmp_path):
     import json
 
     path = make_store(tmp_path / "store")
-    result = cli(path, "serve", "--json", "--author", "no email", timeout=30)
+    result = lantern("serve", "--json", "--author", "no email", timeout=30, store=path)
     assert result.returncode == 2 and result.stdout == ""
     assert json.loads(result.stderr)["error"]["code"] == "invalid_author"

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, lantern
+from support.cli import lantern
+from support.stores import git, init_repo
 
 from lantern_git.store import Store
 

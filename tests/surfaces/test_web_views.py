@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_support import make_store
 from starlette.datastructures import QueryParams
+from support.stores import make_store
 
 from lantern_git.errors import InvalidInput, NotFound
 from lantern_git.evidence.sources import SourceInput

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import lantern, snapshot
+from support.cli import lantern
+from support.stores import snapshot
 
 from lantern_git.core.config import Environment, StoreSettings, value
 from lantern_git.errors import InvalidInput
