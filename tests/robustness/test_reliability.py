@@ -3,7 +3,8 @@
 Marked ``reliability``, but nothing deselects the marker: the default ``pytest`` run includes
 these tests (20 to 30 s); ``-m reliability`` runs them alone, ``-m "not reliability"`` skips
 them. The long run is the soak:
-``python -m tests.robustness.soak --minutes 10`` (see tests/robustness/soak.py), which repeats the same scenarios.
+``python -m tests.robustness.soak --minutes 10`` (see tests/robustness/soak.py), which repeats
+the same scenarios.
 """
 
 from __future__ import annotations

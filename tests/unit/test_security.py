@@ -1,7 +1,7 @@
 """``lantern serve``'s guard (lantern_git/web/security.py) as the pure decision it is: each rule
 asked directly, request by request, with the answers its docstring promises. The same rules
-through the app, over a real store, are in tests/surfaces/test_serve.py; these are quick enough to run
-against every mutant of the module (benchmarks/mutation.py)."""
+through the app, over a real store, are in tests/surfaces/test_serve.py; these are quick enough
+to run against every mutant of the module (benchmarks/mutation.py)."""
 
 from __future__ import annotations
 
