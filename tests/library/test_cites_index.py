@@ -41,7 +41,7 @@ def checked_one_by_one(store: Store, source_id: str) -> set[str]:
     }
 
 
-def make_store(store: Store) -> tuple[str, str, dict[str, str]]:
+def citing_store(store: Store) -> tuple[str, str, dict[str, str]]:
     tea = ingest(store, "User: I prefer tea.\nAssistant: noted.\n", "session:tea")
     talk = ingest(
         store, "User: the deploy is on Friday.\nUser: and the freeze after.\n", "session:talk"
@@ -61,7 +61,7 @@ def make_store(store: Store) -> tuple[str, str, dict[str, str]]:
 
 
 def test_cites_answers_exactly_the_records_citing_the_source(store):
-    tea, talk, ids = make_store(store)
+    tea, talk, ids = citing_store(store)
     assert citing(store, tea) == {ids["whole"], ids["lines"], ids["both"]}
     assert citing(store, talk) == {ids["both"], ids["talk"]}
     for source_id in (tea, talk):
@@ -79,7 +79,7 @@ def test_cites_answers_exactly_the_records_citing_the_source(store):
 
 
 def test_a_hand_edit_moves_a_citation_before_any_commit(store, store_path):
-    tea, talk, ids = make_store(store)
+    tea, talk, ids = citing_store(store)
     path = store_path / record_path(ids["whole"])
     text = path.read_text()
     assert f"source:{tea}" in text
@@ -91,7 +91,7 @@ def test_a_hand_edit_moves_a_citation_before_any_commit(store, store_path):
 
 
 def test_a_pull_brings_the_citations_of_the_records_it_brings(store, store_path, tmp_path):
-    tea, talk, ids = make_store(store)
+    tea, talk, ids = citing_store(store)
     assert citing(store, tea) == {ids["whole"], ids["lines"], ids["both"]}  # index built
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(store_path), str(other))
@@ -123,7 +123,7 @@ def test_an_index_of_the_older_schema_is_rebuilt_with_the_citations(store_path, 
         patch.setattr(search.SearchIndex, "LAYOUT", older)
         patch.setattr(search, "_document", lambda *a: _without(document(*a)))
         old = Store(str(store_path))
-        tea, talk, ids = make_store(old)
+        tea, talk, ids = citing_store(old)
         assert len(old.list(RecordQuery(**EVERY))) == 6  # the older index answers
         old.close()
     store = Store(str(store_path))

@@ -45,23 +45,6 @@ def backdate(path, record_id: str, stamp: int = 1_700_000_000) -> None:
 # ---------------------------------------------------------------------------- supersede
 
 
-def test_supersede_writes_both_records_in_one_commit(store, store_path):
-    old = store.add("Ana drinks tea", kind="preference", scope="user:ana", priority=70)
-    before = git(store_path, "rev-parse", "HEAD").strip()
-    new = store.supersede(old.id, "Ana drinks green tea", reason="she said so")
-    assert git(store_path, "rev-parse", "HEAD~1").strip() == before
-    assert new.supersedes_id == old.id
-    assert (new.kind, new.scope, new.priority) == ("preference", "user:ana", 70)
-    assert store.get(old.id).status == "superseded"
-    trailers = parse_trailers(head_message(store_path))
-    assert trailers["Lantern-Op"] == ["supersede"]
-    assert sorted(trailers["Lantern-Record"]) == sorted([old.id, new.id])
-    assert trailers["Lantern-Reason"] == ["she said so"]
-    files = git(store_path, "show", "--name-status", "--format=", "HEAD").splitlines()
-    assert sorted(files) == sorted([f"A\t{record_path(new.id)}", f"M\t{record_path(old.id)}"])
-    assert git(store_path, "status", "--porcelain") == ""
-
-
 def test_supersede_changes_only_status_and_updated_at_of_the_old_record(store, store_path):
     old = store.add("Ana drinks tea", kind="preference", scope="user:ana")
     backdate(store_path, old.id)

@@ -418,6 +418,9 @@ def test_supersede_writes_both_records_in_one_commit(store, store_path):
     assert sorted(git(store_path, "show", "--name-only", "--format=", "HEAD").split()) == sorted(
         [record_path(old.id), record_path(new.id)]
     )
+    # The new record is added and the old one changed (from the copy in test_lifecycle.py).
+    files = git(store_path, "show", "--name-status", "--format=", "HEAD").splitlines()
+    assert sorted(files) == sorted([f"A\t{record_path(new.id)}", f"M\t{record_path(old.id)}"])
     assert last_message(store_path) == (
         f"supersede {old.id} -> {new.id}: Deploys go through GitHub Actions.\n"
         "\n"

@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 from support.cli import lantern
-from support.stores import git, init_repo, snapshot
+from support.stores import git, make_store, snapshot
 
 from lantern_git.model.record import compute_id
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 from lantern_git.workspace.lock import WriterLock
-
-
-def make_store(path: Path) -> Path:
-    init_repo(path)
-    Store.init(str(path)).close()
-    return path
 
 
 def commits(path) -> int:

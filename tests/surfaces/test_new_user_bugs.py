@@ -10,15 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import lantern
-from support.stores import git, init_repo
-
-from lantern_git.store import Store
-
-
-def make_store(path: Path) -> Path:
-    init_repo(path)
-    Store.init(str(path)).close()
-    return path
+from support.stores import git, make_store
 
 
 def assert_initialized(path: Path) -> None:
