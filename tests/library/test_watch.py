@@ -10,13 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.cli import lantern
 from support.stores import git
 
 from lantern_git.index.watch import Quiet
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
-
-CLI = (sys.executable, "-m", "lantern_git")
 
 
 @pytest.fixture
@@ -134,12 +133,7 @@ def test_a_write_by_another_process_is_seen_by_the_very_next_read(store_path, wa
     # handled yet: the read's barrier must wait for them.
     for number in range(8):
         content = f"Written elsewhere, number {number}."
-        result = subprocess.run(
-            [*CLI, "--store", str(store_path), "memory", "add", content, "--kind", "fact"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        result = lantern("memory", "add", content, "--kind", "fact", store=store_path)
         assert result.returncode == 0, result.stderr
         assert content in [r.content for r in watched.list(limit=None)]
 

@@ -481,8 +481,8 @@ def test_missing_git_identity_falls_back_to_user_at_host_with_a_warning(tmp_path
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), GIT_CONFIG_NOSYSTEM="1")
-    assert lantern("init", str(path), env=env, store=path).returncode == 0
-    result = lantern(*add_args("who wrote this"), env=env, store=path)
+    assert lantern("init", str(path), env=env, inherit_env=False, store=path).returncode == 0
+    result = lantern(*add_args("who wrote this"), env=env, inherit_env=False, store=path)
     assert result.returncode == 0, result.stderr
     assert "no git identity is configured" in result.stderr
     import getpass
@@ -508,13 +508,7 @@ def _read_only_runner(root: Path, writable: list[Path] = ()):
         subprocess.run(["chmod", "-R", "u+w", str(folder)], check=True)
 
     def run(*args):
-        return subprocess.run(
-            [os.sys.executable, "-m", "lantern_git", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            preexec_fn=as_plain_user,
-        )
+        return lantern(*args, preexec_fn=as_plain_user)
 
     return run
 

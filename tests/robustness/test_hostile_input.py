@@ -638,20 +638,14 @@ def test_hostile_mcp_arguments_get_typed_errors_and_change_nothing(tmp_path):
     import random
 
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
+    from support.mcp import server_params
 
     path = make_store(tmp_path / "store")
     Store.open(str(path)).add("a record to aim at", kind="fact")
     before = state(path)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH")
-    }
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lantern_git", "mcp", "--store", str(path)], env=env
-    )
+    params = server_params(path)
     tools = {
         "lantern_memory_add": ["content", "kind", "scope", "priority", "source_refs"],
         "lantern_memory_show": ["id", "at"],

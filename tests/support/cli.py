@@ -69,15 +69,17 @@ def lantern(
     env: Mapping[str, str] | None = None,
     input: str | bytes | None = None,
     timeout: float = 60,
+    inherit_env: bool = True,
     **popen: Any,
 ) -> subprocess.CompletedProcess:
     """The real ``lantern`` CLI in a subprocess (``--store STORE`` first when given), waited for
-    ``timeout`` seconds at most. ``env`` is added to this process's environment; output is
-    text unless ``input`` is bytes; ``popen`` goes to ``subprocess.run`` (a ``preexec_fn``)."""
+    ``timeout`` seconds at most. ``env`` is added to this process's environment (with
+    ``inherit_env=False`` it is the whole environment: a test that takes variables away);
+    output is text unless ``input`` is bytes; ``popen`` goes to ``subprocess.run``."""
     return subprocess.run(
         _argv(args, store),
         cwd=cwd,
-        env=cli_env(**(env or {})),
+        env=cli_env(**(env or {})) if inherit_env else dict(env or {}),
         input=input,
         capture_output=True,
         text=isinstance(input, str) or input is None,

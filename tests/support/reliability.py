@@ -9,7 +9,6 @@ search index lists exactly the records of the working tree.
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -21,7 +20,7 @@ import pygit2
 from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
-from .cli import PYTHON, lantern, start_lantern
+from .cli import lantern, start_lantern
 from .processes import join, kill_after
 from .stores import git_out
 
@@ -175,17 +174,12 @@ def recover_now(path: Path, tally: Tally | None = None) -> str:
 def mcp_writer(path: Path, contents: list[str], tally: Tally) -> None:
     """Add ``contents`` through a real ``lantern mcp`` server, driven by the MCP SDK client."""
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.startswith(("GIT_", "LANTERN_", "XDG_")) or k in ("HOME", "PATH")
-    }
-    params = StdioServerParameters(
-        command=PYTHON, args=["-m", "lantern_git", "mcp", "--store", str(path)], env=env
-    )
+    from .mcp import server_params
+
+    params = server_params(path)
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cli import lantern
+from support.cli import lantern, start_lantern
 from support.stores import git, make_store, snapshot
 
 from lantern_git.model.record import compute_id
@@ -155,14 +155,7 @@ def test_bad_stdin_is_refused(store_path):
 
 
 def _spawn(store_path, *args) -> subprocess.Popen:
-    env = dict(os.environ, LANTERN_STORE=str(store_path))
-    return subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_lantern(*args, env={"LANTERN_STORE": str(store_path)})
 
 
 def test_concurrent_writers_both_commit_with_linear_history(store_path):

@@ -44,16 +44,8 @@ def test_sync_with_a_path_that_does_not_exist_says_so(store_path, tmp_path):
 
 
 def _complete(words: str, cword: int) -> list[str]:
-    env = {**os.environ, "_LANTERN_COMPLETE": "bash_complete", "COMP_WORDS": words}
-    env["COMP_CWORD"] = str(cword)
-    result = subprocess.run(
-        [sys.executable, "-m", "lantern_git"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {"_LANTERN_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    result = lantern(env=env)
     assert result.returncode == 0, result.stderr
     return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
 

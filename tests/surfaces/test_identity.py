@@ -10,10 +10,10 @@ import getpass
 import os
 import socket
 import subprocess
-import sys
 
 import pygit2
 import pytest
+from support.cli import lantern
 from support.stores import git
 
 WARNING = "no git identity is configured"
@@ -35,14 +35,7 @@ def clean(tmp_path):
     base.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), GIT_CONFIG_NOSYSTEM="1")
 
     def run(*args: str, input: str | None = None, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "lantern_git", "--store", str(path), *args],
-            env={**base, **env},
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=60,
-        )
+        return lantern(*args, store=path, env={**base, **env}, inherit_env=False, input=input)
 
     def configure(name: str, email: str) -> None:
         (home / ".gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {email}\n")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import lantern
 
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import record_path
@@ -329,13 +328,7 @@ def _driver(tmp_path, base: str, ours: str, theirs: str, path: str):
         target = tmp_path / name
         target.write_text(text)
         files.append(str(target))
-    result = subprocess.run(
-        [sys.executable, "-m", "lantern_git", "merge-file", *files, path],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    result = lantern("merge-file", *files, path, cwd=tmp_path)
     return result, (tmp_path / "A").read_text()
 
 
