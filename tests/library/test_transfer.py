@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
 
 import pytest
-from support.cli import lantern
+from support.cli import lantern, stderr_on_a_terminal
 from support.stores import git, init_repo, snapshot
 
 from lantern_git.errors import ValidationError
@@ -180,27 +176,7 @@ def test_large_import_rebuilds_the_index_once_and_lists_everything(store, store_
 
 def _import_on_a_terminal(store_path, source, *args) -> tuple[int, bytes, bytes]:
     """``lantern import`` with stderr on a pseudo-terminal: (exit status, stdout, terminal)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", "import", str(source), *args],
-        cwd=store_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # the terminal closes when the process exits
-            break
-        if not chunk:
-            break
-        seen += chunk
-    out, _ = proc.communicate(timeout=120)
-    os.close(master)
-    return proc.returncode, out, seen
+    return stderr_on_a_terminal("import", str(source), *args, cwd=store_path, timeout=120)
 
 
 def test_import_shows_a_progress_bar_on_a_terminal_but_not_with_json(store_path, tmp_path):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,39 @@ def start_lantern(
         text=True,
         **popen,
     )
+
+
+def stderr_on_a_terminal(
+    *args: str,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+) -> tuple[int, bytes, bytes]:
+    """``lantern ARGS`` in a subprocess whose stderr is a pseudo-terminal (stdin empty), as a
+    person's shell runs it: (exit status, stdout, what reached the terminal). ``env`` is added
+    to this process's environment; every wait is bounded by ``timeout``."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        _argv(args, None),
+        cwd=cwd,
+        env=cli_env(**(env or {})),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        os.close(leader)
+    return proc.returncode, out, seen

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from support.cli import lantern
+from support.cli import lantern, stderr_on_a_terminal
 from support.stores import init_repo
 
 from lantern_git.store import Store
@@ -68,25 +64,8 @@ def test_an_empty_store_s_list_says_so_on_stderr_in_text_mode(tmp_path):
 
 def on_a_terminal(cwd: Path, *args: str) -> tuple[int, str, str]:
     """(exit status, stdout, what reached the terminal on stderr) of one CLI run."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", *args],
-        cwd=cwd, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        seen += chunk
-    out, _ = proc.communicate(timeout=60)
-    os.close(leader)
-    return proc.returncode, out.decode(), seen.decode().replace("\r\n", "\n")
+    code, out, seen = stderr_on_a_terminal(*args, cwd=cwd)
+    return code, out.decode(), seen.decode().replace("\r\n", "\n")
 
 
 def test_on_a_terminal_the_default_store_says_when_it_answers(tmp_path):

@@ -3,40 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
 
-from support.cli import lantern
+from support.cli import lantern, stderr_on_a_terminal
 
 from lantern_git.model.record_file import record_path
 
 
 def on_a_terminal(store_path, *args: str, progress: str = "always") -> tuple[str, str]:
     """(stdout, what reached the terminal on stderr) of one CLI run whose stderr is a pty."""
-    leader, follower = pty.openpty()
-    env = dict(os.environ, LANTERN_STORE=str(store_path), LANTERN_PROGRESS=progress)
-    with subprocess.Popen(
-        [sys.executable, "-m", "lantern_git", *args],
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        env=env,
-    ) as proc:
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            seen += chunk
-        stdout = proc.stdout.read().decode() if proc.stdout else ""
-        assert proc.wait(timeout=60) == 0, seen.decode(errors="replace")
-    os.close(leader)
-    return stdout, seen.decode(errors="replace")
+    env = {"LANTERN_STORE": str(store_path), "LANTERN_PROGRESS": progress}
+    code, stdout, seen = stderr_on_a_terminal(*args, env=env)
+    assert code == 0, seen.decode(errors="replace")
+    return stdout.decode(), seen.decode(errors="replace")
 
 
 def test_a_rebuild_on_a_terminal_draws_a_bar_to_the_end(store, store_path):
