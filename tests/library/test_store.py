@@ -6,7 +6,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from support.stores import git, init_repo, snapshot
+from support.stores import colliding_contents, git, init_repo, snapshot
 
 from lantern_git.errors import (
     AmbiguousId,
@@ -230,21 +230,8 @@ def test_get_unknown_id_and_bad_ids(store):
         store.get("0123456789abcdef0")
 
 
-def _colliding_contents(prefix_length: int = 4) -> tuple[str, str]:
-    """Two contents whose ids share their first ``prefix_length`` hex digits."""
-    seen: dict[str, str] = {}
-    i = 0
-    while True:
-        content = f"collision candidate {i}"
-        prefix = compute_id("fact", "global", content)[:prefix_length]
-        if prefix in seen:
-            return seen[prefix], content
-        seen[prefix] = content
-        i += 1
-
-
 def test_unique_prefixes_resolve_and_ambiguous_ones_list_the_candidates(store, store_path):
-    first, second = _colliding_contents()
+    first, second = colliding_contents()
     a = store.add(first, kind="fact")
     b = store.add(second, kind="fact")
     shared = a.id[:4]

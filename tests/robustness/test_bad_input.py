@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from support.cli import invoke, lantern
-from support.stores import git, init_repo, snapshot
+from support.stores import colliding_contents, git, init_repo, snapshot
 
 from lantern_git.model.record import compute_id
 from lantern_git.store import Store
@@ -16,19 +16,7 @@ EXISTING = "An existing record."
 EXISTING_ID = compute_id("fact", "global", EXISTING)
 
 
-def _collision(prefix_length: int = 4) -> tuple[str, str]:
-    seen: dict[str, str] = {}
-    i = 0
-    while True:
-        content = f"ambiguous {i}"
-        prefix = compute_id("fact", "global", content)[:prefix_length]
-        if prefix in seen:
-            return seen[prefix], content
-        seen[prefix] = content
-        i += 1
-
-
-AMBIGUOUS = _collision()
+AMBIGUOUS = colliding_contents(stem="ambiguous ")
 AMBIGUOUS_PREFIX = compute_id("fact", "global", AMBIGUOUS[0])[:4]
 
 

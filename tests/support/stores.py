@@ -9,6 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from lantern_git.model.record import compute_id
 from lantern_git.store import Store
 
 
@@ -70,3 +71,19 @@ def snapshot(path) -> dict:
         "files": files,
         "status": git(path, "status", "--porcelain"),
     }
+
+
+def colliding_contents(
+    prefix_length: int = 4, stem: str = "collision candidate "
+) -> tuple[str, str]:
+    """Two contents of global facts whose ids share their first ``prefix_length`` hex digits:
+    the first such pair among ``f"{stem}{i}"`` (a birthday search)."""
+    seen: dict[str, str] = {}
+    i = 0
+    while True:
+        content = f"{stem}{i}"
+        prefix = compute_id("fact", "global", content)[:prefix_length]
+        if prefix in seen:
+            return seen[prefix], content
+        seen[prefix] = content
+        i += 1

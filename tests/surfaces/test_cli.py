@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 from support.cli import invoke
-from support.stores import git, snapshot
+from support.stores import colliding_contents, git, snapshot
 
 from lantern_git.cli import cli
 from lantern_git.cli.support import LanternGroup
@@ -300,21 +300,8 @@ def test_list_text_is_aligned_columns_with_short_ids(run):
     assert lines[1].endswith("Ana prefers short answers.")
 
 
-def _seven_digit_collision() -> tuple[str, str]:
-    """Two contents whose ids share their first 7 hex digits (a birthday search)."""
-    seen: dict[str, str] = {}
-    i = 0
-    while True:
-        content = f"c{i}"
-        prefix = compute_id("fact", "global", content)[:7]
-        if prefix in seen:
-            return seen[prefix], content
-        seen[prefix] = content
-        i += 1
-
-
 def test_short_ids_grow_until_unambiguous(run):
-    first, second = _seven_digit_collision()
+    first, second = colliding_contents(7, stem="c")
     a, b = add(run, first), add(run, second)
     common = next(i for i, (x, y) in enumerate(zip(a["id"], b["id"])) if x != y)
     assert common >= 7

@@ -16,10 +16,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from support.cli import lantern
 from support.mcp import fail, ok, run, schema_checked_calls
-from support.stores import git, snapshot
+from support.stores import colliding_contents, git, snapshot
 
 from lantern_git.core.fields import KINDS, RECORD_KEYS, STATUSES
-from lantern_git.model.record import compute_id
 
 TOOL_NAMES = {
     "lantern_memory_add",
@@ -327,18 +326,6 @@ def test_list_and_search_page_with_limit_offset_and_fields(store_path):
 # ---------------------------------------------------------------------------- errors
 
 
-def _ambiguous_pair() -> tuple[str, str]:
-    seen: dict[str, str] = {}
-    i = 0
-    while True:
-        content = f"collision candidate {i}"
-        prefix = compute_id("fact", "global", content)[:4]
-        if prefix in seen:
-            return seen[prefix], content
-        seen[prefix] = content
-        i += 1
-
-
 # (tool, MCP arguments, the same request on the command line, expected code)
 ERROR_CASES = [
     (
@@ -468,7 +455,7 @@ ERROR_CASES = [
 @pytest.fixture
 def error_store(store_path):
     """A store with an active, a superseded and two records sharing an id prefix."""
-    first, second = _ambiguous_pair()
+    first, second = colliding_contents()
     ids = {}
     for content in (first, second, "Active record.", "Old record."):
         ids[content] = cli_json("memory", "add", content, "--kind", "fact", store_path=store_path)[
