@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.sessions import CLOCK, ROOT, session_env
+from support.sessions import CLOCK, ROOT, session_env, steps
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"<!-- not run: [^>]+ -->")
@@ -146,27 +146,6 @@ def test_the_check_finds_a_new_block_that_nothing_runs(tmp_path):
 
 
 # ---------------------------------------------------------------------------- the runner
-
-
-def steps(body: str) -> list[tuple[str, list[str]]]:
-    """(command, expected output lines) of one block; a command may continue over lines
-    ending in ``\\``."""
-    found: list[tuple[str, list[str]]] = []
-    lines = body.split("\n")[:-1]  # a blank last line is output too (git log's)
-    i = 0
-    while i < len(lines):
-        assert lines[i].startswith("$ "), lines[i]
-        command = lines[i][2:]
-        while command.endswith("\\"):
-            i += 1
-            command = command[:-1] + lines[i].strip()
-        i += 1
-        output = []
-        while i < len(lines) and not lines[i].startswith("$ "):
-            output.append(lines[i])
-            i += 1
-        found.append((command, output))
-    return found
 
 
 EPOCH = re.compile(r'("(?:created_at|updated_at|captured_at|time)": )\d{10}')

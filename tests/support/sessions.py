@@ -27,26 +27,28 @@ def console_blocks(section: str = SECTION, page: Path = PAGE) -> list[list[tuple
     start = text.index(section)
     end = text.index("\n## ", start + len(section))
     blocks = re.findall(r"```console\n(.*?)```", text[start:end], re.DOTALL)
-    parsed = []
-    for block in blocks:
-        steps: list[tuple[str, list[str]]] = []
-        lines = block.splitlines()
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            assert line.startswith("$ "), line
-            command = line[2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + lines[i].strip()
+    return [steps(block) for block in blocks]
+
+
+def steps(body: str) -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) of one block's body (its lines, each ending in a
+    newline); a command may continue over lines ending in ``\\``."""
+    found: list[tuple[str, list[str]]] = []
+    lines = body.split("\n")[:-1]  # a blank last line is output too (git log's)
+    i = 0
+    while i < len(lines):
+        assert lines[i].startswith("$ "), lines[i]
+        command = lines[i][2:]
+        while command.endswith("\\"):
             i += 1
-            output = []
-            while i < len(lines) and not lines[i].startswith("$ "):
-                output.append(lines[i])
-                i += 1
-            steps.append((command, output))
-        parsed.append(steps)
-    return parsed
+            command = command[:-1] + lines[i].strip()
+        i += 1
+        output = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            output.append(lines[i])
+            i += 1
+        found.append((command, output))
+    return found
 
 
 # A date, optionally with a time of day (``2026-12-03``, ``2026-12-03 02:29 UTC``,
