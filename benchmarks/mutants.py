@@ -53,7 +53,9 @@ PLANTS = [
         "found[0].body[current_spans[start - 1] : current_spans[end]], want",
         "found[0].body[current_spans[start - 1] : current_spans[start]],"
         " data[pin_spans[start - 1] : pin_spans[start]]",
-        ("tests/test_evidence.py::test_verify_compares_every_line_of_a_range_not_only_the_first",),
+        (
+            "tests/library/test_evidence.py::test_verify_compares_every_line_of_a_range_not_only_the_first",
+        ),
     ),
     Plant(
         "verify skips 'is this blob a version of this source'",
@@ -61,7 +63,7 @@ PLANTS = [
         "if pinned != current_blob and pinned not in self.sources.versions(ref.source_id):",
         "if False:",
         (
-            "tests/test_evidence.py::"
+            "tests/library/test_evidence.py::"
             "test_verify_refuses_a_hand_written_pin_to_a_blob_of_another_source",
         ),
     ),
@@ -71,8 +73,8 @@ PLANTS = [
         "if actor in writers and name == branch.name:",
         "if everything and actor in writers and name == branch.name:",
         (
-            "tests/test_review.py::test_a_writer_cannot_accept_its_own_changes_by_id_on_the_cli",
-            "tests/test_review.py::test_a_writer_cannot_accept_its_own_changes_through_the_library",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_changes_by_id_on_the_cli",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_changes_through_the_library",
         ),
     ),
     Plant(
@@ -81,7 +83,7 @@ PLANTS = [
         "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))",
         "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))[0], [], []",
         (
-            "tests/test_hybrid_fusion.py::"
+            "tests/library/test_hybrid_fusion.py::"
             "test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone",
         ),
     ),
@@ -91,7 +93,7 @@ PLANTS = [
         "keys, scores = self.index.raw_scored(request.text, filters.kinds, filters.sources)",
         "keys, scores = [], []",
         (
-            "tests/test_hybrid_fusion.py::"
+            "tests/library/test_hybrid_fusion.py::"
             "test_source_hybrid_search_ranks_chunks_by_the_fused_score_not_the_cosine_alone",
         ),
     ),
@@ -101,7 +103,7 @@ PLANTS = [
         "return round(held / words, 6) if words > 0 else 0.0",
         "return 0.1",
         (
-            "tests/test_hybrid_fusion.py::"
+            "tests/library/test_hybrid_fusion.py::"
             "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
         ),
     ),
@@ -111,9 +113,9 @@ PLANTS = [
         "return round(max(counted, weight * share + semantic_weight(weight) * counted), 6)",
         "return round(weight * share + semantic_weight(weight) * counted, 6)",
         (
-            "tests/test_hybrid_fusion.py::"
+            "tests/library/test_hybrid_fusion.py::"
             "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
-            "tests/test_semantic.py::"
+            "tests/library/test_semantic.py::"
             "test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
         ),
     ),
@@ -127,7 +129,7 @@ PLANTS = [
         "        fused[at] = weight * np.round(found, 6) / divisor"
         " + np.round(1.0 - weight, 6) * counted",
         (
-            "tests/test_semantic.py::"
+            "tests/library/test_semantic.py::"
             "test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
         ),
     ),
@@ -137,7 +139,7 @@ PLANTS = [
         "for term in word_terms(word):",
         "for term in word_terms(word)[:1]:",
         (
-            "tests/test_hybrid_fusion.py::"
+            "tests/library/test_hybrid_fusion.py::"
             "test_a_hit_holding_more_of_the_question_outranks_nearer_turns_holding_only_its_name",
         ),
     ),
@@ -146,7 +148,7 @@ PLANTS = [
         "lantern_git/index/watch.py",
         "return seen.wait(BARRIER_TIMEOUT)",
         "return True",
-        ("tests/test_watch.py::test_a_read_waits_for_events_queued_behind_a_slow_one",),
+        ("tests/library/test_watch.py::test_a_read_waits_for_events_queued_behind_a_slow_one",),
     ),
     Plant(
         "stop_watching does nothing",
@@ -154,7 +156,7 @@ PLANTS = [
         "watcher, self._watcher = self._watcher, None\n        if watcher is not None:\n"
         "            watcher.stop()",
         "return",
-        ("tests/test_watch.py::test_a_stopped_watcher_falls_back_to_the_sweep",),
+        ("tests/library/test_watch.py::test_a_stopped_watcher_falls_back_to_the_sweep",),
     ),
     Plant(
         "the folder fsync after a rename removed",
@@ -162,7 +164,7 @@ PLANTS = [
         "    if sync:\n        _fsync_dir(folder)",
         "    if sync:\n        pass",
         (
-            "tests/test_faults.py::"
+            "tests/robustness/test_faults.py::"
             "test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref",
         ),
     ),
@@ -172,7 +174,7 @@ PLANTS = [
         "lantern_git/index/search.py",
         "docs = filterfalse(deleted.__contains__, docs)",
         "pass",
-        ("tests/test_ordering.py::test_list_pages_over_segments_with_deleted_documents",),
+        ("tests/library/test_ordering.py::test_list_pages_over_segments_with_deleted_documents",),
     ),
     Plant(
         "a minimum priority read from the order column lets one level below it through",
@@ -180,7 +182,7 @@ PLANTS = [
         "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p\n",
         "return lambda order: (order >> _PRIORITY_AT) & _LEVEL <= top_p + 1\n",
         (
-            "tests/test_ordering.py::"
+            "tests/library/test_ordering.py::"
             "test_minimums_read_from_the_order_column_select_what_numeric_ranges_select",
         ),
     ),
@@ -190,7 +192,7 @@ PLANTS = [
         "return (segment.segment_id(), fieldname, text, place, info.doc_frequency())",
         "return (fieldname, text, place, info.doc_frequency())",
         (
-            "tests/test_search_index.py::"
+            "tests/library/test_search_index.py::"
             "test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
         ),
     ),
@@ -200,7 +202,7 @@ PLANTS = [
         "key = (os.path.realpath(repo.path), head)",
         "key = (os.path.realpath(repo.path), None)",
         (
-            "tests/test_history.py::test_history_read_again_follows_the_branch_and_gives_fresh_lists",
+            "tests/library/test_history.py::test_history_read_again_follows_the_branch_and_gives_fresh_lists",
         ),
     ),
     Plant(
@@ -209,7 +211,7 @@ PLANTS = [
         'rewritten = repo.is_shallow or os.path.exists(os.path.join(repo.path, "info", "grafts"))',
         "rewritten = False",
         (
-            "tests/test_history.py::"
+            "tests/library/test_history.py::"
             "test_history_in_a_shallow_clone_grows_when_the_clone_is_deepened",
         ),
     ),
@@ -222,7 +224,7 @@ PLANTS = [
         '                    _restore_file(git, path, change["new"], change.get("mode"))\n',
         "                pass\n",
         (
-            "tests/test_faults.py::"
+            "tests/robustness/test_faults.py::"
             "test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_command",
         ),
     ),
@@ -232,7 +234,7 @@ PLANTS = [
         "current, wanted, candidates, keys, matches.numbers, matches.scores, shares, end, floor",
         "current, wanted, candidates, keys, [], [], [], end, floor",
         (
-            "tests/test_semantic.py::"
+            "tests/library/test_semantic.py::"
             "test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order",
         ),
     ),
@@ -245,7 +247,9 @@ PLANTS = [
         "        self._kept = ix.searcher()",
         "            self._kept = kept.refresh()\n            return self._kept\n"
         "        self._kept = ix.searcher()",
-        ("tests/test_chunk_index.py::test_a_long_lived_index_never_answers_with_a_replaced_chunk",),
+        (
+            "tests/library/test_chunk_index.py::test_a_long_lived_index_never_answers_with_a_replaced_chunk",
+        ),
     ),
     Plant(
         "a damaged table of contents reaches the user as an internal error",
@@ -256,7 +260,7 @@ PLANTS = [
         "            except KeyError as err:\n"
         '                raise NeedsRebuild(f"unreadable ({type(err).__name__})") from None\n'
         "            if not exists:",
-        ("tests/test_faults.py::test_a_damaged_index_is_rebuilt_and_lists_correctly",),
+        ("tests/robustness/test_faults.py::test_a_damaged_index_is_rebuilt_and_lists_correctly",),
     ),
 ]
 

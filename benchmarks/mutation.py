@@ -62,9 +62,9 @@ MODULES = [
         "lantern_git/core/paging.py",
         None,
         (
-            "tests/test_paging.py::test_a_page_is_checked_once_and_zero_is_no_limit",
-            "tests/test_paging.py::test_a_page_takes_slices_and_tells_whether_another_follows",
-            "tests/test_paging.py::test_the_largest_page_is_accepted_and_one_more_is_refused",
+            "tests/surfaces/test_paging.py::test_a_page_is_checked_once_and_zero_is_no_limit",
+            "tests/surfaces/test_paging.py::test_a_page_takes_slices_and_tells_whether_another_follows",
+            "tests/surfaces/test_paging.py::test_the_largest_page_is_accepted_and_one_more_is_refused",
         ),
         120,
     ),
@@ -72,24 +72,36 @@ MODULES = [
         "security",
         "lantern_git/web/security.py",
         None,
-        ("tests/test_security.py", "tests/test_serve.py", "tests/test_serve_cli.py"),
+        (
+            "tests/unit/test_security.py",
+            "tests/surfaces/test_serve.py",
+            "tests/surfaces/test_serve_cli.py",
+        ),
         180,
     ),
     Module(
-        "record_merge", "lantern_git/model/record_merge.py", None, ("tests/test_merge.py",), 180
+        "record_merge",
+        "lantern_git/model/record_merge.py",
+        None,
+        ("tests/unit/test_merge.py",),
+        180,
     ),
     Module(
         "ranking",
         "lantern_git/index/ranking.py",
         None,
-        ("tests/test_hybrid_fusion.py", "tests/test_search_explain.py"),
+        ("tests/library/test_hybrid_fusion.py", "tests/surfaces/test_search_explain.py"),
         240,
     ),
     Module(
         "bm25",
         "lantern_git/index/bm25.py",
         None,
-        ("tests/test_search_explain.py", "tests/test_word_forms.py", "tests/test_search_index.py"),
+        (
+            "tests/surfaces/test_search_explain.py",
+            "tests/library/test_word_forms.py",
+            "tests/library/test_search_index.py",
+        ),
         240,
     ),
     Module(
@@ -97,7 +109,7 @@ MODULES = [
         "lantern_git/review.py",
         ("choose", "accept", "reject"),
         # test_review_binding holds the tip check and the units a decision takes.
-        ("tests/test_review.py", "tests/test_review_binding.py"),
+        ("tests/library/test_review.py", "tests/surfaces/test_review_binding.py"),
         400,
     ),
     Module(
@@ -117,14 +129,14 @@ MODULES = [
             "parse",
             "is_source_ref",
         ),
-        ("tests/test_evidence.py", "tests/test_evidence_edges.py"),
+        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
         300,
     ),
     Module(
         "git_journal",
         "lantern_git/git/repo.py",
         ("apply", "_write_journal", "_undone_on_failure", "_undo", "finish", "recover"),
-        ("tests/test_faults.py",),
+        ("tests/robustness/test_faults.py",),
         600,
     ),
 ]

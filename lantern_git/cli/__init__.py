@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 
 
 # The commands loaded when used (LanternGroup.load), in the order they register: name, module,
-# the first paragraph of the command's help (None: hidden). tests/test_help_startup.py holds
-# each summary to the command's own help and `lantern --help` to click's listing of the real
-# commands.
+# the first paragraph of the command's help (None: hidden).
+# tests/surfaces/test_help_startup.py holds each summary to the command's own help and
+# `lantern --help` to click's listing of the real commands.
 LAZY_COMMANDS = {
     "mcp": LazyCommand("mcp", "Serve lantern's memory tools over MCP on stdin/stdout."),
     "clone": LazyCommand(

@@ -139,7 +139,8 @@ def phrase_query(text: str) -> Any:
 def text_query(text: str) -> Any:
     """``text`` as a Whoosh query over the text field. Plain words skip the parser's taggers
     (0.1 ms of a 10k-record search's 1-2 ms): the same word nodes are made and turned into a
-    query by Whoosh's own code (``tests/test_word_forms.py`` checks that the two ways agree)."""
+    query by Whoosh's own code (``tests/library/test_word_forms.py`` checks that the two ways
+    agree)."""
     text = _QUESTION_MARK.sub("", text)
     try:
         if _SYNTAX.search(text) is None:

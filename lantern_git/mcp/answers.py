@@ -2,7 +2,7 @@
 
 The answers are the library's own dictionaries (``Record.to_dict``, ``Manifest.to_dict``, a
 page of them...), the same the CLI prints with ``--json``; these models describe them for a
-client (``tests/test_mcp.py`` checks answers against them); they are never built at run
+client (``tests/surfaces/test_mcp.py`` checks answers against them); they are never built at run
 time. A record's fields come from the field table in :mod:`lantern_git.core.fields`, a
 source's from the library's manifest schema, through :class:`~lantern_git.mcp.schemas.Table`.
 

@@ -1,0 +1,89 @@
+"""Real git repositories and stores in temporary folders, never mocks; plain git beside them;
+and the snapshot that a refused write must leave as it was."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from lantern_git.model.record import compute_id
+from lantern_git.store import Store
+
+
+def init_repo(path: Path) -> pygit2.Repository:
+    """A plain git repository with a local identity, as a user would have."""
+    repo = pygit2.init_repository(str(path), initial_head="main")
+    repo.config["user.name"] = "Test Author"
+    repo.config["user.email"] = "author@example.com"
+    return repo
+
+
+def make_store(path: Path) -> Path:
+    """A new store at ``path``: a git repository as a user would have, then ``Store.init``."""
+    init_repo(path)
+    Store.init(str(path)).close()
+    return path
+
+
+@pytest.fixture
+def store_path(tmp_path) -> Path:
+    path = tmp_path / "store"
+    init_repo(path)
+    Store.init(str(path))
+    return path
+
+
+@pytest.fixture
+def store(store_path) -> Store:
+    s = Store.open(str(store_path), actor="api")
+    yield s
+    s.close()
+
+
+def git(path, *args, check=True) -> str:
+    """Run the real git CLI in ``path``; returns stdout."""
+    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def git_out(path, *args: str) -> subprocess.CompletedProcess:
+    """Run the real git CLI in ``path``; the whole answer, whatever its exit code."""
+    return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
+
+
+def snapshot(path) -> dict:
+    """Everything that must not change after a refused write: HEAD, the files, git status."""
+    files = {}
+    root = Path(path)
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith(".git/") or rel == ".git" or rel.startswith(".lantern"):
+            continue
+        if p.is_file():
+            files[rel] = p.read_bytes()
+    return {
+        "head": git(path, "rev-parse", "HEAD").strip(),
+        "files": files,
+        "status": git(path, "status", "--porcelain"),
+    }
+
+
+def colliding_contents(
+    prefix_length: int = 4, stem: str = "collision candidate "
+) -> tuple[str, str]:
+    """Two contents of global facts whose ids share their first ``prefix_length`` hex digits:
+    the first such pair among ``f"{stem}{i}"`` (a birthday search)."""
+    seen: dict[str, str] = {}
+    i = 0
+    while True:
+        content = f"{stem}{i}"
+        prefix = compute_id("fact", "global", content)[:prefix_length]
+        if prefix in seen:
+            return seen[prefix], content
+        seen[prefix] = content
+        i += 1
