@@ -406,6 +406,7 @@ def tune(cv: bool, calibrate: bool) -> int:
     from lantern_git.index import ranking
 
     items = []
+    reached: list[tuple[float, str, str, str]] = []
     for name in SETS:
         docs, questions = dataset(name)
         work = tempfile.mkdtemp(prefix="lantern-retrieval-")
@@ -420,6 +421,7 @@ def tune(cv: bool, calibrate: bool) -> int:
                     scores = current.scores(vectors.embed_query(probe))
                     best = int(np.argmax(scores))
                     text = next(d["content"] for d in docs if keys[current.ids[best]] == d["key"])
+                    reached.append((float(scores[best]), name, probe, text))
                     print(f"{name}: {probe!r} reaches {scores[best]:.3f} with {text!r}")
             if cv:
                 found = components(store, keys, questions)
@@ -429,8 +431,18 @@ def tune(cv: bool, calibrate: bool) -> int:
             store.close()
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    embedder = embedder_name()
     if calibrate:
-        print(f"the floor without a lexical anchor: {ranking.DEFAULT_FLOORS.alone}")
+        top = max(reached)
+        print(
+            f"{embedder}: the best cosine a probe word reaches is {top[0]:.3f} ({top[2]!r} in the"
+            f" {top[1]} set, with {top[3]!r}); the floor without a lexical anchor "
+            + (
+                f"lantern uses: {ranking.floors(embedder).alone}"
+                if ranking.calibrated(embedder)
+                else "is not calibrated for this embedder (no floor)"
+            )
+        )
     if cv:
         found = cross_validate(items)
         print("How lantern chose its floor, with the constant weight it had then:")
@@ -440,8 +452,10 @@ def tune(cv: bool, calibrate: bool) -> int:
             print(f"| {row['held_out']} | {row['weight']} | {row['floor']} | {row['R@5']:.3f} |")
         print(f"\ncross-validated hybrid R@5 with a constant weight: {found['R@5']:.3f}")
         print(
-            "lantern ships a keyword weight by the words each hit holds (no parameter) and the "
-            f"floor {ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
+            "lantern ships a keyword weight by the words each hit holds (no parameter) and, for"
+            f" {embedder}, the floor {ranking.floors(embedder).floor}"
+            f"{'' if ranking.calibrated(embedder) else ' (not calibrated: no floor)'}"
+            " (lantern_git/index/ranking.py)"
         )
         print(floor_check(items))
         print(rules_report(items))
@@ -453,11 +467,27 @@ def tune(cv: bool, calibrate: bool) -> int:
 # Words in no record of either set: what a query with no lexical anchor looks like.
 PROBES = (
     "quokka", "zebra", "xylophone", "asdfgh", "blorptang", "tractor", "volcano", "submarine",
-    "kangaroo", "origami",
+    "kangaroo", "origami", "penguin", "trombone", "glacier", "harpoon", "tornado", "walrus",
+    "cactus", "saxophone", "igloo", "helicopter", "octopus", "pyramid", "avalanche", "mosquito",
+    "dinosaur", "accordion", "canoe", "yacht",
 )  # fmt: skip
 
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
-FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35)
+# The floors tried, per embedder: each embedder's cosines have a scale of their own (e5 gives
+# unrelated texts ~0.8), so each gets a grid over its own range.
+FLOOR_GRIDS = {
+    "wordllama": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
+    "e5": (0.0, *(round(0.70 + 0.01 * n, 2) for n in range(17))),
+}
+
+
+def embedder_name() -> str:
+    return os.environ.get("LANTERN_EMBEDDER") or "wordllama"
+
+
+def floor_grid() -> tuple[float, ...]:
+    name = embedder_name()
+    return FLOOR_GRIDS.get(name, (0.0, *(round(0.05 * n, 2) for n in range(1, 19))))
 
 
 def components(store: Store, keys: dict[str, str], questions: list[dict]) -> list[dict]:
@@ -568,6 +598,12 @@ RULES: dict[str, list[tuple]] = {
     # the keyword weight of each hit the share of the query's words it holds, the score never
     # below the cosine alone: max(cosine, w x bm25 / best + (1 - w) x cosine): lantern's
     "words held, never below the cosine (lantern's)": [()],
+    # lantern's rule with each cosine replaced by its rank among the candidates, normalised
+    # to 1 for the best and 0 for the last: no model's cosine scale left in it
+    "words held, never below the cosine, cosines rank-normalised": [()],
+    # lantern's rule with each cosine put on the scale of its model's calibrated floor:
+    # (cosine - floor) / (1 - floor), 0 at the floor, 1 for the query itself
+    "words held, never below the cosine, cosines from the model's floor": [()],
     # the same with the share to a power p, a family around lantern's p = 1
     "(words held)^p, never below the cosine": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
     # the weight by words held, the sum alone (a hit holding few words can fall under its
@@ -598,7 +634,9 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     bm25 = np.round(np.asarray(item["bm25"], dtype=np.float64), 6)
     cos = np.round(np.asarray(item["cos"], dtype=np.float64), 6)
     matched = bm25 > 0
-    floor = 0.15 if matched.any() else 0.36  # ranking.DEFAULT_FLOORS
+    from lantern_git.index import ranking
+
+    floor = ranking.floor(embedder_name(), anchored=bool(matched.any()))
     placed = cos >= floor
     semantic = np.where(placed, np.maximum(cos, 0.0), 0.0)
     best = bm25.max() if matched.any() else 1.0
@@ -633,6 +671,22 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
         fused = weight * share + np.round(1 - weight, 6) * semantic
         if family != "keyword weight = words held":
             fused = np.maximum(semantic, fused)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "words held, never below the cosine, cosines rank-normalised":
+        order = sorted(np.flatnonzero(placed), key=lambda i: (-cos[i], item["keys"][i]))
+        normal = np.zeros(len(cos))
+        if len(order) > 1:
+            normal[order] = 1.0 - np.arange(len(order)) / (len(order) - 1)
+        elif order:
+            normal[order] = 1.0
+        weight = np.round(item["held"], 6)
+        fused = np.maximum(normal, weight * share + (1 - weight) * normal)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "words held, never below the cosine, cosines from the model's floor":
+        anchored = ranking.floors(embedder_name()).floor
+        scaled = np.where(placed, (semantic - anchored) / (1.0 - anchored), 0.0)
+        weight = np.round(item["held"], 6)
+        fused = np.maximum(scaled, weight * share + (1 - weight) * scaled)
         return np.where(matched | placed, fused, -np.inf)
     elif family == "(words held)^p, never below the cosine":
         weight = item["held"] ** rule[0]
@@ -728,7 +782,10 @@ def rules_report(items: list[dict]) -> str:
                 )
 
     whole("keyword", "", keyword)
-    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, 0.15) for item in items)
+    from lantern_git.index import ranking
+
+    anchored = ranking.floors(embedder_name()).floor
+    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, anchored) for item in items)
     # The constant weight as lantern chose it before, by R@5 alone, as cross_validate does
     runs = [("constant weight, by R@5 alone (lantern's before)", "constant weight", False)]
     runs += [(family, family, True) for family in RULES]
@@ -795,7 +852,7 @@ def fused_keys(item: dict, weight: float | None, floor: float) -> list[str]:
     keys, bm25, cos = item["keys"], item["bm25"], item["cos"]
     keyword = sorted(((keys[i], float(b)) for i, b in enumerate(bm25) if b > 0), key=_best)
     if not keyword:
-        floor = max(floor, ranking.DEFAULT_FLOORS.alone)
+        floor = max(floor, ranking.floors(embedder_name()).alone)
     semantic = sorted(
         ((keys[i], round(float(c), 6)) for i, c in enumerate(cos) if c >= floor and c > 0),
         key=_best,
@@ -817,7 +874,7 @@ def floor_check(items: list[dict]) -> str:
     set's R@5 and R@10 at every floor, and the floor cross_validate's procedure chooses in
     each fold (the highest whose R@10 on the other folds stays within 0.5 points of none)."""
     table = {}
-    for floor in FLOORS:
+    for floor in floor_grid():
         for n, item in enumerate(items):
             top = fused_keys(item, None, floor)
             hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
@@ -828,7 +885,7 @@ def floor_check(items: list[dict]) -> str:
 
     rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in SETS) + " |"]
     rows.append("|---" * (1 + 2 * len(SETS)) + "|")
-    for floor in FLOORS:
+    for floor in floor_grid():
         cells = []
         for name in SETS:
             ns = [n for n, i in enumerate(items) if i["set"] == name]
@@ -838,7 +895,7 @@ def floor_check(items: list[dict]) -> str:
     for fold in sorted({item["fold"] for item in items}):
         train = [n for n, i in enumerate(items) if i["fold"] != fold]
         base = mean(0.0, train, 1)
-        chosen.append(f"{fold} {max(f for f in FLOORS if mean(f, train, 1) >= base - 0.005)}")
+        chosen.append(f"{fold} {max(f for f in floor_grid() if mean(f, train, 1) >= base - 0.005)}")
     return "\n".join(
         [
             "\nThe floor under lantern's rule (each keyword hit weighed by the words it holds):",
@@ -854,7 +911,7 @@ def cross_validate(items: list[dict]) -> dict:
     to the held-out conversation."""
     table = {}
     for weight in WEIGHTS:
-        for floor in FLOORS:
+        for floor in floor_grid():
             for n, item in enumerate(items):
                 top = fused_keys(item, weight, floor)
                 hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
@@ -870,13 +927,13 @@ def cross_validate(items: list[dict]) -> dict:
 
         weight = max(WEIGHTS, key=lambda w: (round(mean(w, 0.0, train, 0), 4), -w))
         base = mean(weight, 0.0, train, 1)
-        floor = max(f for f in FLOORS if mean(weight, f, train, 1) >= base - 0.005)
+        floor = max(f for f in floor_grid() if mean(weight, f, train, 1) >= base - 0.005)
         found = mean(weight, floor, test, 0)
         rows.append({"held_out": held, "weight": weight, "floor": floor, "R@5": found})
     grid = {
         f"{w}/{f}": round(sum(table[w, f, n][0] for n in range(len(items))) / len(items), 4)
         for w in WEIGHTS
-        for f in FLOORS
+        for f in floor_grid()
     }
     return {"folds": rows, "R@5": statistics.mean(r["R@5"] for r in rows), "grid": grid}
 

@@ -26,16 +26,19 @@ level (0.4) gave up most of the gain. The weight by words held has no parameter 
 recall and stays above keyword and the peers' BM25 by 8 to 19 points of recall@5
 (docs/search.md, "Other fusion rules"; ``--cv`` prints it beside every rule tried).
 
-The floor depends on the query: a query sharing at least one word with the records searched
-has the embedder's ``floor``; one sharing none (a word in no record, "quokka") has the higher
-``alone`` floor, above the cosine such words reach with any record, so it gets no hits.
-Without a lexical anchor only the cosine speaks for a record, and wordllama gives unrelated
-single words cosines up to 0.352 with some record (``benchmarks/retrieval.py --calibrate``:
-ten probe words in no record of the two sets); the floor without an anchor lies above them.
-The floor with an anchor, 0.15, was chosen by leave-one-out cross-validation over the
-conversations of the conversational set and the recall set as one more fold, with the
-constant weight that hybrid had then: in each fold the highest floor that keeps the other
-folds' recall@10 within half a point of no floor (ten of eleven folds chose 0.15).
+The floor depends on the query and on the embedder, whose cosines live on a scale of their own
+(wordllama's unrelated texts score near 0, e5's near 0.8): a query sharing at least one word
+with the records searched has the embedder's ``floor``; one sharing none (a word in no record,
+"quokka") has the higher ``alone`` floor, above the cosine such words reach with any record,
+so it gets no hits. Without a lexical anchor only the cosine speaks for a record. Each shipped
+embedder's floors were calibrated by the same procedure (``benchmarks/retrieval.py --cv`` and
+``--calibrate``, docs/search.md): ``floor`` by leave-one-out cross-validation over the
+conversations of the conversational set and the recall set as one more fold (in each fold
+the highest floor that keeps the other folds' recall@10 within half a point of no floor), and
+``alone`` just above the best cosine any of 28 probe words in no record reaches with a record
+of either set (wordllama: 0.352; e5: 0.832). An embedder with no calibration here (model2vec,
+one of a user's own) has no floor at all rather than another model's: ``--explain`` and
+``lantern status`` say so.
 """
 
 from __future__ import annotations
@@ -58,18 +61,25 @@ class Floors:
     alone: float
 
 
-# Calibrated with benchmarks/retrieval.py (--cv, --calibrate). An embedder not listed gets
-# DEFAULT_FLOORS, wordllama's.
-FLOORS = {"wordllama": Floors(0.15, 0.36)}
-DEFAULT_FLOORS = FLOORS["wordllama"]
+# Calibrated with benchmarks/retrieval.py (--cv, --calibrate), by the embedder's name (its
+# LANTERN_EMBEDDER / lantern.yaml name). An embedder not listed has no floor (NO_FLOORS).
+FLOORS = {"wordllama": Floors(0.15, 0.36), "e5": Floors(0.80, 0.84)}
+NO_FLOORS = Floors(0.0, 0.0)
 
 
 def floors(embedder: str) -> Floors:
-    return FLOORS.get(embedder, DEFAULT_FLOORS)
+    """The embedder's calibrated floors, or :data:`NO_FLOORS` (see :func:`calibrated`)."""
+    return FLOORS.get(embedder, NO_FLOORS)
+
+
+def calibrated(embedder: str) -> bool:
+    """Whether lantern has calibrated floors for this embedder; one without has none."""
+    return embedder in FLOORS
 
 
 def floor(embedder: str, anchored: bool) -> float:
-    """The cosine a semantic candidate must reach: see the module's docstring."""
+    """The cosine a semantic candidate must reach: see the module's docstring (0: no floor,
+    only a cosine above 0)."""
     found = floors(embedder)
     return found.floor if anchored else found.alone
 
@@ -94,6 +104,7 @@ def explained(
     cosine: float | None,
     floor: float | None,
     weight: float = 0.0,
+    calibrated: bool = True,
 ) -> dict[str, Any]:
     """One hit's ``explain`` object, for records and chunks alike (``content``: the text the
     index holds for it): the ``mode``; ``bm25``, its keyword score (0 when no query word is in
@@ -101,7 +112,9 @@ def explained(
     typed (stop words aside); ``matched``, those it holds (as written or by stem); ``cosine``
     (None in keyword mode); the ``weights`` of the two parts (in hybrid mode ``weight``, the
     keyword weight the ranking gave it: ``len(matched) / len(words)``); the ``floor`` the
-    cosine had to reach (None in keyword mode); in hybrid mode ``bm25_best``, the best BM25
+    cosine had to reach (None in keyword mode); in semantic and hybrid mode ``calibrated``,
+    whether that floor is the embedder's own (False: lantern has no calibration for it, so no
+    floor, 0); in hybrid mode ``bm25_best``, the best BM25
     score among the candidates, which ``bm25`` is divided by. In hybrid mode the score is
     ``max(cosine, weights.keyword * bm25 / bm25_best + weights.semantic * cosine)`` (the
     cosine counted when at least ``floor``, else 0)."""
@@ -122,6 +135,8 @@ def explained(
         "weights": parts,
         "floor": floor,
     }
+    if mode != "keyword":
+        out["calibrated"] = calibrated
     if mode == "hybrid":
         out["bm25_best"] = best
     return out

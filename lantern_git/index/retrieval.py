@@ -141,6 +141,7 @@ class Trace:
     mode: str
     text: str
     floor: float | None = None
+    calibrated: bool = True
     best: float | None = None
     bm25: dict[str, float] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
@@ -157,6 +158,7 @@ class Trace:
             self.cosines.get(key),
             self.floor,
             self.weights.get(key, 0.0),
+            self.calibrated,
         )
 
 
@@ -193,7 +195,9 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     matches = corpus.matches(request)
     # A query sharing no word with the texts searched has the higher floor
     floor = ranking.floor(corpus.embedder, anchored=bool(matches.numbers))
-    trace = Trace(request.mode, request.text, floor=floor)
+    trace = Trace(
+        request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)
+    )
     # Each keyword match's weight in hybrid mode: the share of the query's words it holds
     shares: list[float] = []
     if hybrid:

@@ -50,7 +50,7 @@ import numpy as np
 
 from . import whoosh_compat
 from .embedders import Embedder
-from .search import SearchIndex
+from .search import Progress, SearchIndex
 
 # 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal
 FORMAT = 2
@@ -68,6 +68,10 @@ COMPACT_SHARE = 16
 # Rows per block of a dupes matrix product: 1024 x 10k float32 scores is 40 MB at most.
 BLOCK = 1024
 EMBED_BATCH = 4096
+# Past this many new texts a catch-up embeds in batches of it, each appended to the journal as
+# it is made: a kill loses one batch at most, and the next catch-up embeds only what is left
+# (e5 embeds 20-100 texts a second: a batch is seconds; wordllama's, milliseconds).
+RESUMABLE_BATCH = 256
 
 
 class VectorSet:
@@ -244,6 +248,19 @@ class VectorSet:
         self._keys = None
 
 
+# The generation of a set whose embedding is under way: no index has it, so the next look
+# catches up from there.
+PARTIAL = "embedding"
+
+
+class _Quiet:
+    def update(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
 def fingerprint(embedder: Embedder) -> str:
     return f"{embedder.name}/{embedder.dim}"
 
@@ -312,6 +329,10 @@ class Vectors:
         self._loaded: VectorSet | None = None
         # Texts embedded by the last ``current`` (what a test or a benchmark looks at).
         self.embedded = 0
+        # Given (total, what), where a long embedding reports how far it is (a progress bar on
+        # a terminal); set by a front end that shows progress (the workspace hands it on).
+        self.progress: Callable[[int, str], Progress] | None = None
+        self.name = name
 
     def current(self) -> VectorSet:
         """The vectors in step with the index (call after the index's refresh)."""
@@ -387,6 +408,15 @@ class Vectors:
                 to_embed.append(content)
         dropped = [key for key in old_row if key not in digests]
         dim = self.embedder.dim
+        if len(to_embed) > RESUMABLE_BATCH:
+            new_hashes = sorted(fresh_rows, key=fresh_rows.__getitem__)  # to_embed's order
+            resumed = self._embed_in_batches(old, keys, hashes, digests, to_embed, new_hashes)
+            if resumed is not None:
+                # Every new text is in the journal now: this catch-up embeds nothing, and
+                # writes the whole set (the journal is past its compaction bound).
+                made = self._catch_up(resumed, generation)
+                self.embedded = len(to_embed)
+                return made
         embedded = np.zeros((0, dim), dtype=np.float32)
         if to_embed:
             parts = [
@@ -443,6 +473,74 @@ class Vectors:
         )
         self._save(made)
         return made
+
+    def _embed_in_batches(
+        self,
+        old: VectorSet | None,
+        keys: builtins.list[str],
+        hashes: builtins.list[str],
+        digests: dict[str, str],
+        to_embed: builtins.list[str],
+        new_hashes: builtins.list[str],
+    ) -> VectorSet | None:
+        """Embed ``to_embed`` (the new texts, whose hashes are ``new_hashes``) in batches of
+        ``RESUMABLE_BATCH``, each appended to the journal of ``old`` (or of an empty set
+        written first) as soon as it is made, under a generation that no index has: a kill
+        keeps every batch appended, and the next catch-up finds those keys in step and embeds
+        only the rest. Reports progress per batch. None: no set can be written (a read-only
+        store), so the caller embeds in memory at once."""
+        dim = self.embedder.dim
+        if old is None or old.identity is None:
+            old = VectorSet(
+                self.fingerprint,
+                PARTIAL,
+                [],
+                [],
+                [],
+                np.zeros((0, dim), dtype=np.float32),
+                base=os.urandom(8).hex(),
+            )
+            self._save(old)
+            if old.identity is None:
+                return None
+        holders: dict[str, builtins.list[str]] = {}
+        for key, hashed in zip(keys, hashes):
+            holders.setdefault(hashed, []).append(key)
+        bar = self._progress(len(to_embed), f"embedding {self.name}")
+        try:
+            for start in range(0, len(to_embed), RESUMABLE_BATCH):
+                batch = to_embed[start : start + RESUMABLE_BATCH]
+                made = unit_rows(self.embedder.embed(batch), dim)
+                ids: builtins.list[str] = []
+                texts: builtins.list[str] = []
+                take: builtins.list[int] = []
+                for number, hashed in enumerate(new_hashes[start : start + len(batch)]):
+                    for key in holders[hashed]:
+                        ids.append(key)
+                        texts.append(hashed)
+                        take.append(number)
+                rows = made[np.asarray(take, dtype=np.int64)]
+                entry = {
+                    "base": old.base,
+                    "generation": PARTIAL,
+                    "drop": [],
+                    "ids": ids,
+                    "digests": [digests[key] for key in ids],
+                    "texts": texts,
+                }
+                # Not on disk (identity None): kept in memory, written whole at the end.
+                if old.identity is not None:
+                    self._append(old, entry, rows)
+                old.apply(entry, rows)
+                bar.update(len(batch))
+        finally:
+            bar.finish()
+        return old
+
+    def _progress(self, total: int, what: str) -> Progress:
+        if self.progress is None:
+            return _Quiet()
+        return self.progress(total, what)
 
     # -- storage
 

@@ -573,6 +573,8 @@ class Workspace:
 
             texts = RecordTexts(self.index) if name == "records" else self.chunks
             self._vectors[name] = Vectors(self.derived_dir, name, texts, embedder, self.locked)
+        # The front end's progress display, as it is now (the CLI sets it after opening)
+        self._vectors[name].progress = self.progress
         return self._vectors[name]
 
     def rebuild_index(self) -> RefreshReport:
@@ -587,6 +589,21 @@ class Workspace:
         for problem in [*report.broken.values(), *chunks.broken.values()]:
             self.warn(f"warning: skipped {problem}")
         return report
+
+    def embed(self) -> dict[str, Any]:
+        """Bring the records' and source chunks' vectors in step with the files now, embedding
+        what is new (``lantern index embed``): what a first semantic search would otherwise
+        do. Large jobs go in batches, each kept as it is made, so a killed run resumes where
+        it stopped. Raises :class:`~lantern_git.errors.SemanticUnavailable` without an
+        embedder. Returns the embedder's name and how many texts each part embedded."""
+        records, chunks = self.record_vectors(), self.chunk_vectors()
+        self.refresh()
+        self.chunks.refresh()
+        done: dict[str, Any] = {"embedder": self.embedder_name}
+        for name, vectors in (("records", records), ("chunks", chunks)):
+            vectors.current()
+            done[name] = vectors.embedded
+        return done
 
     # ------------------------------------------------------------------ status
 
@@ -605,6 +622,7 @@ class Workspace:
             "index": None,
             "embedder": None,
             "search_mode": "keyword",
+            "floors": None,
             "branch": None,
             "head": None,
             "upstream": None,
@@ -628,7 +646,13 @@ class Workspace:
             else ("refreshed" if report.updated or report.removed else "up to date")
         )
         if self.semantic_available:
+            from ..index import ranking
+
             info["embedder"], info["search_mode"] = self.embedder_name, "hybrid"
+            # The embedder's calibrated similarity floors; None: not calibrated, no floor
+            if ranking.calibrated(self.embedder_name):
+                found = ranking.floors(self.embedder_name)
+                info["floors"] = {"floor": found.floor, "alone": found.alone}
         info.update(self.git.branch_info())
         return info
 
