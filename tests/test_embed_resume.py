@@ -151,3 +151,47 @@ def test_index_embed_without_an_embedder_is_refused(store, store_path):
     )
     assert done.returncode == 1
     assert "semantic recall is off" in done.stderr
+
+
+@pytest.mark.semantic
+def test_the_mcp_server_embeds_in_the_background_and_answers_keyword_meanwhile(
+    tmp_path, monkeypatch
+):
+    """A server over a store with 1,300 texts to embed (six batches, a pause each): its first
+    searches answer by keyword at once, and explain says why; once the vectors are in, the
+    same search is hybrid, and a write made meanwhile is in."""
+    import anyio
+    from mcp import Client
+    from test_mcp import ok, server_params
+
+    path = tmp_path / "store"
+    filled(path, 1300)
+    log = tmp_path / "embed.log"
+    for name, value in environment(log, pause=0.5).items():
+        monkeypatch.setenv(name, value)
+
+    async def main() -> tuple[list[dict], dict, list[dict], int]:
+        params = server_params(path)
+        # The embedder is this module: the server must find it
+        params.env = {**(params.env or {}), "PYTHONPATH": environment(log)["PYTHONPATH"]}
+        async with Client(params) as client:
+            started = time.monotonic()
+            first = await ok(client, "lantern_memory_search", query="topic 3", explain=True)
+            answered = time.monotonic() - started
+            added = await ok(client, "lantern_memory_add", content="topic 3 again", kind="fact")
+            deadline = time.monotonic() + 120
+            while True:
+                later = await ok(client, "lantern_memory_search", query="topic 3", explain=True)
+                if later["records"][0]["mode"] == "hybrid" or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.2)
+            return first["records"], added, later["records"], answered
+
+    first, added, later, answered = anyio.run(main)
+    assert answered < 2.0  # not the ~3 s of embedding
+    assert first and all(hit["mode"] == "keyword" for hit in first)
+    note = first[0]["explain"]["vectors"]
+    assert "embedded in the background" in note and "of 1300 texts" in note
+    assert later[0]["mode"] == "hybrid" and "vectors" not in later[0]["explain"]
+    assert added["id"] in {hit["id"] for hit in later}
+    assert 1300 <= embedded(log) <= 1300 + 1 + 2  # each text once (and the search's queries)

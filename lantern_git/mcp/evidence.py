@@ -145,17 +145,23 @@ def _show(store: Store, args: SourceShowArguments) -> Written[dict]:
 )
 def _search(store: Store, args: SourceSearchArguments) -> Written[dict]:
     page = page_of(args)
+    # While the server embeds a large store in the background: keyword, and explain says so
+    waiting = store.workspace.keyword_for_now(args.mode)
     hits = store.sources.search(
         args.query,
         kinds=args.kind or (),
         sources=args.source or (),
         limit=page.one_more().limit,
         offset=page.offset,
-        mode=args.mode,
+        mode="keyword" if waiting else args.mode,
         explain=args.explain,
         phrases=store.entities.labels(args.entity) if args.entity else (),
     )
-    return Written(page.document("hits", [h.to_dict() for h in hits]))
+    found = [h.to_dict() for h in hits]
+    for hit in found if waiting else ():
+        if hit.get("explain") is not None:
+            hit["explain"]["vectors"] = waiting
+    return Written(page.document("hits", found))
 
 
 @TOOLS.tool(

@@ -186,14 +186,20 @@ def _list(store: Store, args: ListArguments) -> Written[dict]:
 )
 def _search(store: Store, args: SearchArguments) -> Written[dict]:
     page = page_of(args)
+    # While the server embeds a large store in the background: keyword, and explain says so
+    waiting = store.workspace.keyword_for_now(args.mode)
     hits = store.search(
         args.query,
         _query(store, args, page),
-        mode=args.mode,
+        mode="keyword" if waiting else args.mode,
         include_pending=args.include_pending,
         explain=args.explain,
     )
-    return Written(_page([hit.to_dict() for hit in hits], args.fields, page))
+    found = [hit.to_dict() for hit in hits]
+    for hit in found if waiting else ():
+        if hit.get("explain") is not None:
+            hit["explain"]["vectors"] = waiting
+    return Written(_page(found, args.fields, page))
 
 
 @TOOLS.tool(
