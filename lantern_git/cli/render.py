@@ -1071,6 +1071,21 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     if explain.get("mode") == "semantic":
         return f"{cos}; matched: {matched}"
     weights = explain["weights"]
+    if explain.get("fusion") == "rrf":
+        rrf = explain["rrf"]
+
+        def part(weight: float, name: str, place: int | None) -> str:
+            if not place:
+                return f"0 (not in the {name} ranking)"
+            return f"{weight:.3g}/({rrf['k']} + {name} rank {place})"
+
+        fused = " + ".join(
+            [
+                part(weights["keyword"], "keyword", rrf["keyword_rank"]),
+                part(weights["semantic"], "semantic", rrf["semantic_rank"]),
+            ]
+        )
+        return f"rrf {fused}, {cos}; matched: {matched}"
     best = explain.get("bm25_best")
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
     held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"

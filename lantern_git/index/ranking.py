@@ -84,6 +84,52 @@ def floor(embedder: str, anchored: bool) -> float:
     return found.floor if anchored else found.alone
 
 
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses the two rankings for an embedder: ``words held`` (the module's
+    formula) or ``rrf``, reciprocal rank fusion, ``weight / (k + keyword rank) + (1 - weight)
+    / (k + semantic rank)``, which reads only the two rankings' orders and so no model's
+    cosine scale (a ranking a candidate is not in adds 0)."""
+
+    rule: str
+    weight: float = 0.0
+    k: int = 0
+
+
+WORDS_HELD = Fusion("words held")
+# Chosen by the folds of benchmarks/retrieval.py --cv, per embedder, among the rules that keep
+# every fold's lexical questions at keyword's recall (docs/search.md, "Fusion per embedder"):
+# with e5's cosines, crowded into 0.75-0.9, the weight by words held lost a keyword query of the
+# recall set that keyword search finds; RRF (0.3, 5) keeps both sets level and ranks higher.
+FUSIONS = {"e5": Fusion("rrf", 0.3, 5)}
+
+
+def fusion(embedder: str) -> Fusion:
+    """The embedder's fusion rule: its own if the folds chose one, else the weight by words
+    held (wordllama's, and any other embedder's)."""
+    return FUSIONS.get(embedder, WORDS_HELD)
+
+
+def fuse_rrf(
+    keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], rule: Fusion
+) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of the keyword (BM25, best first, ties by id) and semantic
+    (cosine, best first, those under the floor left out) rankings: each id scores
+    ``rule.weight / (rule.k + its keyword rank) + (1 - rule.weight) / (rule.k + its semantic
+    rank)`` (ranks from 1; a ranking it is not in adds 0), rounded to 6 places; best first,
+    ties by the semantic ranking's order, then id."""
+    parts: dict[str, float] = {}
+    for place, (key, _) in enumerate(keyword, 1):
+        parts[key] = rule.weight / (rule.k + place)
+    for place, (key, _) in enumerate(semantic, 1):
+        parts[key] = parts.get(key, 0.0) + (1.0 - rule.weight) / (rule.k + place)
+    places = {key: place for place, (key, _) in enumerate(semantic)}
+    unplaced = len(semantic)
+    ordered = [(key, round(score, 6)) for key, score in parts.items()]
+    ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
+    return ordered
+
+
 def keyword_weight(held: int, words: int) -> float:
     """A hybrid hit's keyword weight: the share of the query's ``words`` (as typed) that it
     holds, ``held`` of them; rounded to 6 places, as the formula and ``--explain`` use it."""
@@ -105,6 +151,8 @@ def explained(
     floor: float | None,
     weight: float = 0.0,
     calibrated: bool = True,
+    ranks: tuple[int | None, int | None] | None = None,
+    rule: Fusion = WORDS_HELD,
 ) -> dict[str, Any]:
     """One hit's ``explain`` object, for records and chunks alike (``content``: the text the
     index holds for it): the ``mode``; ``bm25``, its keyword score (0 when no query word is in
@@ -117,13 +165,19 @@ def explained(
     floor, 0); in hybrid mode ``bm25_best``, the best BM25
     score among the candidates, which ``bm25`` is divided by. In hybrid mode the score is
     ``max(cosine, weights.keyword * bm25 / bm25_best + weights.semantic * cosine)`` (the
-    cosine counted when at least ``floor``, else 0)."""
+    cosine counted when at least ``floor``, else 0), and ``fusion`` is ``"words held"``; for
+    an embedder whose fusion is RRF (:data:`FUSIONS`), ``fusion`` is ``"rrf"``, ``weights``
+    are the rule's and ``rrf`` holds ``k`` and the hit's two ``ranks`` (None: not in that
+    ranking): the score is ``weights.keyword / (k + keyword_rank) + weights.semantic / (k +
+    semantic_rank)``."""
     from .analysis import matched_words, typed_words
 
     if mode == "keyword":
         parts = {"keyword": 1.0, "semantic": 0.0}
     elif mode == "semantic":
         parts = {"keyword": 0.0, "semantic": 1.0}
+    elif rule.rule == "rrf":
+        parts = {"keyword": rule.weight, "semantic": semantic_weight(rule.weight)}
     else:
         parts = {"keyword": weight, "semantic": semantic_weight(weight)}
     out: dict[str, Any] = {
@@ -139,6 +193,10 @@ def explained(
         out["calibrated"] = calibrated
     if mode == "hybrid":
         out["bm25_best"] = best
+        out["fusion"] = rule.rule
+        if rule.rule == "rrf":
+            keyword_rank, semantic_rank = ranks or (None, None)
+            out["rrf"] = {"k": rule.k, "keyword_rank": keyword_rank, "semantic_rank": semantic_rank}
     return out
 
 
