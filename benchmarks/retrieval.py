@@ -1,6 +1,8 @@
 """Retrieval quality against named peers: lantern's three modes, rank-bm25 and bm25s, one run.
 
-    python benchmarks/retrieval.py                  # both sets, every ranker (~3 minutes)
+    python benchmarks/retrieval.py                  # all three sets, every ranker, every
+                                                    # installed embedder (e5: many minutes)
+    python benchmarks/retrieval.py --embedders wordllama --sets recall,paraphrases
     python benchmarks/retrieval.py --sets conversations --rankers keyword,bm25okapi
     python benchmarks/retrieval.py --json           # the figures as JSON
 
@@ -11,6 +13,12 @@ Two sets, the same texts given to every ranker:
 - ``conversations``: the generated conversational set (``benchmarks/conversations/``, see
   ``conversations.py``): one record per dialogue turn, each question searched within its
   conversation's scope (the peers get one index per conversation).
+
+And one held out from every choice (``paraphrases.yaml``, see its header): 45 short paraphrase
+pairs, each query searched among its target and four distractors sharing no word with it.
+
+Lantern's semantic and hybrid modes run once per installed embedder (``--embedders``: wordllama,
+e5), keyword and the peers once.
 
 Rankers: lantern ``keyword``, ``semantic`` and ``hybrid`` (``Store.search(mode=...)``, the
 library as a user calls it; semantic and hybrid need the ``semantic`` extra), rank-bm25's
@@ -384,9 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(reports, indent=2))
         return 0
     print(
-        "Hybrid weighs each keyword hit by the share of the query's words it holds (no"
-        " parameter); its floor was chosen by leave-one-out cross-validation over the"
-        " conversations and the recall set (--cv), not fitted on these figures.\n"
+        "Hybrid fuses per embedder (wordllama: each keyword hit weighed by the share of the"
+        " query's words it holds; e5: reciprocal rank fusion), each embedder with its own"
+        " floors; the rules and floors were chosen by leave-one-out cross-validation over the"
+        " conversations and the recall set (--cv, --calibrate), not fitted on these figures."
+        " The paraphrase set is held out from every choice.\n"
     )
     for report in reports:
         print(table(report))

@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -72,6 +73,9 @@ EMBED_BATCH = 4096
 # it is made: a kill loses one batch at most, and the next catch-up embeds only what is left
 # (e5 embeds 20-100 texts a second: a batch is seconds; wordllama's, milliseconds).
 RESUMABLE_BATCH = 256
+# A batch embedded in less than this many seconds doubles the next one, up to LARGEST_BATCH.
+QUICK_BATCH = 0.25
+LARGEST_BATCH = 8192
 
 
 class VectorSet:
@@ -561,10 +565,17 @@ class Vectors:
         for key, hashed in zip(keys, hashes):
             holders.setdefault(hashed, []).append(key)
         bar = self._progress(len(to_embed), f"embedding {self.name}")
+        size, start = RESUMABLE_BATCH, 0
         try:
-            for start in range(0, len(to_embed), RESUMABLE_BATCH):
-                batch = to_embed[start : start + RESUMABLE_BATCH]
+            while start < len(to_embed):
+                batch = to_embed[start : start + size]
+                began = time.monotonic()
                 made = unit_rows(self.embedder.embed(batch), dim)
+                # A fast embedder (wordllama: 256 texts in ~20 ms) takes larger batches, so
+                # that the journal's writes do not cost more than the embedding; a kill still
+                # loses a fraction of a second's work at most.
+                if time.monotonic() - began < QUICK_BATCH and size < LARGEST_BATCH:
+                    size *= 2
                 ids: builtins.list[str] = []
                 texts: builtins.list[str] = []
                 take: builtins.list[int] = []
@@ -597,6 +608,7 @@ class Vectors:
                         self._append(old, entry, rows)
                     old.apply(entry, rows)
                 bar.update(len(batch))
+                start += len(batch)
         finally:
             bar.finish()
         return old
