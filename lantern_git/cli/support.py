@@ -481,7 +481,7 @@ mode_option = click.option(
     "--mode",
     type=click.Choice(SEARCH_MODES),
     default=None,
-    help="keyword (BM25), semantic (embeddings) or hybrid (a weighted sum of the two). "
+    help="keyword (BM25), semantic (embeddings) or hybrid (the two fused by the embedder's rule). "
     "Default: hybrid with the semantic extra, keyword without.",
 )
 

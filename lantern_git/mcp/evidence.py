@@ -133,8 +133,8 @@ def _show(store: Store, args: SourceShowArguments) -> Written[dict]:
     description=(
         "Return one page of source chunks (line ranges) matching the query, most "
         "relevant first, each with the text, its `score`, the `mode` that ranked it "
-        "(keyword: BM25; semantic: cosine of text embeddings; hybrid: a weighted sum of "
-        "the two) and a `ref` to cite in a record's source_refs unchanged. "
+        "(keyword: BM25; semantic: cosine of text embeddings; hybrid: the two fused by the "
+        "embedder's rule) and a `ref` to cite in a record's source_refs unchanged. "
         "Read-only."
     ),
     answer=listing("hits", Hit),

@@ -173,10 +173,10 @@ def _list(store: Store, args: ListArguments) -> Written[dict]:
     description=(
         "Return one page of records matching the query, most relevant first (ties by id), "
         "each with its `score` and the `mode` that ranked it: keyword (BM25), semantic "
-        "(cosine of text embeddings: finds paraphrases) or hybrid (a weighted sum of "
-        "the two). Relevance only: no priority or recency weighting. The filters "
-        "select the candidates before ranking. Takes the same filters, paging and "
-        "`fields` as lantern_memory_list. Read-only."
+        "(cosine of text embeddings: finds paraphrases) or hybrid (the two fused by the "
+        "embedder's rule, which `explain` shows). Relevance only: no priority or recency "
+        "weighting. The filters select the candidates before ranking. Takes the same "
+        "filters, paging and `fields` as lantern_memory_list. Read-only."
     ),
     answer=listing("records", FoundRecord),
     read_only=True,
