@@ -195,3 +195,18 @@ def test_the_mcp_server_embeds_in_the_background_and_answers_keyword_meanwhile(
     assert later[0]["mode"] == "hybrid" and "vectors" not in later[0]["explain"]
     assert added["id"] in {hit["id"] for hit in later}
     assert 1300 <= embedded(log) <= 1300 + 1 + 2  # each text once (and the search's queries)
+
+
+@pytest.mark.semantic
+def test_the_first_semantic_search_of_a_large_store_draws_its_embedding(tmp_path, monkeypatch):
+    path = tmp_path / "store"
+    filled(path, 300)
+    log = tmp_path / "embed.log"
+    for name, value in environment(log).items():
+        monkeypatch.setenv(name, value)
+    stdout, terminal = on_a_terminal(path, "memory", "search", "topic 3", "--mode", "semantic")
+    assert "embedding records" in terminal and "100%" in terminal
+    assert "topic 3" in stdout
+    assert embedded(log) == 300 + 1  # every record once, and the query
+    _, again = on_a_terminal(path, "memory", "search", "topic 3", "--mode", "semantic")
+    assert "embedding records" not in again  # in step: nothing to embed
