@@ -1,6 +1,8 @@
 """Retrieval quality against named peers: lantern's three modes, rank-bm25 and bm25s, one run.
 
-    python benchmarks/retrieval.py                  # both sets, every ranker (~3 minutes)
+    python benchmarks/retrieval.py                  # all three sets, every ranker, every
+                                                    # installed embedder (e5: many minutes)
+    python benchmarks/retrieval.py --embedders wordllama --sets recall,paraphrases
     python benchmarks/retrieval.py --sets conversations --rankers keyword,bm25okapi
     python benchmarks/retrieval.py --json           # the figures as JSON
 
@@ -11,6 +13,12 @@ Two sets, the same texts given to every ranker:
 - ``conversations``: the generated conversational set (``benchmarks/conversations/``, see
   ``conversations.py``): one record per dialogue turn, each question searched within its
   conversation's scope (the peers get one index per conversation).
+
+And one held out from every choice (``paraphrases.yaml``, see its header): 45 short paraphrase
+pairs, each query searched among its target and four distractors sharing no word with it.
+
+Lantern's semantic and hybrid modes run once per installed embedder (``--embedders``: wordllama,
+e5), keyword and the peers once.
 
 Rankers: lantern ``keyword``, ``semantic`` and ``hybrid`` (``Store.search(mode=...)``, the
 library as a user calls it; semantic and hybrid need the ``semantic`` extra), rank-bm25's
@@ -64,6 +72,9 @@ LANTERN = ("keyword", "semantic", "hybrid")
 PEERS = ("bm25okapi", "bm25s")
 RANKERS = (*LANTERN, *PEERS)
 SETS = ("recall", "conversations")
+# Printed, never tuned on: benchmarks/paraphrases.yaml (see its header)
+HELD_OUT = ("paraphrases",)
+EMBEDDERS = ("wordllama", "e5")
 LIMIT = 10
 NOW = 1_764_720_000  # fixed, so that record ids never vary
 TOKEN = re.compile(r"\w+")
@@ -77,6 +88,8 @@ def load(path: str) -> list[dict]:
 def dataset(name: str) -> tuple[list[dict], list[dict]]:
     """(documents, questions) in one shape: documents ``key``, ``kind``, ``scope``,
     ``content``; questions ``id``, ``text``, ``targets``, ``type``, ``scope`` (None: all)."""
+    if name == "paraphrases":
+        return paraphrases()
     if name == "recall":
         docs = load(os.path.join(HERE, "recall", "records.jsonl"))
         questions = [
@@ -96,6 +109,31 @@ def dataset(name: str) -> tuple[list[dict], list[dict]]:
         }
         for q in load(os.path.join(HERE, "conversations", "questions.jsonl"))
     ]
+    return docs, questions
+
+
+def paraphrases() -> tuple[list[dict], list[dict]]:
+    """The held-out paraphrase pairs (``paraphrases.yaml``) as a set: each pair's five records
+    in a scope of their own (``pair:NN``), its query searched within it, its target the one
+    answer."""
+    import yaml
+
+    with open(os.path.join(HERE, "paraphrases.yaml"), encoding="utf-8") as handle:
+        pairs = yaml.safe_load(handle)["pairs"]
+    docs, questions = [], []
+    for n, pair in enumerate(pairs):
+        scope = f"pair:{n:02d}"
+        for m, content in enumerate([pair["target"], *pair["distractors"]]):
+            docs.append({"key": f"{scope}/{m}", "kind": "fact", "scope": scope, "content": content})
+        questions.append(
+            {
+                "id": scope,
+                "text": pair["query"],
+                "targets": [f"{scope}/0"],
+                "type": "paraphrase",
+                "scope": scope,
+            }
+        )
     return docs, questions
 
 
@@ -152,7 +190,9 @@ def bm25okapi_ranker(docs: list[dict]) -> Callable | str:
     def run(question: dict) -> list[str]:
         bm25, keys = indexes[question["scope"]]
         scores = bm25.get_scores(tokens(question["text"]))
-        order = sorted(range(len(keys)), key=lambda i: -scores[i])
+        # Only documents that hold a word of the question, as bm25s returns them: otherwise a
+        # question matching nothing "finds" the first documents in file order.
+        order = sorted((i for i in range(len(keys)) if scores[i] > 0), key=lambda i: -scores[i])
         return [keys[i] for i in order[:LIMIT]]
 
     return run
@@ -217,7 +257,36 @@ def figures(results: list[dict]) -> dict:
     return out
 
 
-def run_set(name: str, rankers: list[str], misses: bool = False) -> dict:
+def installed() -> list[str]:
+    """The shipped embedders whose extra is installed here."""
+    from lantern_git.index.embedders import available
+
+    return [name for name in EMBEDDERS if available(name)]
+
+
+def run_set(
+    name: str, rankers: list[str], misses: bool = False, embedders: list[str] | None = None
+) -> dict:
+    """Every ranker over one set; lantern's semantic and hybrid once per embedder (named
+    ``semantic/e5``; the first embedder's as plain ``semantic``, which is wordllama's by
+    default)."""
+    embedders = embedders or [os.environ.get("LANTERN_EMBEDDER") or "wordllama"]
+    report = _run_set(name, rankers, misses, embedders[0])
+    for embedder in embedders[1:]:
+        by_vectors = [r for r in rankers if r in ("semantic", "hybrid")]
+        if by_vectors:
+            more = _run_set(name, by_vectors, misses, embedder)
+            for ranker, entry in more["rankers"].items():
+                report["rankers"][f"{ranker}/{embedder}"] = entry
+    if len(embedders) > 1:
+        for ranker in ("semantic", "hybrid"):
+            if ranker in report["rankers"]:
+                report["rankers"][f"{ranker}/{embedders[0]}"] = report["rankers"].pop(ranker)
+    return report
+
+
+def _run_set(name: str, rankers: list[str], misses: bool, embedder: str) -> dict:
+    os.environ["LANTERN_EMBEDDER"] = embedder
     docs, questions = dataset(name)
     types = sorted({q["type"] for q in questions})
     report: dict = {
@@ -274,12 +343,14 @@ def table(report: dict) -> str:
         "bm25s": "bm25s (English stop words)",
     }
     for ranker, entry in report["rankers"].items():
+        mode, _, embedder = ranker.partition("/")
+        name = names[mode] + (f" ({embedder})" if embedder else "")
         if "unavailable" in entry:
-            out.append(f"| {names[ranker]} | | {entry['unavailable']} | | | | |")
+            out.append(f"| {name} | | {entry['unavailable']} | | | | |")
             continue
         for part in ("all", *report["types"]):
             f = entry[part]
-            label = names[ranker] if part == "all" else f"  {part}"
+            label = name if part == "all" else f"  {part}"
             ms = f"{entry['ms']:.1f}" if part == "all" else ""
             out.append(
                 f"| {label} | {f['n']} | {f['R@1']:.3f} | {f['R@5']:.3f} | {f['R@10']:.3f} "
@@ -290,8 +361,13 @@ def table(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default=",".join((*SETS, *HELD_OUT)))
     parser.add_argument("--rankers", default=",".join(RANKERS))
+    parser.add_argument(
+        "--embedders",
+        default="installed",
+        help="embedders whose semantic and hybrid modes are run (default: every one installed)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list questions missed in top 5")
     parser.add_argument(
@@ -305,17 +381,22 @@ def main(argv: list[str] | None = None) -> int:
         return tune(args.cv, args.calibrate)
     sets = [s for s in args.sets.split(",") if s]
     rankers = [r for r in args.rankers.split(",") if r]
-    bad = [s for s in sets if s not in SETS] + [r for r in rankers if r not in RANKERS]
+    bad = [s for s in sets if s not in (*SETS, *HELD_OUT)] + [
+        r for r in rankers if r not in RANKERS
+    ]
     if bad:
         parser.error(f"unknown: {', '.join(bad)}")
-    reports = [run_set(s, rankers, args.misses) for s in sets]
+    embedders = installed() if args.embedders == "installed" else args.embedders.split(",")
+    reports = [run_set(s, rankers, args.misses, embedders) for s in sets]
     if args.json:
         print(json.dumps(reports, indent=2))
         return 0
     print(
-        "Hybrid weighs each keyword hit by the share of the query's words it holds (no"
-        " parameter); its floor was chosen by leave-one-out cross-validation over the"
-        " conversations and the recall set (--cv), not fitted on these figures.\n"
+        "Hybrid fuses per embedder (wordllama: each keyword hit weighed by the share of the"
+        " query's words it holds; e5: reciprocal rank fusion), each embedder with its own"
+        " floors; the rules and floors were chosen by leave-one-out cross-validation over the"
+        " conversations and the recall set (--cv, --calibrate), not fitted on these figures."
+        " The paraphrase set is held out from every choice.\n"
     )
     for report in reports:
         print(table(report))
@@ -335,6 +416,7 @@ def tune(cv: bool, calibrate: bool) -> int:
     from lantern_git.index import ranking
 
     items = []
+    reached: list[tuple[float, str, str, str]] = []
     for name in SETS:
         docs, questions = dataset(name)
         work = tempfile.mkdtemp(prefix="lantern-retrieval-")
@@ -349,6 +431,7 @@ def tune(cv: bool, calibrate: bool) -> int:
                     scores = current.scores(vectors.embed_query(probe))
                     best = int(np.argmax(scores))
                     text = next(d["content"] for d in docs if keys[current.ids[best]] == d["key"])
+                    reached.append((float(scores[best]), name, probe, text))
                     print(f"{name}: {probe!r} reaches {scores[best]:.3f} with {text!r}")
             if cv:
                 found = components(store, keys, questions)
@@ -358,8 +441,18 @@ def tune(cv: bool, calibrate: bool) -> int:
             store.close()
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    embedder = embedder_name()
     if calibrate:
-        print(f"the floor without a lexical anchor: {ranking.DEFAULT_FLOORS.alone}")
+        top = max(reached)
+        print(
+            f"{embedder}: the best cosine a probe word reaches is {top[0]:.3f} ({top[2]!r} in the"
+            f" {top[1]} set, with {top[3]!r}); the floor without a lexical anchor "
+            + (
+                f"lantern uses: {ranking.floors(embedder).alone}"
+                if ranking.calibrated(embedder)
+                else "is not calibrated for this embedder (no floor)"
+            )
+        )
     if cv:
         found = cross_validate(items)
         print("How lantern chose its floor, with the constant weight it had then:")
@@ -369,8 +462,10 @@ def tune(cv: bool, calibrate: bool) -> int:
             print(f"| {row['held_out']} | {row['weight']} | {row['floor']} | {row['R@5']:.3f} |")
         print(f"\ncross-validated hybrid R@5 with a constant weight: {found['R@5']:.3f}")
         print(
-            "lantern ships a keyword weight by the words each hit holds (no parameter) and the "
-            f"floor {ranking.DEFAULT_FLOORS.floor} (lantern_git/index/ranking.py)"
+            "lantern ships a keyword weight by the words each hit holds (no parameter) and, for"
+            f" {embedder}, the floor {ranking.floors(embedder).floor}"
+            f"{'' if ranking.calibrated(embedder) else ' (not calibrated: no floor)'}"
+            " (lantern_git/index/ranking.py)"
         )
         print(floor_check(items))
         print(rules_report(items))
@@ -382,11 +477,27 @@ def tune(cv: bool, calibrate: bool) -> int:
 # Words in no record of either set: what a query with no lexical anchor looks like.
 PROBES = (
     "quokka", "zebra", "xylophone", "asdfgh", "blorptang", "tractor", "volcano", "submarine",
-    "kangaroo", "origami",
+    "kangaroo", "origami", "penguin", "trombone", "glacier", "harpoon", "tornado", "walrus",
+    "cactus", "saxophone", "igloo", "helicopter", "octopus", "pyramid", "avalanche", "mosquito",
+    "dinosaur", "accordion", "canoe", "yacht",
 )  # fmt: skip
 
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
-FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35)
+# The floors tried, per embedder: each embedder's cosines have a scale of their own (e5 gives
+# unrelated texts ~0.8), so each gets a grid over its own range.
+FLOOR_GRIDS = {
+    "wordllama": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
+    "e5": (0.0, *(round(0.70 + 0.01 * n, 2) for n in range(17))),
+}
+
+
+def embedder_name() -> str:
+    return os.environ.get("LANTERN_EMBEDDER") or "wordllama"
+
+
+def floor_grid() -> tuple[float, ...]:
+    name = embedder_name()
+    return FLOOR_GRIDS.get(name, (0.0, *(round(0.05 * n, 2) for n in range(1, 19))))
 
 
 def components(store: Store, keys: dict[str, str], questions: list[dict]) -> list[dict]:
@@ -497,6 +608,12 @@ RULES: dict[str, list[tuple]] = {
     # the keyword weight of each hit the share of the query's words it holds, the score never
     # below the cosine alone: max(cosine, w x bm25 / best + (1 - w) x cosine): lantern's
     "words held, never below the cosine (lantern's)": [()],
+    # lantern's rule with each cosine replaced by its rank among the candidates, normalised
+    # to 1 for the best and 0 for the last: no model's cosine scale left in it
+    "words held, never below the cosine, cosines rank-normalised": [()],
+    # lantern's rule with each cosine put on the scale of its model's calibrated floor:
+    # (cosine - floor) / (1 - floor), 0 at the floor, 1 for the query itself
+    "words held, never below the cosine, cosines from the model's floor": [()],
     # the same with the share to a power p, a family around lantern's p = 1
     "(words held)^p, never below the cosine": [(p,) for p in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)],
     # the weight by words held, the sum alone (a hit holding few words can fall under its
@@ -527,7 +644,9 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     bm25 = np.round(np.asarray(item["bm25"], dtype=np.float64), 6)
     cos = np.round(np.asarray(item["cos"], dtype=np.float64), 6)
     matched = bm25 > 0
-    floor = 0.15 if matched.any() else 0.36  # ranking.DEFAULT_FLOORS
+    from lantern_git.index import ranking
+
+    floor = ranking.floor(embedder_name(), anchored=bool(matched.any()))
     placed = cos >= floor
     semantic = np.where(placed, np.maximum(cos, 0.0), 0.0)
     best = bm25.max() if matched.any() else 1.0
@@ -562,6 +681,22 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
         fused = weight * share + np.round(1 - weight, 6) * semantic
         if family != "keyword weight = words held":
             fused = np.maximum(semantic, fused)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "words held, never below the cosine, cosines rank-normalised":
+        order = sorted(np.flatnonzero(placed), key=lambda i: (-cos[i], item["keys"][i]))
+        normal = np.zeros(len(cos))
+        if len(order) > 1:
+            normal[order] = 1.0 - np.arange(len(order)) / (len(order) - 1)
+        elif order:
+            normal[order] = 1.0
+        weight = np.round(item["held"], 6)
+        fused = np.maximum(normal, weight * share + (1 - weight) * normal)
+        return np.where(matched | placed, fused, -np.inf)
+    elif family == "words held, never below the cosine, cosines from the model's floor":
+        anchored = ranking.floors(embedder_name()).floor
+        scaled = np.where(placed, (semantic - anchored) / (1.0 - anchored), 0.0)
+        weight = np.round(item["held"], 6)
+        fused = np.maximum(scaled, weight * share + (1 - weight) * scaled)
         return np.where(matched | placed, fused, -np.inf)
     elif family == "(words held)^p, never below the cosine":
         weight = item["held"] ** rule[0]
@@ -657,7 +792,10 @@ def rules_report(items: list[dict]) -> str:
                 )
 
     whole("keyword", "", keyword)
-    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, 0.15) for item in items)
+    from lantern_git.index import ranking
+
+    anchored = ranking.floors(embedder_name()).floor
+    alike = sum(rule_keys(LANTERNS, (), item) == fused_keys(item, None, anchored) for item in items)
     # The constant weight as lantern chose it before, by R@5 alone, as cross_validate does
     runs = [("constant weight, by R@5 alone (lantern's before)", "constant weight", False)]
     runs += [(family, family, True) for family in RULES]
@@ -724,7 +862,7 @@ def fused_keys(item: dict, weight: float | None, floor: float) -> list[str]:
     keys, bm25, cos = item["keys"], item["bm25"], item["cos"]
     keyword = sorted(((keys[i], float(b)) for i, b in enumerate(bm25) if b > 0), key=_best)
     if not keyword:
-        floor = max(floor, ranking.DEFAULT_FLOORS.alone)
+        floor = max(floor, ranking.floors(embedder_name()).alone)
     semantic = sorted(
         ((keys[i], round(float(c), 6)) for i, c in enumerate(cos) if c >= floor and c > 0),
         key=_best,
@@ -746,7 +884,7 @@ def floor_check(items: list[dict]) -> str:
     set's R@5 and R@10 at every floor, and the floor cross_validate's procedure chooses in
     each fold (the highest whose R@10 on the other folds stays within 0.5 points of none)."""
     table = {}
-    for floor in FLOORS:
+    for floor in floor_grid():
         for n, item in enumerate(items):
             top = fused_keys(item, None, floor)
             hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
@@ -757,7 +895,7 @@ def floor_check(items: list[dict]) -> str:
 
     rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in SETS) + " |"]
     rows.append("|---" * (1 + 2 * len(SETS)) + "|")
-    for floor in FLOORS:
+    for floor in floor_grid():
         cells = []
         for name in SETS:
             ns = [n for n, i in enumerate(items) if i["set"] == name]
@@ -767,7 +905,7 @@ def floor_check(items: list[dict]) -> str:
     for fold in sorted({item["fold"] for item in items}):
         train = [n for n, i in enumerate(items) if i["fold"] != fold]
         base = mean(0.0, train, 1)
-        chosen.append(f"{fold} {max(f for f in FLOORS if mean(f, train, 1) >= base - 0.005)}")
+        chosen.append(f"{fold} {max(f for f in floor_grid() if mean(f, train, 1) >= base - 0.005)}")
     return "\n".join(
         [
             "\nThe floor under lantern's rule (each keyword hit weighed by the words it holds):",
@@ -783,7 +921,7 @@ def cross_validate(items: list[dict]) -> dict:
     to the held-out conversation."""
     table = {}
     for weight in WEIGHTS:
-        for floor in FLOORS:
+        for floor in floor_grid():
             for n, item in enumerate(items):
                 top = fused_keys(item, weight, floor)
                 hits = [t in top[:5] for t in item["targets"]], [t in top for t in item["targets"]]
@@ -799,13 +937,13 @@ def cross_validate(items: list[dict]) -> dict:
 
         weight = max(WEIGHTS, key=lambda w: (round(mean(w, 0.0, train, 0), 4), -w))
         base = mean(weight, 0.0, train, 1)
-        floor = max(f for f in FLOORS if mean(weight, f, train, 1) >= base - 0.005)
+        floor = max(f for f in floor_grid() if mean(weight, f, train, 1) >= base - 0.005)
         found = mean(weight, floor, test, 0)
         rows.append({"held_out": held, "weight": weight, "floor": floor, "R@5": found})
     grid = {
         f"{w}/{f}": round(sum(table[w, f, n][0] for n in range(len(items))) / len(items), 4)
         for w in WEIGHTS
-        for f in FLOORS
+        for f in floor_grid()
     }
     return {"folds": rows, "R@5": statistics.mean(r["R@5"] for r in rows), "grid": grid}
 

@@ -414,6 +414,11 @@ class Store:
     def rebuild_index(self) -> RefreshReport:
         return self.workspace.rebuild_index()
 
+    def embed(self) -> dict[str, Any]:
+        """``lantern index embed``: see :meth:`Workspace.embed
+        <lantern_git.workspace.workspace.Workspace.embed>`."""
+        return self.workspace.embed()
+
     def record_vectors(self) -> Vectors:
         return self.workspace.record_vectors()
 

@@ -480,6 +480,19 @@ def index_rebuild(as_json: bool, store_path: str | None) -> None:
     render.emit(render.rebuild_document(report), as_json, render.rebuild_lines)
 
 
+@index_group.command("embed")
+@common
+def index_embed(as_json: bool, store_path: str | None) -> None:
+    """Embed the records and source chunks for semantic search now, with a progress bar.
+
+    What the first semantic or hybrid search would otherwise do before it answers. Batches
+    are kept as they are made: a run that is stopped resumes where it was."""
+    store = support.open_store(store_path)
+    if not as_json:
+        store.progress = support.embedding_progress
+    render.emit(store.embed(), as_json, render.embed_lines)
+
+
 from . import lifecycle  # noqa: E402 - commands register onto the groups above
 
 lifecycle.register(cli, memory)

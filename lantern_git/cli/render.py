@@ -643,6 +643,15 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     lines.append(f"index:    {info['index']}")
     if info.get("embedder"):
         lines.append(f"search:   {info['search_mode']} by default (embedder {info['embedder']})")
+        if info.get("floors") is None:
+            lines.append(
+                "floors:   none (lantern has no similarity floors calibrated for this embedder)"
+            )
+        else:
+            lines.append(
+                f"floors:   cosine {info['floors']['floor']:g} with a word in common, "
+                f"{info['floors']['alone']:g} without"
+            )
     else:
         lines.append(f"search:   {info['search_mode']} (no embedder: see Semantic recall)")
     branch = info["branch"] or "(detached HEAD)"
@@ -650,6 +659,14 @@ def status_lines(info: dict[str, Any]) -> list[str]:
         branch += f" -> {info['upstream']} (ahead {info['ahead']}, behind {info['behind']})"
     lines.append(f"branch:   {branch}")
     return lines
+
+
+def embed_lines(value: dict[str, Any]) -> list[str]:
+    """``index embed``: what it embedded."""
+    return [
+        f"embedded {value['records']} record and {value['chunks']} chunk texts "
+        f"(embedder {value['embedder']}); the vectors are in step"
+    ]
 
 
 def rebuild_document(report: RefreshReport) -> dict[str, int]:
@@ -1043,12 +1060,32 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     matched = ", ".join(explain.get("matched") or []) or "none"
     floor = explain.get("floor")
     cosine = explain.get("cosine")
-    cos = "" if cosine is None else f"cosine {cosine:.3f} (floor {floor:g})"
+    if cosine is None:
+        cos = ""
+    elif explain.get("calibrated", True):
+        cos = f"cosine {cosine:.3f} (floor {floor:g})"
+    else:
+        cos = f"cosine {cosine:.3f} (no floor: not calibrated)"
     if explain.get("mode") == "keyword":
         return f"bm25 {explain['bm25']:.3f}; matched: {matched}"
     if explain.get("mode") == "semantic":
         return f"{cos}; matched: {matched}"
     weights = explain["weights"]
+    if explain.get("fusion") == "rrf":
+        rrf = explain["rrf"]
+
+        def part(weight: float, name: str, place: int | None) -> str:
+            if not place:
+                return f"0 (not in the {name} ranking)"
+            return f"{weight:.3g}/({rrf['k']} + {name} rank {place})"
+
+        fused = " + ".join(
+            [
+                part(weights["keyword"], "keyword", rrf["keyword_rank"]),
+                part(weights["semantic"], "semantic", rrf["semantic_rank"]),
+            ]
+        )
+        return f"rrf {fused}, {cos}; matched: {matched}"
     best = explain.get("bm25_best")
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
     held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"

@@ -319,6 +319,38 @@ def progress_bar(
     return _Bar(total, what)
 
 
+class _Lines:
+    """Progress as a line on stderr at each tenth of the job: where no terminal shows a bar
+    (a log, a pipe), an embedding that takes minutes still says it is alive."""
+
+    def __init__(self, total: int, what: str):
+        self._total, self._what, self._done, self._said = total, what, 0, -1
+
+    def update(self, count: int) -> None:
+        self._done += count
+        tenth = self._done * 10 // max(self._total, 1)
+        if tenth != self._said:
+            self._said = tenth
+            print(f"{self._what}: {self._done} of {self._total}", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        pass
+
+
+def embedding_progress(total: int, what: str) -> _Bar | _NoBar | _Lines:
+    """``lantern index embed``: a bar on a terminal (any size: the user asked for this job),
+    else a line on stderr per tenth; ``LANTERN_PROGRESS=never``: nothing."""
+    from ..core.config import environment
+
+    if not what.startswith("embedding"):  # the index's own check, before: as everywhere
+        return progress_bar(total, what)
+    if environment().progress == "never":
+        return _NoBar()
+    if sys.stderr.isatty():
+        return _Bar(total, what)
+    return _Lines(total, what)
+
+
 def read_content(content: str) -> str:
     """CONTENT as given, or stdin when it is ``-``."""
     if content == "-":
@@ -456,7 +488,7 @@ mode_option = click.option(
     "--mode",
     type=click.Choice(SEARCH_MODES),
     default=None,
-    help="keyword (BM25), semantic (embeddings) or hybrid (a weighted sum of the two). "
+    help="keyword (BM25), semantic (embeddings) or hybrid (the two fused by the embedder's rule). "
     "Default: hybrid with the semantic extra, keyword without.",
 )
 

@@ -26,16 +26,19 @@ level (0.4) gave up most of the gain. The weight by words held has no parameter 
 recall and stays above keyword and the peers' BM25 by 8 to 19 points of recall@5
 (docs/search.md, "Other fusion rules"; ``--cv`` prints it beside every rule tried).
 
-The floor depends on the query: a query sharing at least one word with the records searched
-has the embedder's ``floor``; one sharing none (a word in no record, "quokka") has the higher
-``alone`` floor, above the cosine such words reach with any record, so it gets no hits.
-Without a lexical anchor only the cosine speaks for a record, and wordllama gives unrelated
-single words cosines up to 0.352 with some record (``benchmarks/retrieval.py --calibrate``:
-ten probe words in no record of the two sets); the floor without an anchor lies above them.
-The floor with an anchor, 0.15, was chosen by leave-one-out cross-validation over the
-conversations of the conversational set and the recall set as one more fold, with the
-constant weight that hybrid had then: in each fold the highest floor that keeps the other
-folds' recall@10 within half a point of no floor (ten of eleven folds chose 0.15).
+The floor depends on the query and on the embedder, whose cosines live on a scale of their own
+(wordllama's unrelated texts score near 0, e5's near 0.8): a query sharing at least one word
+with the records searched has the embedder's ``floor``; one sharing none (a word in no record,
+"quokka") has the higher ``alone`` floor, above the cosine such words reach with any record,
+so it gets no hits. Without a lexical anchor only the cosine speaks for a record. Each shipped
+embedder's floors were calibrated by the same procedure (``benchmarks/retrieval.py --cv`` and
+``--calibrate``, docs/search.md): ``floor`` by leave-one-out cross-validation over the
+conversations of the conversational set and the recall set as one more fold (in each fold
+the highest floor that keeps the other folds' recall@10 within half a point of no floor), and
+``alone`` just above the best cosine any of 28 probe words in no record reaches with a record
+of either set (wordllama: 0.352; e5: 0.832). An embedder with no calibration here (model2vec,
+one of a user's own) has no floor at all rather than another model's: ``--explain`` and
+``lantern status`` say so.
 """
 
 from __future__ import annotations
@@ -58,20 +61,73 @@ class Floors:
     alone: float
 
 
-# Calibrated with benchmarks/retrieval.py (--cv, --calibrate). An embedder not listed gets
-# DEFAULT_FLOORS, wordllama's.
-FLOORS = {"wordllama": Floors(0.15, 0.36)}
-DEFAULT_FLOORS = FLOORS["wordllama"]
+# Calibrated with benchmarks/retrieval.py (--cv, --calibrate), by the embedder's name (its
+# LANTERN_EMBEDDER / lantern.yaml name). An embedder not listed has no floor (NO_FLOORS).
+FLOORS = {"wordllama": Floors(0.15, 0.36), "e5": Floors(0.80, 0.84)}
+NO_FLOORS = Floors(0.0, 0.0)
 
 
 def floors(embedder: str) -> Floors:
-    return FLOORS.get(embedder, DEFAULT_FLOORS)
+    """The embedder's calibrated floors, or :data:`NO_FLOORS` (see :func:`calibrated`)."""
+    return FLOORS.get(embedder, NO_FLOORS)
+
+
+def calibrated(embedder: str) -> bool:
+    """Whether lantern has calibrated floors for this embedder; one without has none."""
+    return embedder in FLOORS
 
 
 def floor(embedder: str, anchored: bool) -> float:
-    """The cosine a semantic candidate must reach: see the module's docstring."""
+    """The cosine a semantic candidate must reach: see the module's docstring (0: no floor,
+    only a cosine above 0)."""
     found = floors(embedder)
     return found.floor if anchored else found.alone
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses the two rankings for an embedder: ``words held`` (the module's
+    formula) or ``rrf``, reciprocal rank fusion, ``weight / (k + keyword rank) + (1 - weight)
+    / (k + semantic rank)``, which reads only the two rankings' orders and so no model's
+    cosine scale (a ranking a candidate is not in adds 0)."""
+
+    rule: str
+    weight: float = 0.0
+    k: int = 0
+
+
+WORDS_HELD = Fusion("words held")
+# Chosen by the folds of benchmarks/retrieval.py --cv, per embedder, among the rules that keep
+# every fold's lexical questions at keyword's recall (docs/search.md, "Fusion per embedder"):
+# with e5's cosines, crowded into 0.75-0.9, the weight by words held lost a keyword query of the
+# recall set that keyword search finds; RRF (0.3, 5) keeps both sets level and ranks higher.
+FUSIONS = {"e5": Fusion("rrf", 0.3, 5)}
+
+
+def fusion(embedder: str) -> Fusion:
+    """The embedder's fusion rule: its own if the folds chose one, else the weight by words
+    held (wordllama's, and any other embedder's)."""
+    return FUSIONS.get(embedder, WORDS_HELD)
+
+
+def fuse_rrf(
+    keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], rule: Fusion
+) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of the keyword (BM25, best first, ties by id) and semantic
+    (cosine, best first, those under the floor left out) rankings: each id scores
+    ``rule.weight / (rule.k + its keyword rank) + (1 - rule.weight) / (rule.k + its semantic
+    rank)`` (ranks from 1; a ranking it is not in adds 0), rounded to 6 places; best first,
+    ties by the semantic ranking's order, then id."""
+    parts: dict[str, float] = {}
+    for place, (key, _) in enumerate(keyword, 1):
+        parts[key] = rule.weight / (rule.k + place)
+    for place, (key, _) in enumerate(semantic, 1):
+        parts[key] = parts.get(key, 0.0) + (1.0 - rule.weight) / (rule.k + place)
+    places = {key: place for place, (key, _) in enumerate(semantic)}
+    unplaced = len(semantic)
+    ordered = [(key, round(score, 6)) for key, score in parts.items()]
+    ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
+    return ordered
 
 
 def keyword_weight(held: int, words: int) -> float:
@@ -94,6 +150,9 @@ def explained(
     cosine: float | None,
     floor: float | None,
     weight: float = 0.0,
+    calibrated: bool = True,
+    ranks: tuple[int | None, int | None] | None = None,
+    rule: Fusion = WORDS_HELD,
 ) -> dict[str, Any]:
     """One hit's ``explain`` object, for records and chunks alike (``content``: the text the
     index holds for it): the ``mode``; ``bm25``, its keyword score (0 when no query word is in
@@ -101,16 +160,24 @@ def explained(
     typed (stop words aside); ``matched``, those it holds (as written or by stem); ``cosine``
     (None in keyword mode); the ``weights`` of the two parts (in hybrid mode ``weight``, the
     keyword weight the ranking gave it: ``len(matched) / len(words)``); the ``floor`` the
-    cosine had to reach (None in keyword mode); in hybrid mode ``bm25_best``, the best BM25
+    cosine had to reach (None in keyword mode); in semantic and hybrid mode ``calibrated``,
+    whether that floor is the embedder's own (False: lantern has no calibration for it, so no
+    floor, 0); in hybrid mode ``bm25_best``, the best BM25
     score among the candidates, which ``bm25`` is divided by. In hybrid mode the score is
     ``max(cosine, weights.keyword * bm25 / bm25_best + weights.semantic * cosine)`` (the
-    cosine counted when at least ``floor``, else 0)."""
+    cosine counted when at least ``floor``, else 0), and ``fusion`` is ``"words held"``; for
+    an embedder whose fusion is RRF (:data:`FUSIONS`), ``fusion`` is ``"rrf"``, ``weights``
+    are the rule's and ``rrf`` holds ``k`` and the hit's two ``ranks`` (None: not in that
+    ranking): the score is ``weights.keyword / (k + keyword_rank) + weights.semantic / (k +
+    semantic_rank)``."""
     from .analysis import matched_words, typed_words
 
     if mode == "keyword":
         parts = {"keyword": 1.0, "semantic": 0.0}
     elif mode == "semantic":
         parts = {"keyword": 0.0, "semantic": 1.0}
+    elif rule.rule == "rrf":
+        parts = {"keyword": rule.weight, "semantic": semantic_weight(rule.weight)}
     else:
         parts = {"keyword": weight, "semantic": semantic_weight(weight)}
     out: dict[str, Any] = {
@@ -122,8 +189,14 @@ def explained(
         "weights": parts,
         "floor": floor,
     }
+    if mode != "keyword":
+        out["calibrated"] = calibrated
     if mode == "hybrid":
         out["bm25_best"] = best
+        out["fusion"] = rule.rule
+        if rule.rule == "rrf":
+            keyword_rank, semantic_rank = ranks or (None, None)
+            out["rrf"] = {"k": rule.k, "keyword_rank": keyword_rank, "semantic_rank": semantic_rank}
     return out
 
 

@@ -141,10 +141,14 @@ class Trace:
     mode: str
     text: str
     floor: float | None = None
+    calibrated: bool = True
     best: float | None = None
     bm25: dict[str, float] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
     cosines: dict[str, float] = field(default_factory=dict)
+    rule: ranking.Fusion = ranking.WORDS_HELD
+    # RRF: each shown hit's (keyword rank, semantic rank), None where it is not in one
+    ranks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
     def explained(self, key: str, content: str) -> dict[str, Any]:
         """One shown hit's ``explain`` object."""
@@ -157,6 +161,9 @@ class Trace:
             self.cosines.get(key),
             self.floor,
             self.weights.get(key, 0.0),
+            self.calibrated,
+            self.ranks.get(key),
+            self.rule,
         )
 
 
@@ -186,14 +193,19 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     vectors = corpus.vectors()
     current = vectors.current()
     hybrid = request.mode == "hybrid"
+    rule = ranking.fusion(corpus.embedder)
     end = request.page.end
-    paged = hybrid and end is not None  # fuse_page: the rows in any order
+    # fuse_page: the rows in any order (the weight by words held only; RRF ranks everything)
+    paged = hybrid and end is not None and rule == ranking.WORDS_HELD
     candidates = corpus.candidates(request, current, ordered=not paged)
     wanted = vectors.embed_query(request.text)
     matches = corpus.matches(request)
     # A query sharing no word with the texts searched has the higher floor
     floor = ranking.floor(corpus.embedder, anchored=bool(matches.numbers))
-    trace = Trace(request.mode, request.text, floor=floor)
+    trace = Trace(
+        request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)
+    )
+    trace.rule = rule
     # Each keyword match's weight in hybrid mode: the share of the query's words it holds
     shares: list[float] = []
     if hybrid:
@@ -225,7 +237,16 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
                 key=lambda item: (-item[1], item[0]),
             )
             trace.bm25, trace.best = dict(keyword), (keyword[0][1] if keyword else None)
-        if hybrid:  # every candidate: whole rankings fused
+        if hybrid and rule.rule == "rrf":  # every candidate: whole rankings, by their orders
+            semantic = rank(current, wanted, candidates, floor=floor)
+            ranked = ranking.fuse_rrf(keyword, semantic, rule)
+            if request.explain:
+                at_keyword = {key: place for place, (key, _) in enumerate(keyword, 1)}
+                at_semantic = {key: place for place, (key, _) in enumerate(semantic, 1)}
+                trace.ranks = {
+                    key: (at_keyword.get(key), at_semantic.get(key)) for key, _ in ranked
+                }
+        elif hybrid:  # every candidate: whole rankings fused
             ranked = ranking.fuse(
                 keyword, rank(current, wanted, candidates, floor=floor), trace.weights
             )

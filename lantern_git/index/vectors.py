@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -50,7 +51,7 @@ import numpy as np
 
 from . import whoosh_compat
 from .embedders import Embedder
-from .search import SearchIndex
+from .search import Progress, SearchIndex
 
 # 2: file digests as the index's 64-bit digest keys, rows.json, a base token, the journal
 FORMAT = 2
@@ -68,6 +69,13 @@ COMPACT_SHARE = 16
 # Rows per block of a dupes matrix product: 1024 x 10k float32 scores is 40 MB at most.
 BLOCK = 1024
 EMBED_BATCH = 4096
+# Past this many new texts a catch-up embeds in batches of it, each appended to the journal as
+# it is made: a kill loses one batch at most, and the next catch-up embeds only what is left
+# (e5 embeds 20-100 texts a second: a batch is seconds; wordllama's, milliseconds).
+RESUMABLE_BATCH = 256
+# A batch embedded in less than this many seconds doubles the next one, up to LARGEST_BATCH.
+QUICK_BATCH = 0.25
+LARGEST_BATCH = 8192
 
 
 class VectorSet:
@@ -245,6 +253,19 @@ class VectorSet:
         self._keys = None
 
 
+# The generation of a set whose embedding is under way: no index has it, so the next look
+# catches up from there.
+PARTIAL = "embedding"
+
+
+class _Quiet:
+    def update(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
 def fingerprint(embedder: Embedder) -> str:
     return f"{embedder.name}/{embedder.dim}"
 
@@ -313,6 +334,10 @@ class Vectors:
         self._loaded: VectorSet | None = None
         # Texts embedded by the last ``current`` (what a test or a benchmark looks at).
         self.embedded = 0
+        # Given (total, what), where a long embedding reports how far it is (a progress bar on
+        # a terminal); set by a front end that shows progress (the workspace hands it on).
+        self.progress: Callable[[int, str], Progress] | None = None
+        self.name = name
 
     def current(self) -> VectorSet:
         """The vectors in step with the index (call after the index's refresh)."""
@@ -352,43 +377,19 @@ class Vectors:
         """The vectors as of ``generation``: only the texts whose digest changed are looked at
         (and embedded, if their text is new); a few changes are appended to the journal, many
         (or no usable set) write the whole set again."""
-        digests = self.index.digests()
-        if old is not None:
-            try:
-                if len(old.matrix):
-                    old.digest(0)  # the base rows' digests, read now
-            except (OSError, ValueError):
-                old = None  # damaged: embedded again, never trusted
+        old, digests, keys, hashes, to_embed, fresh_rows = self._changes(old)
         old_row = old.row if old is not None else {}
-        changed = [
-            key
-            for key, digest in digests.items()
-            if old is None or (row := old_row.get(key)) is None or old.digest(row) != digest
-        ]
-        contents = self.index.texts(changed)
-        # Here, not at the top: a search of a set in step never needs it, and chunks.py (with
-        # Whoosh's query modules) is a tenth of a CLI search's time to import.
-        from .chunks import text_hash
-
-        # Rows whose text is new: by the hash of the text, which a status edit leaves alone.
-        by_hash = {} if old is None else old.by_hash()
-        fresh_rows: dict[str, int] = {}
-        to_embed: list[str] = []
-        keys: list[str] = []
-        hashes: list[str] = []
-        for key in changed:
-            content = contents.get(key)
-            if content is None:  # gone since the digests were read: the next call sees it
-                digests.pop(key)
-                continue
-            hashed = text_hash(content)
-            keys.append(key)
-            hashes.append(hashed)
-            if hashed not in by_hash and hashed not in fresh_rows:
-                fresh_rows[hashed] = len(to_embed)  # one embedding per distinct new text
-                to_embed.append(content)
         dropped = [key for key in old_row if key not in digests]
         dim = self.embedder.dim
+        if len(to_embed) > RESUMABLE_BATCH:
+            new_hashes = sorted(fresh_rows, key=fresh_rows.__getitem__)  # to_embed's order
+            resumed = self._embed_in_batches(old, keys, hashes, digests, to_embed, new_hashes)
+            if resumed is not None:
+                # Every new text is in the journal now: this catch-up embeds nothing, and
+                # writes the whole set (the journal is past its compaction bound).
+                made = self._catch_up(resumed, generation)
+                self.embedded = len(to_embed)
+                return made
         embedded = np.zeros((0, dim), dtype=np.float32)
         if to_embed:
             parts = [
@@ -398,6 +399,7 @@ class Vectors:
             embedded = np.concatenate(parts)
         self.embedded = len(to_embed)
         # Each changed key's vector: a row of the old set (reused), or a fresh embedding (new).
+        by_hash = {} if old is None else old.by_hash()
         reused = np.fromiter((by_hash.get(h, -1) for h in hashes), dtype=np.int64, count=len(keys))
         new = np.fromiter((fresh_rows.get(h, -1) for h in hashes), dtype=np.int64, count=len(keys))
         if old is not None and old.identity is not None:
@@ -445,6 +447,178 @@ class Vectors:
         )
         self._save(made)
         return made
+
+    def _changes(
+        self, old: VectorSet | None
+    ) -> tuple[
+        VectorSet | None,
+        dict[str, str],
+        builtins.list[str],
+        builtins.list[str],
+        builtins.list[str],
+        dict[str, int],
+    ]:
+        """What a catch-up from ``old`` must do: ``old`` (None if its rows are damaged), every
+        key's digest, the changed keys and their text hashes, the distinct new texts to embed,
+        and each new text's hash -> its place among them."""
+        digests = self.index.digests()
+        if old is not None:
+            try:
+                if len(old.matrix):
+                    old.digest(0)  # the base rows' digests, read now
+            except (OSError, ValueError):
+                old = None  # damaged: embedded again, never trusted
+        old_row = old.row if old is not None else {}
+        changed = [
+            key
+            for key, digest in digests.items()
+            if old is None or (row := old_row.get(key)) is None or old.digest(row) != digest
+        ]
+        contents = self.index.texts(changed)
+        # Here, not at the top: a search of a set in step never needs it, and chunks.py (with
+        # Whoosh's query modules) is a tenth of a CLI search's time to import.
+        from .chunks import text_hash
+
+        # Rows whose text is new: by the hash of the text, which a status edit leaves alone.
+        by_hash = {} if old is None else old.by_hash()
+        fresh_rows: dict[str, int] = {}
+        to_embed: list[str] = []
+        keys: list[str] = []
+        hashes: list[str] = []
+        for key in changed:
+            content = contents.get(key)
+            if content is None:  # gone since the digests were read: the next call sees it
+                digests.pop(key)
+                continue
+            hashed = text_hash(content)
+            keys.append(key)
+            hashes.append(hashed)
+            if hashed not in by_hash and hashed not in fresh_rows:
+                fresh_rows[hashed] = len(to_embed)  # one embedding per distinct new text
+                to_embed.append(content)
+        return old, digests, keys, hashes, to_embed, fresh_rows
+
+    def pending(self) -> int:
+        """How many new texts the next catch-up would embed (0: in step), read without the
+        writer lock."""
+        loaded = self._loaded or self._load()
+        if loaded is not None and loaded.generation == self.index.generation():
+            return 0
+        return len(self._changes(loaded)[4])
+
+    def embed_ahead(self) -> int:
+        """Embed what the next catch-up would, holding the writer lock only to append each
+        batch (so writes go on meanwhile: e5 takes minutes at 10k), then catch up: what a long
+        running process (``lantern mcp``) does in the background. Returns the texts embedded."""
+        with self._locker():
+            old = self._reload()
+            if old is not None and old.generation == self.index.generation():
+                self._loaded = old
+                return 0
+            old, digests, keys, hashes, to_embed, fresh_rows = self._changes(old)
+            if len(to_embed) > RESUMABLE_BATCH and (old is None or old.identity is None):
+                old = self._empty_base()
+            self._loaded = old
+        done = 0
+        if len(to_embed) > RESUMABLE_BATCH and old is not None and old.identity is not None:
+            new_hashes = sorted(fresh_rows, key=fresh_rows.__getitem__)
+            self._embed_in_batches(old, keys, hashes, digests, to_embed, new_hashes, ahead=True)
+            done = len(to_embed)
+        self.current()
+        return done + self.embedded
+
+    def _empty_base(self) -> VectorSet:
+        """An empty set written to disk (identity None: it could not be), for batches to be
+        appended to."""
+        made = VectorSet(
+            self.fingerprint,
+            PARTIAL,
+            [],
+            [],
+            [],
+            np.zeros((0, self.embedder.dim), dtype=np.float32),
+            base=os.urandom(8).hex(),
+        )
+        self._save(made)
+        return made
+
+    def _embed_in_batches(
+        self,
+        old: VectorSet | None,
+        keys: builtins.list[str],
+        hashes: builtins.list[str],
+        digests: dict[str, str],
+        to_embed: builtins.list[str],
+        new_hashes: builtins.list[str],
+        ahead: bool = False,
+    ) -> VectorSet | None:
+        """Embed ``to_embed`` (the new texts, whose hashes are ``new_hashes``) in batches of
+        ``RESUMABLE_BATCH``, each appended to the journal of ``old`` (or of an empty set
+        written first) as soon as it is made, under a generation that no index has: a kill
+        keeps every batch appended, and the next catch-up finds those keys in step and embeds
+        only the rest. Reports progress per batch. None: no set can be written (a read-only
+        store), so the caller embeds in memory at once."""
+        dim = self.embedder.dim
+        if old is None or old.identity is None:
+            old = self._empty_base()
+            if old.identity is None:
+                return None
+        holders: dict[str, builtins.list[str]] = {}
+        for key, hashed in zip(keys, hashes):
+            holders.setdefault(hashed, []).append(key)
+        bar = self._progress(len(to_embed), f"embedding {self.name}")
+        size, start = RESUMABLE_BATCH, 0
+        try:
+            while start < len(to_embed):
+                batch = to_embed[start : start + size]
+                began = time.monotonic()
+                made = unit_rows(self.embedder.embed(batch), dim)
+                # A fast embedder (wordllama: 256 texts in ~20 ms) takes larger batches, so
+                # that the journal's writes do not cost more than the embedding; a kill still
+                # loses a fraction of a second's work at most.
+                if time.monotonic() - began < QUICK_BATCH and size < LARGEST_BATCH:
+                    size *= 2
+                ids: builtins.list[str] = []
+                texts: builtins.list[str] = []
+                take: builtins.list[int] = []
+                for number, hashed in enumerate(new_hashes[start : start + len(batch)]):
+                    for key in holders[hashed]:
+                        ids.append(key)
+                        texts.append(hashed)
+                        take.append(number)
+                rows = made[np.asarray(take, dtype=np.int64)]
+                entry = {
+                    "base": old.base,
+                    "generation": PARTIAL,
+                    "drop": [],
+                    "ids": ids,
+                    "digests": [digests[key] for key in ids],
+                    "texts": texts,
+                }
+                if ahead:
+                    # Embedded without the lock: appended under it, to the set on disk now
+                    with self._locker():
+                        current = self._reload()
+                        if current is None or current.base != old.base:
+                            return None  # rewritten meanwhile: the caller's catch-up goes on
+                        old = self._loaded = current
+                        self._append(old, entry, rows)
+                        old.apply(entry, rows)
+                else:
+                    # Not on disk (identity None): kept in memory, written whole at the end.
+                    if old.identity is not None:
+                        self._append(old, entry, rows)
+                    old.apply(entry, rows)
+                bar.update(len(batch))
+                start += len(batch)
+        finally:
+            bar.finish()
+        return old
+
+    def _progress(self, total: int, what: str) -> Progress:
+        if self.progress is None:
+            return _Quiet()
+        return self.progress(total, what)
 
     # -- storage
 

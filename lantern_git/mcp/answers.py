@@ -95,7 +95,19 @@ class Explain(Open):
     cosine: Annotated[float | None, Shown(description="Null in keyword mode.")]
     weights: Weights
     floor: Annotated[float | None, Shown(description="The cosine a semantic candidate needs.")]
+    calibrated: bool = omitted(
+        "Semantic and hybrid: whether the floor is the embedder's calibrated one (false: no "
+        "calibration for this embedder, so no floor)."
+    )
     bm25_best: float | None = omitted("Hybrid: the best BM25 score.")
+    fusion: str = omitted("Hybrid: the embedder's fusion rule, 'words held' or 'rrf'.")
+    rrf: dict[str, int | None] = omitted(
+        "Hybrid with RRF: k and the hit's keyword_rank and semantic_rank (null: not in it)."
+    )
+    vectors: str = omitted(
+        "Present while the server embeds the store in the background: why this search "
+        "answered by keyword."
+    )
 
 
 class ShownRecord(Record):

@@ -133,8 +133,8 @@ def _show(store: Store, args: SourceShowArguments) -> Written[dict[str, Any]]:
     description=(
         "Return one page of source chunks (line ranges) matching the query, most "
         "relevant first, each with the text, its `score`, the `mode` that ranked it "
-        "(keyword: BM25; semantic: cosine of text embeddings; hybrid: a weighted sum of "
-        "the two) and a `ref` to cite in a record's source_refs unchanged. "
+        "(keyword: BM25; semantic: cosine of text embeddings; hybrid: the two fused by the "
+        "embedder's rule) and a `ref` to cite in a record's source_refs unchanged. "
         "Read-only."
     ),
     answer=listing("hits", Hit),
@@ -145,17 +145,23 @@ def _show(store: Store, args: SourceShowArguments) -> Written[dict[str, Any]]:
 )
 def _search(store: Store, args: SourceSearchArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
+    # While the server embeds a large store in the background: keyword, and explain says so
+    waiting = store.workspace.keyword_for_now(args.mode)
     hits = store.sources.search(
         args.query,
         kinds=args.kind or (),
         sources=args.source or (),
         limit=page.one_more().limit,
         offset=page.offset,
-        mode=args.mode,
+        mode="keyword" if waiting else args.mode,
         explain=args.explain,
         phrases=store.entities.labels(args.entity) if args.entity else (),
     )
-    return Written(page.document("hits", [h.to_dict() for h in hits]))
+    found = [h.to_dict() for h in hits]
+    for hit in found if waiting else ():
+        if hit.get("explain") is not None:
+            hit["explain"]["vectors"] = waiting
+    return Written(page.document("hits", found))
 
 
 @TOOLS.tool(

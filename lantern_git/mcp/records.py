@@ -177,10 +177,10 @@ def _list(store: Store, args: ListArguments) -> Written[dict[str, Any]]:
     description=(
         "Return one page of records matching the query, most relevant first (ties by id), "
         "each with its `score` and the `mode` that ranked it: keyword (BM25), semantic "
-        "(cosine of text embeddings: finds paraphrases) or hybrid (a weighted sum of "
-        "the two). Relevance only: no priority or recency weighting. The filters "
-        "select the candidates before ranking. Takes the same filters, paging and "
-        "`fields` as lantern_memory_list. Read-only."
+        "(cosine of text embeddings: finds paraphrases) or hybrid (the two fused by the "
+        "embedder's rule, which `explain` shows). Relevance only: no priority or recency "
+        "weighting. The filters select the candidates before ranking. Takes the same "
+        "filters, paging and `fields` as lantern_memory_list. Read-only."
     ),
     answer=listing("records", FoundRecord),
     read_only=True,
@@ -190,14 +190,20 @@ def _list(store: Store, args: ListArguments) -> Written[dict[str, Any]]:
 )
 def _search(store: Store, args: SearchArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
+    # While the server embeds a large store in the background: keyword, and explain says so
+    waiting = store.workspace.keyword_for_now(args.mode)
     hits = store.search(
         args.query,
         _query(store, args, page),
-        mode=args.mode,
+        mode="keyword" if waiting else args.mode,
         include_pending=args.include_pending,
         explain=args.explain,
     )
-    return Written(_page([hit.to_dict() for hit in hits], args.fields, page))
+    found = [hit.to_dict() for hit in hits]
+    for hit in found if waiting else ():
+        if hit.get("explain") is not None:
+            hit["explain"]["vectors"] = waiting
+    return Written(_page(found, args.fields, page))
 
 
 @TOOLS.tool(

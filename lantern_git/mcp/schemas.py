@@ -317,8 +317,9 @@ SearchMode = Annotated[
         description=(
             "keyword: BM25 over the words. semantic: cosine of text embeddings (finds "
             "paraphrases). hybrid: w x BM25 over the best BM25 + (1 - w) x cosine, never below "
-            "the cosine, w the share of the query's words the hit holds, cosines under the "
-            "similarity floor left out. "
+            "the cosine, w the share of the query's words the hit holds (with the e5 "
+            "embedder: reciprocal rank fusion of the two rankings), cosines under the "
+            "embedder's similarity floor left out. "
             "Default: hybrid when the server has the semantic "
             "extra, keyword otherwise; semantic and hybrid fail with semantic_unavailable "
             "without it."

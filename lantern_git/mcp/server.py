@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from ..store import Store
+    from ..workspace.workspace import BackgroundEmbedding
 
 SERVER_NAME = "lantern"
 
@@ -127,6 +128,7 @@ class ToolRunner:
         self._lock = threading.Lock()
         self._store: Store | None = None
         self._warn: Callable[[str], None] = _stderr
+        self._embedding: BackgroundEmbedding | None = None
 
     def _open(self) -> Store:
         store = self._store
@@ -137,7 +139,33 @@ class ToolRunner:
                 store.close()
             store = self.target.open(lambda message: self._warn(message), watch=True)
             self._store = store
+        if store.exists:
+            self._embed_behind(store)
         return store
+
+    def _embed_behind(self, store: Store) -> None:
+        """Embed the store's new texts in a thread of their own, once per server, so that the
+        first semantic search of a large store does not wait minutes for it: searches answer
+        by keyword until the vectors are ready, and their ``explain`` says so
+        (``Workspace.keyword_for_now``). The thread opens the store again: its index and
+        vectors are its own, and the writer lock (held only to keep each batch) keeps them in
+        step with the calls' store."""
+        if self._embedding is None:
+            if not store.workspace.semantic_available:
+                return
+            from ..workspace.workspace import BackgroundEmbedding
+
+            state = self._embedding = BackgroundEmbedding()
+
+            def embed() -> None:
+                behind = self.target.open(_stderr)
+                try:
+                    behind.workspace.embed_ahead(state)
+                finally:
+                    behind.close()
+
+            threading.Thread(target=embed, name="lantern-embed", daemon=True).start()
+        store.workspace.embedding = self._embedding
 
     def run_at_once(self, name: str, arguments: dict[str, Any] | None) -> Outcome | None:
         """The call answered on the caller's thread if it is a quick read of the store already

@@ -18,8 +18,9 @@ import builtins
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from ..core.config import StoreSettings, environment
@@ -133,6 +134,8 @@ class Workspace:
         self.watch = watch
         # Given (total, what), a progress display for a long index job (see SearchIndex.progress)
         self.progress: Callable[[int, str], Progress] | None = None
+        # An embedding another thread runs for this store (lantern mcp): see keyword_for_now
+        self.embedding: BackgroundEmbedding | None = None
         self.state_dir = os.path.join(self.root, STATE_DIR)
         self.actor = actor
         self.author = author
@@ -573,6 +576,8 @@ class Workspace:
 
             texts = RecordTexts(self.index) if name == "records" else self.chunks
             self._vectors[name] = Vectors(self.derived_dir, name, texts, embedder, self.locked)
+        # The front end's progress display, as it is now (the CLI sets it after opening)
+        self._vectors[name].progress = self.progress
         return self._vectors[name]
 
     def rebuild_index(self) -> RefreshReport:
@@ -587,6 +592,57 @@ class Workspace:
         for problem in [*report.broken.values(), *chunks.broken.values()]:
             self.warn(f"warning: skipped {problem}")
         return report
+
+    def embed(self) -> dict[str, Any]:
+        """Bring the records' and source chunks' vectors in step with the files now, embedding
+        what is new (``lantern index embed``): what a first semantic search would otherwise
+        do. Large jobs go in batches, each kept as it is made, so a killed run resumes where
+        it stopped. Raises :class:`~lantern_git.errors.SemanticUnavailable` without an
+        embedder. Returns the embedder's name and how many texts each part embedded."""
+        records, chunks = self.record_vectors(), self.chunk_vectors()
+        self.refresh()
+        self.chunks.refresh()
+        done: dict[str, Any] = {"embedder": self.embedder_name}
+        for name, vectors in (("records", records), ("chunks", chunks)):
+            vectors.current()
+            done[name] = vectors.embedded
+        return done
+
+    def embed_ahead(self, state: BackgroundEmbedding) -> None:
+        """Embed what is new in a thread of a long-running process (``lantern mcp``), holding
+        the writer lock only to keep each batch, and report on ``state``: how much there is
+        (``sized``), how far it is, and when it is over (``ready``, also after an error)."""
+        try:
+            records, chunks = self.record_vectors(), self.chunk_vectors()
+            self.refresh()
+            self.chunks.refresh()
+            state.pending = records.pending() + chunks.pending()
+            state.sized.set()
+            for vectors in (records, chunks):
+                vectors.progress = state.progress
+                vectors.embed_ahead()
+        except Exception as err:  # reported; the searches' own catch-up takes over
+            state.error = f"{type(err).__name__}: {err}"
+            self.warn(f"warning: embedding in the background failed: {state.error}")
+        finally:
+            state.sized.set()
+            state.ready.set()
+
+    def keyword_for_now(self, mode: str | None) -> str | None:
+        """Why a search in ``mode`` (None: the default) answers by keyword for now, or None:
+        while another thread embeds many new texts (more than one batch), a semantic or hybrid
+        search would wait for it, so it answers by keyword and says so. Waits a few seconds at
+        most for that thread to know how much there is."""
+        state = self.embedding
+        if state is None or mode == "keyword" or state.ready.is_set():
+            return None
+        state.sized.wait(SIZING_WAIT)
+        if state.ready.is_set() or state.pending <= RESUMABLE_BATCH:
+            return None
+        return (
+            f"the vectors are being embedded in the background ({state.done} of "
+            f"{state.pending} texts): keyword search until they are ready"
+        )
 
     # ------------------------------------------------------------------ status
 
@@ -605,6 +661,7 @@ class Workspace:
             "index": None,
             "embedder": None,
             "search_mode": "keyword",
+            "floors": None,
             "branch": None,
             "head": None,
             "upstream": None,
@@ -628,9 +685,50 @@ class Workspace:
             else ("refreshed" if report.updated or report.removed else "up to date")
         )
         if self.semantic_available:
+            from ..index import ranking
+
             info["embedder"], info["search_mode"] = self.embedder_name, "hybrid"
+            # The embedder's calibrated similarity floors; None: not calibrated, no floor
+            if ranking.calibrated(self.embedder_name):
+                found = ranking.floors(self.embedder_name)
+                info["floors"] = {"floor": found.floor, "alone": found.alone}
         info.update(self.git.branch_info())
         return info
+
+
+# How long a search waits for a background embedding to count what it has to embed
+SIZING_WAIT = 10.0
+# An embedding of more texts than this makes a search answer by keyword meanwhile (one batch:
+# index/vectors.py's RESUMABLE_BATCH, repeated here so that a search never imports numpy)
+RESUMABLE_BATCH = 256
+
+
+@dataclass
+class BackgroundEmbedding:
+    """An embedding that a thread runs (:meth:`Workspace.embed_ahead`), as the searches of
+    the same store see it."""
+
+    sized: threading.Event = field(default_factory=threading.Event)
+    ready: threading.Event = field(default_factory=threading.Event)
+    pending: int = 0
+    done: int = 0
+    error: str | None = None
+
+    def progress(self, total: int, what: str) -> _Counted:
+        return _Counted(self)
+
+
+class _Counted:
+    """A Progress that counts into a :class:`BackgroundEmbedding`."""
+
+    def __init__(self, state: BackgroundEmbedding):
+        self.state = state
+
+    def update(self, count: int) -> None:
+        self.state.done += count
+
+    def finish(self) -> None:
+        pass
 
 
 @dataclass

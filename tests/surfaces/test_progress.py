@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import json
 
-from support.cli import lantern, stderr_on_a_terminal
+from support.cli import lantern, on_a_terminal
 
 from lantern_git.model.record_file import record_path
-
-
-def on_a_terminal(store_path, *args: str, progress: str = "always") -> tuple[str, str]:
-    """(stdout, what reached the terminal on stderr) of one CLI run whose stderr is a pty."""
-    env = {"LANTERN_STORE": str(store_path), "LANTERN_PROGRESS": progress}
-    code, stdout, seen = stderr_on_a_terminal(*args, env=env)
-    assert code == 0, seen.decode(errors="replace")
-    return stdout.decode(), seen.decode(errors="replace")
 
 
 def test_a_rebuild_on_a_terminal_draws_a_bar_to_the_end(store, store_path):
