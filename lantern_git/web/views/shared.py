@@ -45,10 +45,27 @@ class Kept:
 
 
 def tree_of(store: Store, commit: str | None) -> str:
-    """The tree id of ``commit`` (empty for none)."""
+    """The tree id of ``commit`` (empty for none). Kept by commit id, which names the same
+    commit in every repository: reading a commit inflates its whole message, and an import's
+    names every record it made (3.3 MB at 100,000 records, ~70 ms a read)."""
     import pygit2
 
-    return str(store.git.repo[commit].peel(pygit2.Commit).tree_id) if commit else ""
+    if not commit:
+        return ""
+    with _TREES_LOCK:
+        tree = _TREES.get(commit)
+    if tree is None:
+        tree = str(store.git.repo[commit].peel(pygit2.Commit).tree_id)
+        with _TREES_LOCK:
+            if len(_TREES) >= _TREES_KEPT:
+                _TREES.clear()
+            _TREES[commit] = tree
+    return tree
+
+
+_TREES: dict[str, str] = {}
+_TREES_LOCK = threading.Lock()
+_TREES_KEPT = 1024
 
 
 def committed_state(store: Store) -> str | None:
