@@ -83,7 +83,7 @@ def test_every_hand_edit_shows_on_the_next_load_after_the_diff_was_kept(path, tm
         assert "Nothing uncommitted" in page and f"Commit {head[:12]}" in page
 
 
-def test_a_commit_made_beside_the_server_moves_the_kept_diff_on(path):
+def test_a_commit_made_beside_the_server_moves_the_kept_diff_and_log_on(path):
     store = Store(str(path), actor="cli")
     record = store.add("committed from the side", kind="fact", priority=50).id
     store.close()
@@ -95,8 +95,11 @@ def test_a_commit_made_beside_the_server_moves_the_kept_diff_on(path):
         side = Store(str(path), actor="cli")
         commit = side.commit_hand_edits("priority by hand").commit
         side.close()
-        page = Markup(client.get("/changes").text).text
+        html = client.get("/changes").text
+        page = Markup(html).text
         assert "Nothing uncommitted" in page and f"Commit {commit[:12]}" in page
+        # The kept log moved on too: the new commit heads it.
+        assert section(html, "log").index(commit) < section(html, "log").index("/records/")
 
 
 def imported(path: Path, count: int) -> list[str]:
