@@ -6,6 +6,8 @@
     python benchmarks/serve.py --sizes 10000   # one size
     python benchmarks/serve.py --reps 50
     python benchmarks/serve.py --compare ../before   # beside another checkout's code
+    python benchmarks/serve.py --stores /tmp/serve-stores   # build each store once, reuse it
+    python benchmarks/serve.py --code ../before      # another checkout's code alone
 
 ``--compare PATH`` times the same pages, on the same store, with the library of another
 checkout (``git worktree add ../before COMMIT``) in turn with this one's, twice (each figure
@@ -25,10 +27,15 @@ once (with the 20's median and p95), and the records page's median alone and bes
 clients loading ``/status`` and ``/changes`` in a loop. Python's lock and the machine's cores
 are the floor: 20 clients cannot get more than the cores the server's one process uses.
 
+Every figure is printed with the machine's load average (1 minute) when it was taken: on a
+shared machine a figure means little without it. A page that takes over 20 s across its
+repetitions stops after 3 (the code before a fix can take minutes a load at 100,000 records).
+
 Targets (issue 32): every page at most 100 ms median at 100,000 records, warm; 20 clients at
 least the requests per second of one; the records page beside status and changes within 2x
 of alone. Stores are built through ``import_records`` (one commit) in a temporary folder, with
-20 pending writes on a review branch, then removed.
+20 pending writes on a review branch, then removed (with ``--stores DIR``: built in DIR once,
+kept, and reused by the next run).
 """
 
 from __future__ import annotations
@@ -341,9 +348,13 @@ def concurrent_figures(root: str, seconds: float) -> dict[str, list[float]]:
         every = [t for times in twenty for t in times]
         alone = loop(served, "/", seconds)
         stop = threading.Event()
+        neighbours_done: list[float] = []
+
+        def neighbour(page: str) -> None:
+            neighbours_done.extend(loop(served, page, seconds * 10, stop))
+
         neighbours = [
-            threading.Thread(target=loop, args=(served, page, seconds * 10, stop))
-            for page in ("/status", "/changes")
+            threading.Thread(target=neighbour, args=(p,)) for p in ("/status", "/changes")
         ]
         for thread in neighbours:
             thread.start()
@@ -357,8 +368,15 @@ def concurrent_figures(root: str, seconds: float) -> dict[str, list[float]]:
         "load  records page, 1 client in a loop (req/s)": [len(one) / seconds, 0.0],
         "load  records page, 20 clients at once (req/s)": [len(every) / seconds, 0.0],
         "load  records page, 20 clients at once: each request": _median_p95(every),
+        "load  20 clients' requests/s over 1 client's (ratio)": [len(every) / len(one), 0.0],
         "load  records page alone": _median_p95(alone),
         "load  records page beside 2 clients on /status, /changes": _median_p95(beside),
+        "load  records page beside over alone, medians (ratio)": [
+            statistics.median(beside) / statistics.median(alone),
+            0.0,
+        ],
+        # What the neighbours got meanwhile: the share of the one interpreter they took.
+        "load  /status and /changes beside it (req/s)": [len(neighbours_done) / seconds, 0.0],
     }
 
 
@@ -403,7 +421,15 @@ def measured_by(
 
 def _lower(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
     """Each figure from the run whose median was lower."""
-    return {name: (max if _rate(name) else min)(a[name], b[name]) for name in a}
+    return {name: (max if _higher_is_better(name) else min)(a[name], b[name]) for name in a}
+
+
+def _higher_is_better(name: str) -> bool:
+    return _rate(name) or name.startswith("load  20 clients' requests/s")
+
+
+def _ratio(name: str) -> bool:
+    return name.endswith("(ratio)")
 
 
 def _rate(name: str) -> bool:
@@ -411,6 +437,8 @@ def _rate(name: str) -> bool:
 
 
 def _shown(name: str, value: float) -> str:
+    if _ratio(name):
+        return f"{value:7.2f} x  "
     return f"{value:7.1f} r/s" if _rate(name) else _ms(value)
 
 
@@ -426,7 +454,9 @@ def main() -> None:
     parser.add_argument(
         "--stores", metavar="DIR", help="build each store once in DIR and reuse it (kept)"
     )
-    parser.add_argument("--code", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--code", metavar="PATH", help="time another checkout's library in place of this one's"
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -446,7 +476,7 @@ def main() -> None:
                 figures = measure(root, record_id, source_id, args.reps)
                 for name, (median, p95, load) in figures.items():
                     p95_text = f"   p95 {_ms(p95)}" if p95 else " " * 17
-                    label = "      " if _rate(name) else "median"
+                    label = "      " if _rate(name) or _ratio(name) else "median"
                     print(
                         f"  {name:58s} {label} {_shown(name, median)}{p95_text}   load {load:4.1f}"
                     )
