@@ -75,8 +75,8 @@ def data(store: Store, params: Params) -> SourceContext:
     shown = parsed_ref(view.ref or "")
     blob = shown.blob or "" if shown is not None else ""
     current = version is None or _is_current(store, source_id, view.ref)
-    shown = params.page(PAGE_SIZE)
-    asked = shown.one_more()  # one more than shown: whether a next page follows
+    page = params.page(PAGE_SIZE)
+    asked = page.one_more()  # one more than shown: whether a next page follows
     found = store.list(
         RecordQuery(
             status="all",
@@ -86,7 +86,7 @@ def data(store: Store, params: Params) -> SourceContext:
             offset=asked.offset,
         )
     )
-    citing = found[: shown.limit]
+    citing = found[: page.limit]
     citations = [
         Citation.of(record, ref, check, blob, current)
         for record, checks in zip(citing, store.sources.check_refs_of(citing), strict=True)
@@ -99,9 +99,9 @@ def data(store: Store, params: Params) -> SourceContext:
         blob=blob,
         versions=store.sources.versions(source_id),
         citations=citations,
-        more=shown.limit is not None and len(found) > shown.limit,
-        offset=shown.offset,
-        limit=shown.limit or 0,
+        more=page.limit is not None and len(found) > page.limit,
+        offset=page.offset,
+        limit=page.limit or 0,
         lines=display_lines(view.text) if view.text else [],
         cited=cited_lines(citations),
         version=version or "",
