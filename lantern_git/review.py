@@ -271,6 +271,41 @@ def review_list(git: GitRepo) -> ReviewList:
     return answer
 
 
+class KeptReviewList:
+    """:func:`review_list`'s answer kept for the commits it was read from: the store's
+    branch and every review branch's tip. Those commits and everything they reach never
+    change, so the same commits give the same answer, and reading them (a few refs) costs
+    microseconds where the list costs a tree diff per pending commit (~40 ms with 20 pending
+    at 10,000 records, ~300 at 100,000). A long-running process's pages (review, status,
+    ``?pending=1``) then pay for it once per write, not once per load."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[object, ReviewList] | None = None
+
+    def answer(self, git: GitRepo) -> ReviewList:
+        state = _review_state(git)
+        kept = self._kept
+        if kept is not None and kept[0] == state:
+            return kept[1]
+        found = review_list(git)
+        # Kept only when nothing moved while it was read: a branch that moved meanwhile may
+        # be in the answer at its new tip, which a state read before cannot vouch for.
+        if _review_state(git) == state:
+            self._kept = (state, found)
+        return found
+
+
+def _review_state(git: GitRepo) -> tuple[str | None, tuple[tuple[str, str | None], ...]]:
+    """The store's branch's commit and each review branch's: what :func:`review_list` reads."""
+    head = git.head_oid()
+    tips = tuple((ref, _hex(git.branch_tip(ref))) for _, ref in review_branches(git))
+    return _hex(head), tips
+
+
+def _hex(oid: pygit2.Oid | None) -> str | None:
+    return str(oid) if oid is not None else None
+
+
 def _link_units(records: list[PendingRecord]) -> None:
     """Fill each pending record's ``decided_with``: a record that supersedes another record
     pending on the same branch is decided with it (and with the whole chain, when a

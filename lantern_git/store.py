@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from .memory.transfer import ImportResult, RecordExport
     from .model.query import DupePair, Hit, RecordQuery
     from .model.record import Record
-    from .review import ReviewDecision, ReviewList
+    from .review import KeptReviewList, ReviewDecision, ReviewList
     from .sync import SyncReport
     from .workspace.transaction import WriteTransaction
     from .workspace.workspace import InitResult
@@ -122,6 +122,9 @@ class Store:
         self.records = Records(self.workspace, lambda: self.sources, self._pending_versions)
         self._sources: Sources | None = None
         self._entities: Entities | None = None
+        # The review list kept for the commits it was read from (made on first use: review
+        # imports pygit2, which a CLI command that never reviews does not load).
+        self._reviewed: KeptReviewList | None = None
         # Set by :meth:`clone`: what the clone set up.
         self.cloned: CloneResult | None = None
 
@@ -587,9 +590,15 @@ class Store:
         """``store.records.revert`` (:class:`~lantern_git.memory.records.Records`)."""
         return self.records.revert(commit, reason=reason)
 
-    def diff(self, old: str | int | None = None, new: str | int | None = None) -> RecordDiff:
+    def diff(
+        self,
+        old: str | int | None = None,
+        new: str | int | None = None,
+        *,
+        limit: int | None = None,
+    ) -> RecordDiff:
         """``store.records.diff`` (:class:`~lantern_git.memory.records.Records`)."""
-        return self.records.diff(old, new)
+        return self.records.diff(old, new, limit=limit)
 
     def history(self, ref: str) -> builtins.list[HistoryEntry]:
         """``store.records.history`` (:class:`~lantern_git.memory.records.Records`)."""
@@ -661,13 +670,15 @@ class Store:
         writer changed since its branch left the store's branch. ``limit`` and ``offset`` page
         the branches, by name (``limit`` 0 or None: all)."""
         from .core.paging import Page
-        from .review import ReviewList, review_list
+        from .review import KeptReviewList, ReviewList
 
         page = Page(limit, offset)
         self.workspace.recover()
         if not self.exists:
             return ReviewList()
-        found = review_list(self.git)
+        if self._reviewed is None:
+            self._reviewed = KeptReviewList()
+        found = self._reviewed.answer(self.git)
         return ReviewList(page.take(found.branches))
 
     def review_accept(

@@ -593,15 +593,25 @@ class Records:
         with self.workspace.transaction() as tx:
             return revert(tx, commit, reason=reason)
 
-    def diff(self, old: str | int | None = None, new: str | int | None = None) -> RecordDiff:
+    def diff(
+        self,
+        old: str | int | None = None,
+        new: str | int | None = None,
+        *,
+        limit: int | None = None,
+    ) -> RecordDiff:
         """Records added, removed and changed from ``old`` (default HEAD) to ``new`` (default:
-        the working tree, hand edits included)."""
+        the working tree, hand edits included). ``limit``: read only the first ``limit``
+        changed record files, by path (the diff's ``more`` says whether any was left out); 0
+        or None: every one."""
+        from ..core.paging import Page
         from .timetravel import record_diff
 
+        page = Page(limit)
         self.workspace.recover()
         if not self.workspace.exists:
             raise NoStore(f"{self.workspace.root} is not a lantern store")
-        return record_diff(self.workspace.git, old, new)
+        return record_diff(self.workspace.git, old, new, limit=page.limit)
 
     def _mutate(
         self,

@@ -10,7 +10,8 @@ they need no Whoosh: the filters and the order are the same code the index path 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -145,6 +146,8 @@ class RecordDiff:
     removed: list[Record] = field(default_factory=list)
     changed: list[RecordChange] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # Asked for the first few changed record files only: more changed than were read.
+    more: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,33 +171,47 @@ def _point(git: GitRepo, rev: str | int | None) -> tuple[pygit2.Commit | None, p
 
 
 def record_diff(
-    git: GitRepo, old: str | int | None = None, new: str | int | None = None
+    git: GitRepo,
+    old: str | int | None = None,
+    new: str | int | None = None,
+    *,
+    limit: int | None = None,
 ) -> RecordDiff:
     """What changed, record by record, from ``old`` (default HEAD) to ``new`` (default: the
     working tree, so hand edits can be reviewed before ``lantern commit``).
 
     Revisions are anything git resolves, or times as ``--at`` takes them. Only record files
     count; a file that does not parse on a side is listed in ``problems`` instead.
+
+    ``limit``: only the first ``limit`` changed record files, in path order, are read (the
+    Changes page, showing an import of 100,000 records, reads a hundred between two commits);
+    ``more`` says whether any was left out.
     """
     from .checker import changed_memory_paths
 
     old_commit, old_tree = _point(git, old)
+    ordered: Iterable[str]
     if new is None:
         head_tree = git.head_tree()
-        paths = {p for p in git.tree_changes(old_tree, head_tree) if p.startswith(MEMORY_DIR)}
+        paths = {p for p, _ in git.iter_tree_changes(old_tree, head_tree, MEMORY_DIR)}
         paths.update(changed_memory_paths(git))
         new_commit, new_tree = None, None
+        ordered = sorted(paths)
     else:
         new_commit, new_tree = _point(git, new)
-        paths = {p for p in git.tree_changes(old_tree, new_tree) if p.startswith(MEMORY_DIR)}
+        # In path order, as the walk finds them: the page's first few cost a few folders.
+        ordered = (p for p, _ in git.iter_tree_changes(old_tree, new_tree, MEMORY_DIR))
     diff = RecordDiff(
         str(old_commit.id) if old_commit is not None else None,
         str(new_commit.id) if new_commit is not None else None,
         to_worktree=new is None,
     )
-    for path in sorted(paths):
-        if expected_id(path) is None:
-            continue
+    records = (p for p in ordered if expected_id(p) is not None)
+    chosen = list(records if limit is None else itertools.islice(records, limit + 1))
+    if limit is not None and len(chosen) > limit:
+        diff.more = True
+        del chosen[limit:]
+    for path in chosen:
         before = git.blob_at(old_tree, path)
         unreadable = None
         if new is None:

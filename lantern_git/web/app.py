@@ -93,8 +93,11 @@ def create_app(store: Store, config: ServeConfig) -> Starlette:
         Route("/review", pages.view(review.TEMPLATE, review.data)),
         Route("/review/accept", review.decide(pages, "accept"), methods=["POST"]),
         Route("/review/reject", review.decide(pages, "reject"), methods=["POST"]),
-        Route("/changes", pages.view(changes.TEMPLATE, changes.data)),
-        # The server keeps the status page's costly answers between loads.
+        # The server keeps the changes and status pages' costly answers between loads.
+        Route(
+            "/changes",
+            pages.view(changes.TEMPLATE, partial(changes.data, memo=changes.ChangesMemo())),
+        ),
         Route(
             "/status", pages.view(status.TEMPLATE, partial(status.data, memo=status.StatusMemo()))
         ),

@@ -4,8 +4,10 @@ cannot be trusted."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import LanternError
 from ...model.source import SourceRef, is_source_ref
@@ -16,7 +18,54 @@ if TYPE_CHECKING:
     from ...model.record import Record
     from ...store import Store
 
+T = TypeVar("T")
 PAGE_SIZE = 50
+
+
+class Kept:
+    """One answer kept for the state it was computed from: asked again with the same state,
+    the kept answer; with another, computed afresh. For a page's costly reads whose answer
+    only a commit or a changed file can change (their state is read in microseconds: a tree
+    id, the refs, the index's generation)."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[object, Any] | None = None
+        self._lock = threading.Lock()
+
+    def answer(self, state: object, compute: Callable[[], T]) -> T:
+        with self._lock:
+            kept = self._kept
+        if kept is not None and kept[0] == state:
+            answer: T = kept[1]
+            return answer
+        made = compute()
+        with self._lock:
+            self._kept = (state, made)
+        return made
+
+
+def tree_of(store: Store, commit: str | None) -> str:
+    """The tree id of ``commit`` (empty for none). Kept by commit id, which names the same
+    commit in every repository: reading a commit inflates its whole message, and an import's
+    names every record it made (3.3 MB at 100,000 records, ~70 ms a read)."""
+    import pygit2
+
+    if not commit:
+        return ""
+    with _TREES_LOCK:
+        tree = _TREES.get(commit)
+    if tree is None:
+        tree = str(store.git.repo[commit].peel(pygit2.Commit).tree_id)
+        with _TREES_LOCK:
+            if len(_TREES) >= _TREES_KEPT:
+                _TREES.clear()
+            _TREES[commit] = tree
+    return tree
+
+
+_TREES: dict[str, str] = {}
+_TREES_LOCK = threading.Lock()
+_TREES_KEPT = 1024
 
 
 def committed_state(store: Store) -> str | None:

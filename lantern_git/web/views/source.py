@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.hidden import display_lines
 from ...errors import NotFound
 from ...model.query import RecordQuery
-from .shared import parsed_ref
+from .shared import PAGE_SIZE, parsed_ref
 
 if TYPE_CHECKING:
     from ...evidence.sources import RefCheck
@@ -55,10 +55,16 @@ class SourceContext:
     # The blob of the version shown ("" when its reference names none).
     blob: str
     versions: dict[str, str]
+    # One page of the records citing the source (a source can be cited by thousands), in
+    # list order: their citations, whether a next page follows, the page.
     citations: list[Citation]
-    # The text shown, line by line, and the records citing each line number.
+    more: bool
+    offset: int
+    limit: int
+    # The text shown, line by line, and the records of this page citing each line number.
     lines: list[str]
     cited: dict[int, list[str]]
+    version: str = ""
 
 
 def data(store: Store, params: Params) -> SourceContext:
@@ -69,11 +75,22 @@ def data(store: Store, params: Params) -> SourceContext:
     shown = parsed_ref(view.ref or "")
     blob = shown.blob or "" if shown is not None else ""
     current = version is None or _is_current(store, source_id, view.ref)
-    citing = store.list(RecordQuery(status="all", include_expired=True, cites=source_id))
+    page = params.page(PAGE_SIZE)
+    asked = page.one_more()  # one more than shown: whether a next page follows
+    found = store.list(
+        RecordQuery(
+            status="all",
+            include_expired=True,
+            cites=source_id,
+            limit=asked.limit,
+            offset=asked.offset,
+        )
+    )
+    citing = found[: page.limit]
     citations = [
         Citation.of(record, ref, check, blob, current)
-        for record in citing
-        for ref, check in store.sources.check_refs(record)
+        for record, checks in zip(citing, store.sources.check_refs_of(citing), strict=True)
+        for ref, check in checks
         if check is not None and _cites(ref, source_id)
     ]
     return SourceContext(
@@ -82,8 +99,12 @@ def data(store: Store, params: Params) -> SourceContext:
         blob=blob,
         versions=store.sources.versions(source_id),
         citations=citations,
+        more=page.limit is not None and len(found) > page.limit,
+        offset=page.offset,
+        limit=page.limit or 0,
         lines=display_lines(view.text) if view.text else [],
         cited=cited_lines(citations),
+        version=version or "",
     )
 
 
