@@ -12,9 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import git
-from reliability_support import make_store
-from serve_support import Markup, served
+from support.serve import Markup, served
+from support.stores import git, make_store
 
 from lantern_git.store import Store
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_support import make_store
-from serve_support import Markup, served
 from starlette.datastructures import QueryParams
+from support.serve import Markup, served
+from support.stores import make_store
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store

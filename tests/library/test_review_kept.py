@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reliability_support import make_store
+from support.stores import make_store
 
 from lantern_git.store import Store
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from reliability_support import make_store
-from serve_support import Markup, served
+from support.serve import Markup, served
+from support.stores import make_store
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import anyio
-from reliability_support import make_store
+from support.stores import make_store
 
 from lantern_git.store import Store
 from lantern_git.web import runner
