@@ -600,8 +600,12 @@ class Store:
         return self.records.log(limit, offset)
 
     def check(self) -> CheckReport:
-        """``store.records.check`` (:class:`~lantern_git.memory.records.Records`)."""
-        return self.records.check()
+        """Every record file (``store.records.check``) and every entity file
+        (``store.entities.check``): one report, ``ok`` only when both are."""
+        report = self.records.check()
+        if self.workspace.exists:
+            report.extend(len(self.entities.paths()), self.entities.check())
+        return report
 
     def commit_hand_edits(
         self, message: str | None = None, *, reason: str | None = None

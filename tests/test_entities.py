@@ -135,6 +135,50 @@ def test_lantern_check_reports_invalid_and_misplaced_entity_files(store_path):
     assert "belongs in entities/person/dave.md" in problems["entities/person/carol.md"]
 
 
+BROKEN_ENTITY_FILES = {
+    # What the entity model refuses, each in a file of its own (the message's words expected).
+    "invalid_yaml.md": ("---\nkey: person:invalid_yaml\nname: [unclosed\n---\n", "not valid YAML"),
+    "bad_key.md": ("---\nkey: person:../x\ncreated_at: 1\nupdated_at: 1\n---\n", "entity key"),
+    "aliases_text.md": (
+        "---\nkey: person:aliases_text\naliases: just one\ncreated_at: 1\nupdated_at: 1\n---\n",
+        "aliases: must be a list",
+    ),
+    "control.md": (
+        '---\nkey: person:control\nname: "a\\x1bb"\ncreated_at: 1\nupdated_at: 1\n---\n',
+        "control characters",
+    ),
+    "when.md": ("---\nkey: person:when\ncreated_at: soon\nupdated_at: 1\n---\n", "unix seconds"),
+    "not_mapping.md": ("---\n- a list\n---\n", "mapping"),
+}
+
+
+def test_store_check_reports_every_entity_file_the_model_refuses_and_the_cli_exits_4(store_path):
+    assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
+    store = Store.open(str(store_path))
+    clean = store.check()
+    assert clean.ok and clean.checked == 1  # no record yet, one entity file
+    folder = store_path / "entities" / "person"
+    for name, (text, _) in BROKEN_ENTITY_FILES.items():
+        (folder / name).write_text(text)
+    report = store.check()
+    store.close()
+    problems = {p.path: p.message for p in report.problems}
+    assert not report.ok and report.checked == 1 + len(BROKEN_ENTITY_FILES)
+    for name, (_, words) in BROKEN_ENTITY_FILES.items():
+        assert words in problems[f"entities/person/{name}"], (name, problems)
+    assert "entities/person/ana.md" not in problems
+    result = lantern("--store", str(store_path), "check")
+    assert result.returncode == 4
+    summary = f"Error: {len(BROKEN_ENTITY_FILES)} problems in entity files"
+    assert result.stderr.splitlines()[-1] == summary
+    # A broken record beside them: the summary names both kinds.
+    (store_path / "memory" / "ab").mkdir(parents=True)
+    (store_path / "memory" / "ab" / "abababababababab.md").write_text("no front matter\n")
+    result = lantern("--store", str(store_path), "check")
+    assert result.returncode == 4
+    assert result.stderr.splitlines()[-1].endswith("problems in record and entity files")
+
+
 def test_a_hand_edit_of_an_entity_file_is_never_written_over(store_path):
     assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
     path = store_path / "entities" / "person" / "ana.md"
