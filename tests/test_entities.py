@@ -334,6 +334,16 @@ def test_the_mcp_entity_tools_and_the_entity_argument(store_path):
     shown = call("lantern_entity_show", key="person:ana", limit=1)
     assert shown["record_count"] == 2 and len(shown["records"]) == 1
     assert shown["entity"]["name"] == "Ana García"
+    # A page document as every listing answers: the next page's offset, then none.
+    assert (shown["offset"], shown["limit"], shown["next_offset"]) == (0, 1, 1)
+    rest = call("lantern_entity_show", key="person:ana", limit=1, offset=1)
+    assert (rest["offset"], rest["limit"], rest["next_offset"]) == (1, 1, None)
+    assert rest["record_count"] == 2 and len(rest["records"]) == 1
+    assert {shown["records"][0]["id"], rest["records"][0]["id"]} == {named["id"], linked["id"]}
+    whole = call("lantern_entity_show", key="person:ana", limit=0)
+    assert (whole["limit"], whole["next_offset"], len(whole["records"])) == (0, None, 2)
+    refused = runner.run("lantern_entity_show", {"key": "person:ana", "limit": -1})
+    assert refused.is_error and "usage_error" in json.dumps(refused.value)
     keys = call("lantern_entity_list")["entities"]
     assert [(e["key"], e["file"], e["record_count"]) for e in keys] == [
         ("person:ana", True, 2),

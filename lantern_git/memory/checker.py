@@ -37,6 +37,7 @@ def _kind_of(path: str) -> str:
         return "source"
     return "entity" if path.startswith(ENTITIES_DIR + "/") else "record"
 
+
 if TYPE_CHECKING:
     from ..git.repo import GitRepo
     from ..workspace.transaction import WriteTransaction
