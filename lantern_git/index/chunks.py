@@ -486,6 +486,47 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         return self._answer(read) if wanted else (0, {})
 
+    # -- for the entity index (entities.py): which chunks hold an entity's names
+
+    def source_blobs(self) -> dict[str, str]:
+        """Each indexed source's id -> the blob of the version its chunks are of: what the
+        entity index compares to learn which sources' chunks changed. Answers from the index
+        as it is (call :meth:`refresh` first)."""
+
+        def read() -> dict[str, str]:
+            return {sid: entry.blob for sid, entry in self._indexed()["sources"].items()}
+
+        return self._answer(read)
+
+    def chunk_texts(self, sources: set[str] | None) -> list[tuple[str, int, int, str, str]]:
+        """(source id, first line, last line, text, reference) of every chunk of ``sources``
+        (None: of every source), in source and line order."""
+
+        def read() -> list[tuple[str, int, int, str, str]]:
+            known: dict[str, _Indexed] = self._indexed()["sources"]
+            searcher = self._searcher()
+            if sources is None:
+                docs: Iterable[Any] = searcher.reader().iter_docs()
+            else:
+                numbers = (
+                    n
+                    for sid in sorted(sources)
+                    for n in searcher.docs_for_query(Q.Term("source", sid))
+                )
+                docs = ((n, searcher.stored_fields(n)) for n in numbers)
+            found = []
+            for _, fields in docs:
+                entry = known.get(fields["source"])
+                if entry is None:
+                    continue
+                sid, a, b = fields["source"], fields["a"], fields["b"]
+                ref = str(SourceRef(sid, entry.blob, a, b))
+                found.append((sid, a, b, fields["text"], ref))
+            found.sort(key=lambda chunk: (chunk[0], chunk[1]))
+            return found
+
+        return self._answer(read)
+
     def hits(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
         """The chunks of these (key, score) pairs as hits with those scores, in that order."""
         found = self._stored({key for key, _ in scored})
