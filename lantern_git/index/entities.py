@@ -104,6 +104,8 @@ class EntityIndex(DerivedIndex[EntityRefresh]):
     ):
         super().__init__(root, state_dir, locked)
         self._chunks = chunks
+        # (the state file's identity, the state read from it): see ``_state``
+        self._kept_state: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
     # -- the state: files {path: (signature, key, labels, digest)}, broken, sources {sid: blob}
 
@@ -119,10 +121,28 @@ class EntityIndex(DerivedIndex[EntityRefresh]):
         return state
 
     def _save(self, state: dict[str, Any], folder: str | None = None) -> None:
-        self._write_state(
-            {k: state[k] for k in ("files", "broken", "sources")},
-            folder,
-        )
+        self._write_state({k: state[k] for k in ("files", "broken", "sources")}, folder)
+        self._kept_state = None
+
+    def _forget(self) -> None:
+        """Drop what was read from the folder: it is damaged, or about to be rebuilt."""
+        super()._forget()
+        self._kept_state = None
+
+    def _state(self) -> dict[str, Any] | None:
+        """The state as saved, read again only when its file changed (another process, or
+        this one, saved it): a check that finds nothing changed loads nothing."""
+        try:
+            st = os.stat(self._state_path())
+        except OSError:
+            return None
+        identity = (st.st_mtime_ns, st.st_ino, st.st_size)
+        kept = self._kept_state
+        if kept is not None and kept[0] == identity:
+            return kept[1]
+        state = self._read_state()
+        self._kept_state = None if state is None else (identity, state)
+        return state
 
     # -- keeping in step
 
@@ -131,7 +151,7 @@ class EntityIndex(DerivedIndex[EntityRefresh]):
         first): see the module's docstring."""
         chunks = self._chunks()
         chunks.refresh()
-        state = self._read_state()
+        state = self._state()
         if state is None or not self._usable():
             return self.rebuild()
         before = clock.now_ns(self.dir)
@@ -141,9 +161,10 @@ class EntityIndex(DerivedIndex[EntityRefresh]):
         if not changed and blobs == state["sources"]:
             return EntityRefresh(unchanged=True, broken=dict(state["broken"]))
         with self._locked():
-            state = self._read_state()
+            state = self._state()  # another process may have brought it in step meanwhile
             if state is None:
                 return self.rebuild()
+            changed = _changed_files(state["files"], on_disk)
             try:
                 return self._update(state, on_disk, changed, blobs, before)
             except Exception:
