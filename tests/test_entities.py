@@ -212,6 +212,52 @@ def test_review_mode_applies_to_entity_writes(store_path):
     assert git(store_path, "status", "--porcelain") == ""
 
 
+def test_lantern_review_and_the_review_page_list_pending_entity_changes(store_path):
+    from serve_support import served
+
+    assert run(store_path, "entity", "add", "project:beta", "--name", "Beta")[0].returncode == 0
+    review = {"LANTERN_REVIEW": "1", "LANTERN_REVIEW_NAME": "agent"}
+    for args in (
+        ("entity", "add", "person:ana", "--name", "Ana García", "--alias", "A. García"),
+        ("entity", "update", "project:beta", "--alias", "the beta"),
+        ("memory", "add", "Ana owns Beta.", "--kind", "fact", "--entity", "person:ana"),
+    ):
+        result, _ = run(store_path, *args, env=review)
+        assert result.returncode == 0, result.stderr
+    result, listed = run(store_path, "review")
+    assert result.returncode == 0, result.stderr
+    (branch,) = listed["branches"]
+    assert len(branch["records"]) == 1
+    entities = {e["key"]: e for e in branch["entities"]}
+    assert set(entities) == {"person:ana", "project:beta"}
+    ana, beta = entities["person:ana"], entities["project:beta"]
+    assert (ana["change"], ana["entity"]["aliases"], ana["path"]) == (
+        "added",
+        ["A. García"],
+        "entities/person/ana.md",
+    )
+    assert (beta["change"], beta["entity"]["aliases"], beta["moved"]) == (
+        "changed",
+        ["the beta"],
+        False,
+    )
+    assert ana["actors"] == ["cli"] and len(ana["commits"]) == 1
+    text = lantern("--store", str(store_path), "review")
+    assert "1 record, 2 entities, 3 commits" in text.stdout
+    assert "  added    entity person:ana  Ana García (aliases: A. García)" in text.stdout
+    assert "  changed  entity project:beta  Beta (aliases: the beta)" in text.stdout
+    with served(store_path) as (client, _):
+        page = client.get("/review")
+        assert page.status_code == 200
+        assert "1 record, 0 sources, 2 entities pending" in page.text
+        assert 'id="pending-entity-person:ana"' in page.text
+        assert "entity added" in page.text and "entity changed" in page.text
+        assert "A. García" in page.text and "the beta" in page.text
+    # Accepted, nothing awaits review.
+    assert run(store_path, "review", "accept", "--branch", "agent", "--all")[0].returncode == 0
+    assert run(store_path, "review")[1]["branches"] == []
+
+
 # ---------------------------------------------------------------------------- two hosts
 
 
