@@ -226,7 +226,6 @@ class Store:
         """Every entity key, files and mentions alike (a key records name in ``entities`` or
         link as ``[[TYPE:NAME]]`` without a file), by key: its name, whether it has a file,
         and how many active records and source chunks ``entity_show`` would answer."""
-        import dataclasses
 
         from .errors import ValidationError
         from .model.entity_keys import check_key, label_term
@@ -236,8 +235,11 @@ class Store:
         files = {e.key: e for e in index.entities(type and type.lower())} if index else {}
         chunk_counts = index.chunk_counts() if index is not None else {}
         keys = set(files)
+        # Each term records name or link -> the active records holding it, read at once.
+        mentions: dict[str, frozenset[int]] = {}
         if self.workspace.exists:
             self.workspace.refresh()
+            mentions = self.workspace.index.mention_docs(RecordQuery())
             for term in self.workspace.index.mentioned():
                 try:
                     key = check_key(term)
@@ -249,15 +251,14 @@ class Store:
         for key in sorted(keys):
             entity = files.get(key)
             labels = entity.labels if entity is not None else (key,)
-            terms = tuple(label_term(label) for label in labels)
-            query = dataclasses.replace(RecordQuery(), mentions=terms)
+            records = frozenset().union(*(mentions.get(label_term(n), ()) for n in labels))
             chunks = chunk_counts.get(key, 0) if entity else len(self.sources.holding(labels))
             out.append(
                 {
                     "key": key,
                     "name": entity.name if entity is not None else key.split(":", 1)[1],
                     "file": entity is not None,
-                    "record_count": self.records.count(query),
+                    "record_count": len(records),
                     "chunk_count": chunks,
                 }
             )

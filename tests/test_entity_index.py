@@ -121,3 +121,26 @@ def test_rebuild_index_rebuilds_the_entity_index_too(store_path):
     assert os.stat(folder).st_ino != first  # a new folder, swapped in whole
     assert [e.key for e in store.entities.list()] == ["person:ana"]
     store.close()
+
+
+def test_entity_list_counts_each_record_once_and_only_active_ones(store_path):
+    store = Store.open(str(store_path))
+    store.entities.add("person:ana", name="Ana García", aliases=["A. García"])
+    store.entities.add("project:beta", name="Beta")
+    both = store.add("[[A. García]] owns it.", kind="fact", entities=["person:ana"])
+    store.add("Lunch with [[ana garcía]].", kind="fact")
+    gone = store.add("Old note on [[person:ana]].", kind="fact")
+    store.archive(gone.id)
+    store.add("Beta ships; [[host:petabyte]] is slow.", kind="fact", entities=["project:beta"])
+    _source(store, "chat:1", "Met A. García and Beta.\n")
+    _source(store, "chat:2", "Beta again.\n")
+    listed = {item["key"]: (item["file"], item["record_count"], item["chunk_count"])
+              for item in store.entity_list()}  # fmt: skip
+    assert listed == {
+        "host:petabyte": (False, 1, 0),
+        "person:ana": (True, 2, 1),
+        "project:beta": (True, 1, 2),
+    }
+    assert store.entity_show("person:ana")["record_count"] == 2
+    assert {r.id for r in store.entity_show("person:ana")["records"]} >= {both.id}
+    store.close()
