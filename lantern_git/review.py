@@ -26,7 +26,8 @@ from .errors import (
     ReviewChanged,
     SelfApproval,
 )
-from .model.entity import Entity, key_of_path, parse_entity_file
+from .model.entity import Entity, parse_entity_file
+from .model.entity_keys import key_of_path
 from .model.record import Record
 from .model.record_file import record_path
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref

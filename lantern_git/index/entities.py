@@ -41,8 +41,8 @@ from whoosh import query as Q
 from whoosh.fields import ID, KEYWORD, STORED, Schema
 
 from ..errors import ValidationError
-from ..model.entity import Entity, entity_file_paths, key_of_path, parse_entity_file
-from ..model.entity_keys import label_term
+from ..model.entity import Entity, entity_file_paths, parse_entity_file
+from ..model.entity_keys import key_of_path, label_term
 from ..model.record_file import read_bytes
 from . import clock
 from .analysis import phrase_words
