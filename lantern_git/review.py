@@ -26,6 +26,8 @@ from .errors import (
     ReviewChanged,
     SelfApproval,
 )
+from .model.entity import Entity, parse_entity_file
+from .model.entity_keys import key_of_path
 from .model.record import Record
 from .model.record_file import record_path
 from .model.review_refs import REVIEW_PREFIX, check_review_name, review_branches, review_ref
@@ -124,7 +126,33 @@ class PendingSource:
         }
 
 
-def _written_by(pending: PendingRecord | PendingSource) -> dict[str, list[str]]:
+@dataclass
+class PendingEntity:
+    """One entity file a review branch changed (``added``, ``changed``, ``removed``): the
+    entity as the branch has it (as it was, for a removal; None where the file there is not a
+    valid entity file), and who wrote it there."""
+
+    key: str
+    change: str
+    entity: Entity | None
+    moved: bool
+    path: str
+    commits: list[str] = field(default_factory=list)
+    actors: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "change": self.change,
+            "entity": self.entity.to_dict() if self.entity is not None else None,
+            "moved": self.moved,
+            "path": self.path,
+            **_written_by(self),
+        }
+
+
+def _written_by(pending: PendingRecord | PendingSource | PendingEntity) -> dict[str, list[str]]:
     """Who wrote a pending change: its review commits, their actors and authors."""
     return {
         "commits": list(pending.commits),
@@ -146,6 +174,7 @@ class ReviewBranch:
     records: list[PendingRecord]
     problems: list[Problem]
     sources: list[PendingSource] = field(default_factory=list)
+    entities: list[PendingEntity] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +185,7 @@ class ReviewBranch:
             "commits": [c.to_dict() for c in self.commits],
             "records": [r.to_dict() for r in self.records],
             "sources": [s.to_dict() for s in self.sources],
+            "entities": [e.to_dict() for e in self.entities],
             "problems": [p.to_dict() for p in self.problems],
         }
 
@@ -256,6 +286,7 @@ def review_list(git: GitRepo) -> ReviewList:
         _link_units(records)
         tip_tree = git.repo[tip].peel(pygit2.Tree)
         sources = _pending_sources(git, since_tree, tip_tree, head_tree, commits, touched)
+        entities = _pending_entities(git, since_tree, tip_tree, head_tree, commits, touched)
         answer.branches.append(
             ReviewBranch(
                 name,
@@ -266,6 +297,7 @@ def review_list(git: GitRepo) -> ReviewList:
                 records,
                 diff.problems,
                 sources,
+                entities,
             )
         )
     return answer
@@ -366,6 +398,50 @@ def _pending_sources(
             )
         )
     return found
+
+
+def _pending_entities(
+    git: GitRepo,
+    since_tree: pygit2.Tree,
+    tip_tree: pygit2.Tree,
+    head_tree: pygit2.Tree | None,
+    commits: list[LogEntry],
+    touched: dict[str, set[str]],
+) -> list[PendingEntity]:
+    """The entity files a review branch changed between ``since_tree`` and ``tip_tree``, by
+    key (a rename is the old key removed and the new one added, as its commit has it)."""
+    found: list[PendingEntity] = []
+    for path in sorted(git.tree_changes(since_tree, tip_tree)):
+        key = key_of_path(path)
+        if key is None:
+            continue
+        after, before = git.blob_at(tip_tree, path), git.blob_at(since_tree, path)
+        change = "added" if before is None else "removed" if after is None else "changed"
+        who = [c for c in commits if c.commit in touched.get(path, ())]
+        found.append(
+            PendingEntity(
+                key,
+                change,
+                _entity_or_none(path, after if after is not None else before),
+                moved=git.entry_at(head_tree, path) != git.entry_at(since_tree, path),
+                path=path,
+                commits=[c.commit for c in who],
+                actors=sorted({c.actor for c in who if c.actor}),
+                authors=sorted({c.author for c in who}),
+            )
+        )
+    found.sort(key=lambda pending: pending.key)
+    return found
+
+
+def _entity_or_none(path: str, data: bytes | None) -> Entity | None:
+    """The entity a file's bytes hold, or None where they hold none (lantern check says why)."""
+    if data is None:
+        return None
+    try:
+        return parse_entity_file(path, data)
+    except LanternError:
+        return None
 
 
 def _touched_by(git: GitRepo, tip: pygit2.Oid, base: pygit2.Oid | None) -> dict[str, set[str]]:

@@ -230,16 +230,20 @@ class Store:
         """Every entity key, files and mentions alike (a key records name in ``entities`` or
         link as ``[[TYPE:NAME]]`` without a file), by key: its name, whether it has a file,
         and how many active records and source chunks ``entity_show`` would answer."""
-        import dataclasses
 
         from .errors import ValidationError
         from .model.entity_keys import check_key, label_term
         from .model.query import RecordQuery
 
-        files = {entity.key: entity for entity in self.entities.list(type)}
+        index = self.entities.index()
+        files = {e.key: e for e in index.entities(type and type.lower())} if index else {}
+        chunk_counts = index.chunk_counts() if index is not None else {}
         keys = set(files)
+        # Each term records name or link -> the active records holding it, read at once.
+        mentions: dict[str, frozenset[int]] = {}
         if self.workspace.exists:
             self.workspace.refresh()
+            mentions = self.workspace.index.mention_docs(RecordQuery())
             for term in self.workspace.index.mentioned():
                 try:
                     key = check_key(term)
@@ -251,15 +255,15 @@ class Store:
         for key in sorted(keys):
             entity = files.get(key)
             labels = entity.labels if entity is not None else (key,)
-            terms = tuple(label_term(label) for label in labels)
-            query = dataclasses.replace(RecordQuery(), mentions=terms)
+            records = frozenset().union(*(mentions.get(label_term(n), ()) for n in labels))
+            chunks = chunk_counts.get(key, 0) if entity else len(self.sources.holding(labels))
             out.append(
                 {
                     "key": key,
                     "name": entity.name if entity is not None else key.split(":", 1)[1],
                     "file": entity is not None,
-                    "record_count": self.records.count(query),
-                    "chunk_count": len(self.sources.holding(labels)),
+                    "record_count": len(records),
+                    "chunk_count": chunks,
                 }
             )
         return out
@@ -269,7 +273,8 @@ class Store:
         list order, ``query``'s filters and page applied, with their count (all pages), and the
         references of the source chunks that hold its key, name or an alias as a phrase.
         ``entity`` is None for a key no file holds (a mention); a key that neither a file nor
-        a record names is :class:`~lantern_git.errors.NotFound`."""
+        a record names is :class:`~lantern_git.errors.NotFound`. The names and the chunks come
+        from the entity index, the records from the record index's mentions."""
         import dataclasses
 
         from .errors import NotFound
@@ -277,14 +282,17 @@ class Store:
         from .model.query import RecordQuery
 
         key = check_key(key)
-        try:
-            entity = self.entities.get(key)
-        except NotFound:
-            entity = None
-        labels = tuple(label_term(label) for label in self.entities.labels(key))
-        query = dataclasses.replace(query or RecordQuery(), mentions=labels)
+        index = self.entities.index()
+        entity = index.entity(key) if index is not None else None
+        labels = entity.labels if entity is not None else (key,)
+        query = dataclasses.replace(
+            query or RecordQuery(), mentions=tuple(label_term(label) for label in labels)
+        )
         count = self.records.count(dataclasses.replace(query, limit=None, offset=0))
-        chunks = self.sources.holding(labels)
+        if entity is not None and index is not None:
+            chunks = index.chunks_holding(key)
+        else:  # a mention: the chunks holding its key, asked of the chunk index
+            chunks = [hit.ref for hit in self.sources.holding(labels)]
         if entity is None and count == 0 and not chunks:
             raise NotFound(f"no entity file, record or source names {key}")
         return {
@@ -292,7 +300,7 @@ class Store:
             "entity": entity.to_dict() if entity is not None else None,
             "records": self.records.list(query),
             "record_count": count,
-            "chunks": [hit.ref for hit in chunks],
+            "chunks": chunks,
             "chunk_count": len(chunks),
         }
 
@@ -615,8 +623,12 @@ class Store:
         return self.records.log(limit, offset)
 
     def check(self) -> CheckReport:
-        """``store.records.check`` (:class:`~lantern_git.memory.records.Records`)."""
-        return self.records.check()
+        """Every record file (``store.records.check``) and every entity file
+        (``store.entities.check``): one report, ``ok`` only when both are."""
+        report = self.records.check()
+        if self.workspace.exists:
+            report.extend(len(self.entities.paths()), self.entities.check())
+        return report
 
     def commit_hand_edits(
         self, message: str | None = None, *, reason: str | None = None

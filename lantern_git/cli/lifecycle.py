@@ -115,8 +115,6 @@ def register(cli: click.Group, memory: click.Group) -> None:
         """
         store = support.open_store(store_path)
         report = store.check()
-        report.problems.extend(store.entities.check())
-        report.checked += len(store.entities.paths())
         render.emit(report, as_json, render.check_lines)
         if not report.ok:
             if not as_json:

@@ -753,9 +753,11 @@ def review_lines(
     for branch in review.branches:
         count = len(branch.records)
         sources = len(branch.sources)
+        entities = len(branch.entities)
         lines.append(
             f"lantern/review/{branch.name}: {count} record{'s' if count != 1 else ''}, "
             + (f"{sources} source{'s' if sources != 1 else ''}, " if sources else "")
+            + (f"{entities} entit{'ies' if entities != 1 else 'y'}, " if entities else "")
             + f"{len(branch.commits)} commit{'s' if len(branch.commits) != 1 else ''}"
         )
         lines.append(f"  tip {branch.tip} (review accept|reject --expect {branch.tip[:12]})")
@@ -783,6 +785,17 @@ def review_lines(
                     + " (a reject of the source rejects them too)"
                 )
             lines.append(f"      by {', '.join(source.actors)}: {', '.join(source.authors)}")
+        for changed in branch.entities:
+            entity = changed.entity
+            name = entity.name if entity is not None else "(not a valid entity file)"
+            if entity is not None and entity.aliases:
+                name += f" (aliases: {', '.join(entity.aliases)})"
+            note = " (also changed on the store's branch)" if changed.moved else ""
+            lines.append(
+                f"  {changed.change:<8} entity {changed.key}  {truncate(name, width)}{note}"
+                f"{flag(entity)}"
+            )
+            lines.append(f"      by {', '.join(changed.actors)}: {', '.join(changed.authors)}")
         lines.extend(f"  problem  {problem}" for problem in branch.problems)
     return lines
 

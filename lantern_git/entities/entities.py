@@ -28,6 +28,7 @@ from ..model.record_file import Problem, read_bytes
 from ..workspace.transaction import refuse_uncommitted
 
 if TYPE_CHECKING:
+    from ..index.entities import EntityIndex
     from ..workspace.transaction import WriteTransaction
     from ..workspace.workspace import Workspace
 
@@ -65,20 +66,33 @@ class Entities:
         return parse_entity_file(path, data)
 
     def list(self, type: str | None = None) -> builtins.list[Entity]:
-        """Every readable entity file, by key (broken files are ``lantern check``'s)."""
+        """Every readable entity file's entity, by key, from the entity index (broken files are
+        ``lantern check``'s)."""
         folder = check_key(f"{type}:x").split(":", 1)[0] if type is not None else None
-        found = [e for _, e, _ in iter_entity_files(self.workspace.root, folder) if e is not None]
-        return sorted(found, key=lambda entity: entity.key)
+        index = self.index()
+        return index.entities(folder) if index is not None else []
 
     def labels(self, key: str) -> builtins.list[str]:
         """What text may call ``key``'s entity: the key, and from its file (when it has one)
         its name and aliases. ``--entity KEY`` filters by these (a key without a file is a
-        mention: the key alone)."""
+        mention: the key alone). Read from the one file: at 100k records and 1k entities that
+        costs ~0.1 ms, where bringing the entity index in step first (every entity file's
+        lstat, the chunk index's check) cost 16 ms of an 18 ms filtered list."""
         key = check_key(key)
         try:
             return builtins.list(self.get(key).labels)
         except NotFound:
             return [key]
+
+    def index(self) -> EntityIndex | None:
+        """The entity index, in step with the entity files and the sources' chunks (None
+        before the store exists): the entities' names, and the chunks holding each."""
+        if not self.workspace.exists:
+            return None
+        self.workspace.recover()
+        index = self.workspace.entity_index
+        index.refresh()
+        return index
 
     def paths(self) -> builtins.list[str]:
         """The entity files' paths in the working tree."""

@@ -131,9 +131,38 @@ _SYNTAX = re.compile(r"(?<!\w)'|[\":*?\[\]{}()^]|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE
 
 def phrase_query(text: str) -> Any:
     """``text``'s words, one after the other, as a Whoosh phrase over the text field (an
-    entity's name or alias held by a chunk: docs/entities.md); None when it has no words."""
+    entity's name or alias held by a chunk: docs/entities.md); None when it has no words.
+
+    Only a candidate: the index drops stop words and one-letter words, so the phrase of "A.
+    García" is "garcía", which any García holds. :func:`holds_phrase` judges each candidate
+    by every word of the name."""
     words = re.sub(r'["\\]', " ", text).strip()
     return text_query(f'"{words}"') if words else None
+
+
+# The words of a text as Whoosh's tokenizer finds them (its default pattern), none dropped.
+_TOKEN = re.compile(r"\w+(?:\.?\w+)*")
+
+
+def phrase_words(text: str) -> tuple[str, ...]:
+    """Every word of ``text``, lower-cased, in order: stop words and initials ("A.") kept."""
+    return tuple(word.lower() for word in _TOKEN.findall(text))
+
+
+def holds_phrase(text: str, phrases: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether ``text`` holds one of ``phrases`` (each :func:`phrase_words` of a name): all
+    its words, in order, one right after the other. "A. García" is held by "met A. Garcia"
+    only with the accent, never by "García" alone or "B. García"; "Ana García" is not held by
+    "Ana María García"."""
+    words = phrase_words(text)
+    for phrase in phrases:
+        if not phrase:
+            continue
+        first, size = phrase[0], len(phrase)
+        for start, word in enumerate(words):
+            if word == first and words[start : start + size] == phrase:
+                return True
+    return False
 
 
 def text_query(text: str) -> Any:

@@ -50,7 +50,7 @@ from ..model.source import (
 )
 from ..model.source_file import SourceFile, read_source_file
 from . import bm25, clock
-from .analysis import phrase_query, text_query, word_forms
+from .analysis import holds_phrase, phrase_query, phrase_words, text_query, word_forms
 from .derived import DerivedIndex, Layout, NeedsRebuild, debug, settled, writing
 
 # 2: words as written and their Porter2 stems (see analysis.py).
@@ -389,11 +389,14 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         page = Page(limit, offset)  # the one paging rule: 0 is no limit
         limit, offset = page.limit, page.offset
         query = text_query(text)
-        restrict = _filter(kinds, sources, tuple(phrases))
+        phrases = tuple(phrases)
+        _filter(kinds, sources, phrases)  # a phrase that cannot be read is refused first
 
         def read() -> list[ChunkHit]:
             state = self._indexed()
-            return _ranked(self._searcher(), state, query, restrict, limit, offset)
+            searcher = self._searcher()
+            allowed = _allowed(searcher, kinds, sources, phrases)
+            return _ranked(searcher, state, query, allowed, limit, offset)
 
         return self._answer(read)
 
@@ -408,11 +411,11 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         finds them, as (keys, BM25 scores before rounding) in no order: the keyword side of a
         semantic or hybrid search, ranked in bulk (``ranking.fuse_page``)."""
         query = _parsed(text)
-        restrict = _filter(tuple(kinds), tuple(sources), tuple(phrases))
+        _filter(tuple(kinds), tuple(sources), tuple(phrases))
 
         def read() -> tuple[list[str], list[float]]:
             searcher = self._searcher()
-            allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
+            allowed = _allowed(searcher, kinds, sources, phrases)
             docs, scores = bm25.raw_scored(searcher, query, allowed, None)
             keys = [f"{f['source']}:{f['a']}" for f in map(searcher.stored_fields, docs)]
             return keys, scores
@@ -451,8 +454,8 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         def read() -> list[str]:
             searcher = self._searcher()
-            restrict = _filter(tuple(kinds), tuple(sources), tuple(phrases))
-            docs = searcher.docs_for_query(restrict if restrict is not None else Q.Every())
+            allowed = _allowed(searcher, kinds, sources, phrases)
+            docs = sorted(allowed) if allowed is not None else searcher.docs_for_query(Q.Every())
             keys = []
             for docnum in docs:
                 fields = searcher.stored_fields(docnum)
@@ -482,6 +485,47 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
             return words, found
 
         return self._answer(read) if wanted else (0, {})
+
+    # -- for the entity index (entities.py): which chunks hold an entity's names
+
+    def source_blobs(self) -> dict[str, str]:
+        """Each indexed source's id -> the blob of the version its chunks are of: what the
+        entity index compares to learn which sources' chunks changed. Answers from the index
+        as it is (call :meth:`refresh` first)."""
+
+        def read() -> dict[str, str]:
+            return {sid: entry.blob for sid, entry in self._indexed()["sources"].items()}
+
+        return self._answer(read)
+
+    def chunk_texts(self, sources: set[str] | None) -> list[tuple[str, int, int, str, str]]:
+        """(source id, first line, last line, text, reference) of every chunk of ``sources``
+        (None: of every source), in source and line order."""
+
+        def read() -> list[tuple[str, int, int, str, str]]:
+            known: dict[str, _Indexed] = self._indexed()["sources"]
+            searcher = self._searcher()
+            if sources is None:
+                docs: Iterable[Any] = searcher.reader().iter_docs()
+            else:
+                numbers = (
+                    n
+                    for sid in sorted(sources)
+                    for n in searcher.docs_for_query(Q.Term("source", sid))
+                )
+                docs = ((n, searcher.stored_fields(n)) for n in numbers)
+            found = []
+            for _, fields in docs:
+                entry = known.get(fields["source"])
+                if entry is None:
+                    continue
+                sid, a, b = fields["source"], fields["a"], fields["b"]
+                ref = str(SourceRef(sid, entry.blob, a, b))
+                found.append((sid, a, b, fields["text"], ref))
+            found.sort(key=lambda chunk: (chunk[0], chunk[1]))
+            return found
+
+        return self._answer(read)
 
     def hits(self, scored: list[tuple[str, float]]) -> list[ChunkHit]:
         """The chunks of these (key, score) pairs as hits with those scores, in that order."""
@@ -704,6 +748,8 @@ def _write_chunks(
 
 
 def _filter(kinds: tuple[str, ...], sources: tuple[str, ...], phrases: tuple[str, ...] = ()) -> Any:
+    """The filters as a Whoosh query (None: every chunk); ``phrases`` only as candidates,
+    which :func:`_allowed` judges by every word."""
     parts = []
     if kinds:
         parts.append(Q.Or([Q.Term("kind", kind) for kind in kinds]))
@@ -716,6 +762,22 @@ def _filter(kinds: tuple[str, ...], sources: tuple[str, ...], phrases: tuple[str
     if not parts:
         return None
     return Q.And(parts) if len(parts) > 1 else parts[0]
+
+
+def _allowed(
+    searcher: Any, kinds: Sequence[str], sources: Sequence[str], phrases: Sequence[str]
+) -> set[int] | None:
+    """The chunks (document numbers) the filters select; None for no filter. A chunk holds a
+    phrase only when its text has every word of it in order (:func:`holds_phrase`): the
+    index's phrase, without stop words and initials, only finds the candidates."""
+    restrict = _filter(tuple(kinds), tuple(sources), tuple(phrases))
+    if restrict is None:
+        return None
+    docs = set(searcher.docs_for_query(restrict))
+    if phrases:
+        wanted = tuple(phrase_words(phrase) for phrase in phrases)
+        docs = {n for n in docs if holds_phrase(searcher.stored_fields(n)["text"], wanted)}
+    return docs
 
 
 def _decodable(text: str) -> None:
@@ -735,13 +797,13 @@ def _ranked(
     searcher: Any,
     state: dict[str, Any],
     query: Any,
-    restrict: Any,
+    allowed: set[int] | None,
     limit: int | None,
     offset: int,
 ) -> list[ChunkHit]:
-    """Hits ``offset:offset+limit`` by score, then source id and first line."""
+    """Hits ``offset:offset+limit`` by score among ``allowed`` (None: all), then source id and
+    first line."""
     end = Page(limit, offset).end
-    allowed = None if restrict is None else set(searcher.docs_for_query(restrict))
     scored = bm25.scored(searcher, query, allowed, None, end)
     known: dict[str, _Indexed] = state["sources"]
     ranked = []

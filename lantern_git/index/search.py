@@ -1098,6 +1098,25 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
+    def mention_docs(self, query: RecordQuery) -> dict[str, frozenset[int]]:
+        """Each term records name or link (:meth:`mentioned`) -> the documents holding it among
+        those ``query``'s filters select, for counting many entities' records at once (``entity
+        list``: 1k count queries took ~100 s at 100k records). Document numbers are good for
+        comparing within one answer only."""
+
+        def read() -> dict[str, frozenset[int]]:
+            searcher = self._searcher()
+            chosen = set(self._selected(searcher, query))
+            found: dict[str, frozenset[int]] = {}
+            for term in searcher.lexicon("mentions"):
+                text = term.decode() if isinstance(term, bytes) else term
+                docs = chosen.intersection(searcher.docs_for_query(Q.Term("mentions", text)))
+                if docs:
+                    found[text] = frozenset(docs)
+            return found
+
+        return self._answer(read)
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Record counts by status and by kind."""
         return self._answer(self._count)

@@ -275,7 +275,7 @@ _PAGED: dict[str, Any] = {
 }
 
 
-def listing(key: str, item: Any, **extra: Any) -> Any:
+def listing(key: str, item: Any, /, **extra: Any) -> Any:
     """The object a listing tool returns: items under ``key``, the page's ``offset`` and
     ``limit``, and ``next_offset``; ``extra`` fields (required too) before them."""
     fields: dict[str, Any] = {**extra, key: (list[item], ...), **_PAGED}
@@ -312,12 +312,15 @@ class EntityListing(Closed):
     entities: list[ListedEntity]
 
 
-class ShownEntity(Closed):
-    """An entity with the records and chunks that name it (``Store.entity_show``)."""
-
-    key: str
-    entity: Entity | None
-    records: list[Record]
-    record_count: int
-    chunks: list[str]
-    chunk_count: int
+# An entity with one page of the records that name it (``Store.entity_show``): a page document
+# as every listing tool answers (``records``, ``offset``, ``limit``, ``next_offset``), the
+# entity, the count of every page's records and the chunks beside it.
+ShownEntity = listing(
+    "records",
+    Record,
+    key=(str, ...),
+    entity=(Entity | None, ...),
+    record_count=(Annotated[int, Shown(minimum=0)], ...),
+    chunks=(list[str], ...),
+    chunk_count=(Annotated[int, Shown(minimum=0)], ...),
+)

@@ -50,10 +50,11 @@ def _list(store: Store, args: EntityListArguments) -> Written[dict[str, Any]]:
     "lantern_entity_show",
     title="Show what the store knows about one entity",
     description=(
-        "One entity (null for a key only records name), the page of active records that name "
-        "it in `entities` or [[link]] it by key, name or alias, in the list order, with "
+        "One entity (null for a key only records name), one page of the active records that "
+        "name it in `entities` or [[link]] it by key, name or alias, in the list order, with "
         "`record_count` (every page), and the references of the source chunks holding its key, "
-        "name or an alias as a phrase (`chunks`, citable as source_refs). Read-only."
+        "name or an alias as a phrase (`chunks`, citable as source_refs). Read-only. At most "
+        "`limit` records per call; pass `next_offset` back as `offset` for the next page."
     ),
     answer=ShownEntity,
     read_only=True,
@@ -62,9 +63,10 @@ def _list(store: Store, args: EntityListArguments) -> Written[dict[str, Any]]:
 )
 def _show(store: Store, args: EntityShowArguments) -> Written[dict[str, Any]]:
     page = page_of(args)
-    shown = store.entity_show(args.key, RecordQuery(limit=page.limit, offset=page.offset))
-    shown["records"] = [record.to_dict() for record in shown["records"]]
-    return Written(shown)
+    more = page.one_more()
+    shown = store.entity_show(args.key, RecordQuery(limit=more.limit, offset=more.offset))
+    records = [record.to_dict() for record in shown.pop("records")]
+    return Written({**shown, **page.document("records", records)})
 
 
 @TOOLS.tool(

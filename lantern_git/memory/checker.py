@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.fields import MAX_FILE_BYTES
 from ..errors import CheckFailed, InvalidInput
+from ..model.entity_keys import ENTITIES_DIR
 from ..model.record import Record
 from ..model.record_file import (
     MEMORY_DIR,
@@ -28,6 +29,14 @@ from ..model.record_file import (
 from ..model.source import SOURCES_DIR
 
 SOURCE_LAYOUT = "sources/<aa>/<id>.<ext> beside sources/<aa>/<id>.yaml"
+
+
+def _kind_of(path: str) -> str:
+    """What a problem's file is, by its folder: a record, a source or an entity file."""
+    if path.startswith(SOURCES_DIR + "/"):
+        return "source"
+    return "entity" if path.startswith(ENTITIES_DIR + "/") else "record"
+
 
 if TYPE_CHECKING:
     from ..git.repo import GitRepo
@@ -45,18 +54,18 @@ class CheckReport:
 
     @property
     def summary(self) -> str:
-        """``N problem(s) in record files`` (or ``source files``, or ``record and source
-        files``): what the problems are in, by their paths."""
+        """``N problem(s) in record files`` (or ``source files``, ``entity files``, or two or
+        three of them joined): what the problems are in, by their paths."""
         count = len(self.problems)
-        sources = {p.path.startswith(SOURCES_DIR + "/") for p in self.problems}
-        where = {
-            frozenset({True}): "source files",
-            frozenset({True, False}): "record and source files",
-        }
-        return (
-            f"{count} problem{'s' if count != 1 else ''} in "
-            f"{where.get(frozenset(sources), 'record files')}"
-        )
+        kinds = {_kind_of(p.path) for p in self.problems}
+        named = [kind for kind in ("record", "source", "entity") if kind in kinds]
+        where = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        return f"{count} problem{'s' if count != 1 else ''} in {where or 'record'} files"
+
+    def extend(self, checked: int, problems: Iterable[Problem]) -> None:
+        """Add what another check (the entity files') found: ``checked`` files, ``problems``."""
+        self.checked += checked
+        self.problems.extend(problems)
 
     def to_dict(self) -> dict[str, Any]:
         return {

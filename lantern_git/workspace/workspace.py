@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..git.identity import Identity
     from ..git.repo import GitRepo
     from ..index.chunks import ChunkIndex
+    from ..index.entities import EntityIndex
     from ..index.search import Progress, RefreshReport, SearchIndex
     from ..index.vectors import Vectors
     from .migrations import Plan
@@ -153,6 +154,7 @@ class Workspace:
         self._git: GitRepo | None = None
         self._index: SearchIndex | None = None
         self._chunks: ChunkIndex | None = None
+        self._entity_index: EntityIndex | None = None
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise NoStore(
                 f"{self.root} is a file, not a folder; a store is a folder (give the folder of "
@@ -297,12 +299,26 @@ class Workspace:
             self._chunks = ChunkIndex(self.root, self.derived_dir, self.locked)
         return self._chunks
 
+    @property
+    def entity_index(self) -> EntityIndex:
+        """The entity index: the entity files and the chunks holding each entity (opened on
+        first use; it keeps itself in step with the entity files and the chunk index)."""
+        if self._entity_index is None:
+            from ..index.entities import EntityIndex
+
+            self._entity_index = EntityIndex(
+                self.root, self.derived_dir, self.locked, lambda: self.chunks
+            )
+        return self._entity_index
+
     def close(self) -> None:
         if self._index is not None:
             self._index.stop_watching()
             self._index.close()
         if self._chunks is not None:
             self._chunks.close()
+        if self._entity_index is not None:
+            self._entity_index.close()
         if self.derived_dir != self.state_dir:
             self._cleanup()
 
@@ -582,10 +598,12 @@ class Workspace:
 
     def rebuild_index(self) -> RefreshReport:
         """Build the search index from scratch from the record files, the chunk index from
-        the sources, and with an embedder the records' vectors."""
+        the sources, the entity index from the entity files and the chunks, and with an
+        embedder the records' vectors."""
         self.recover()
         report = self.index.rebuild()
         chunks = self.chunks.rebuild()
+        self.entity_index.rebuild()
         if self.semantic_available:
             self.record_vectors().rebuild()
             self.chunk_vectors().rebuild()

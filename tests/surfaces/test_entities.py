@@ -131,6 +131,50 @@ def test_lantern_check_reports_invalid_and_misplaced_entity_files(store_path):
     assert "belongs in entities/person/dave.md" in problems["entities/person/carol.md"]
 
 
+BROKEN_ENTITY_FILES = {
+    # What the entity model refuses, each in a file of its own (the message's words expected).
+    "invalid_yaml.md": ("---\nkey: person:invalid_yaml\nname: [unclosed\n---\n", "not valid YAML"),
+    "bad_key.md": ("---\nkey: person:../x\ncreated_at: 1\nupdated_at: 1\n---\n", "entity key"),
+    "aliases_text.md": (
+        "---\nkey: person:aliases_text\naliases: just one\ncreated_at: 1\nupdated_at: 1\n---\n",
+        "aliases: must be a list",
+    ),
+    "control.md": (
+        '---\nkey: person:control\nname: "a\\x1bb"\ncreated_at: 1\nupdated_at: 1\n---\n',
+        "control characters",
+    ),
+    "when.md": ("---\nkey: person:when\ncreated_at: soon\nupdated_at: 1\n---\n", "unix seconds"),
+    "not_mapping.md": ("---\n- a list\n---\n", "mapping"),
+}
+
+
+def test_store_check_reports_every_entity_file_the_model_refuses_and_the_cli_exits_4(store_path):
+    assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
+    store = Store.open(str(store_path))
+    clean = store.check()
+    assert clean.ok and clean.checked == 1  # no record yet, one entity file
+    folder = store_path / "entities" / "person"
+    for name, (text, _) in BROKEN_ENTITY_FILES.items():
+        (folder / name).write_text(text)
+    report = store.check()
+    store.close()
+    problems = {p.path: p.message for p in report.problems}
+    assert not report.ok and report.checked == 1 + len(BROKEN_ENTITY_FILES)
+    for name, (_, words) in BROKEN_ENTITY_FILES.items():
+        assert words in problems[f"entities/person/{name}"], (name, problems)
+    assert "entities/person/ana.md" not in problems
+    result = lantern("--store", str(store_path), "check")
+    assert result.returncode == 4
+    summary = f"Error: {len(BROKEN_ENTITY_FILES)} problems in entity files"
+    assert result.stderr.splitlines()[-1] == summary
+    # A broken record beside them: the summary names both kinds.
+    (store_path / "memory" / "ab").mkdir(parents=True)
+    (store_path / "memory" / "ab" / "abababababababab.md").write_text("no front matter\n")
+    result = lantern("--store", str(store_path), "check")
+    assert result.returncode == 4
+    assert result.stderr.splitlines()[-1].endswith("problems in record and entity files")
+
+
 def test_a_hand_edit_of_an_entity_file_is_never_written_over(store_path):
     assert run(store_path, "entity", "add", "person:ana")[0].returncode == 0
     path = store_path / "entities" / "person" / "ana.md"
@@ -162,6 +206,52 @@ def test_review_mode_applies_to_entity_writes(store_path):
     assert result.returncode == 0, result.stderr
     assert "- A." in (store_path / "entities" / "person" / "ana.md").read_text()
     assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_lantern_review_and_the_review_page_list_pending_entity_changes(store_path):
+    from serve_support import served
+
+    assert run(store_path, "entity", "add", "project:beta", "--name", "Beta")[0].returncode == 0
+    review = {"LANTERN_REVIEW": "1", "LANTERN_REVIEW_NAME": "agent"}
+    for args in (
+        ("entity", "add", "person:ana", "--name", "Ana García", "--alias", "A. García"),
+        ("entity", "update", "project:beta", "--alias", "the beta"),
+        ("memory", "add", "Ana owns Beta.", "--kind", "fact", "--entity", "person:ana"),
+    ):
+        result, _ = run(store_path, *args, env=review)
+        assert result.returncode == 0, result.stderr
+    result, listed = run(store_path, "review")
+    assert result.returncode == 0, result.stderr
+    (branch,) = listed["branches"]
+    assert len(branch["records"]) == 1
+    entities = {e["key"]: e for e in branch["entities"]}
+    assert set(entities) == {"person:ana", "project:beta"}
+    ana, beta = entities["person:ana"], entities["project:beta"]
+    assert (ana["change"], ana["entity"]["aliases"], ana["path"]) == (
+        "added",
+        ["A. García"],
+        "entities/person/ana.md",
+    )
+    assert (beta["change"], beta["entity"]["aliases"], beta["moved"]) == (
+        "changed",
+        ["the beta"],
+        False,
+    )
+    assert ana["actors"] == ["cli"] and len(ana["commits"]) == 1
+    text = lantern("--store", str(store_path), "review")
+    assert "1 record, 2 entities, 3 commits" in text.stdout
+    assert "  added    entity person:ana  Ana García (aliases: A. García)" in text.stdout
+    assert "  changed  entity project:beta  Beta (aliases: the beta)" in text.stdout
+    with served(store_path) as (client, _):
+        page = client.get("/review")
+        assert page.status_code == 200
+        assert "1 record, 0 sources, 2 entities pending" in page.text
+        assert 'id="pending-entity-person:ana"' in page.text
+        assert "entity added" in page.text and "entity changed" in page.text
+        assert "A. García" in page.text and "the beta" in page.text
+    # Accepted, nothing awaits review.
+    assert run(store_path, "review", "accept", "--branch", "agent", "--all")[0].returncode == 0
+    assert run(store_path, "review")[1]["branches"] == []
 
 
 # ---------------------------------------------------------------------------- two hosts
@@ -286,6 +376,16 @@ def test_the_mcp_entity_tools_and_the_entity_argument(store_path):
     shown = call("lantern_entity_show", key="person:ana", limit=1)
     assert shown["record_count"] == 2 and len(shown["records"]) == 1
     assert shown["entity"]["name"] == "Ana García"
+    # A page document as every listing answers: the next page's offset, then none.
+    assert (shown["offset"], shown["limit"], shown["next_offset"]) == (0, 1, 1)
+    rest = call("lantern_entity_show", key="person:ana", limit=1, offset=1)
+    assert (rest["offset"], rest["limit"], rest["next_offset"]) == (1, 1, None)
+    assert rest["record_count"] == 2 and len(rest["records"]) == 1
+    assert {shown["records"][0]["id"], rest["records"][0]["id"]} == {named["id"], linked["id"]}
+    whole = call("lantern_entity_show", key="person:ana", limit=0)
+    assert (whole["limit"], whole["next_offset"], len(whole["records"])) == (0, None, 2)
+    refused = runner.run("lantern_entity_show", {"key": "person:ana", "limit": -1})
+    assert refused.is_error and "usage_error" in json.dumps(refused.value)
     keys = call("lantern_entity_list")["entities"]
     assert [(e["key"], e["file"], e["record_count"]) for e in keys] == [
         ("person:ana", True, 2),

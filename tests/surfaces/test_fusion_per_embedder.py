@@ -1,9 +1,10 @@
 """Hybrid fusion per embedder (docs/search.md, "Fusion per embedder").
 
-wordllama keeps the weight by words held (tests/library/test_hybrid_fusion.py); e5, whose cosines crowd
-into 0.75-0.9, fuses by reciprocal rank, which reads only the two rankings' orders: each record
-scores 0.3 / (5 + its keyword rank) + 0.7 / (5 + its semantic rank). The expected ranking is
-computed here from lantern's own keyword and semantic rankings of the same store.
+wordllama keeps the weight by words held (tests/library/test_hybrid_fusion.py); e5, whose
+cosines crowd into 0.75-0.9, fuses by reciprocal rank, which reads only the two rankings'
+orders: each record scores 0.3 / (5 + its keyword rank) + 0.7 / (5 + its semantic rank). The
+expected ranking is computed here from lantern's own keyword and semantic rankings of the same
+store.
 """
 
 from __future__ import annotations
