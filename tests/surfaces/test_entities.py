@@ -209,7 +209,7 @@ def test_review_mode_applies_to_entity_writes(store_path):
 
 
 def test_lantern_review_and_the_review_page_list_pending_entity_changes(store_path):
-    from serve_support import served
+    from support.serve import served
 
     assert run(store_path, "entity", "add", "project:beta", "--name", "Beta")[0].returncode == 0
     review = {"LANTERN_REVIEW": "1", "LANTERN_REVIEW_NAME": "agent"}
