@@ -216,3 +216,37 @@ def test_the_layers_architecture_draws_are_the_code_s_imports():
     assert arrows_up(layers, graph) == []
     # Drawn upside down, the layers are wrong, and the check says so.
     assert arrows_up(layers[::-1], graph) != []
+
+
+def missing_tests(text: str, root: Path = ROOT) -> list[str]:
+    """Each ``tests/...py::name`` (or ``test_x.py::name``, a file named once under tests/) that
+    ``text`` cites as a test holding a claim, and that no ``def name`` of that file defines."""
+    by_name: dict[str, list[Path]] = {}
+    for path in (root / "tests").rglob("test_*.py"):
+        by_name.setdefault(path.name, []).append(path)
+    missing = []
+    for cited, name in re.findall(r"((?:tests/[\w/]+/)?test_\w+\.py)::(\w+)", text):
+        files = [root / cited] if "/" in cited else by_name.get(cited, [])
+        found = [f for f in files if f.exists()]
+        if len(found) != 1 or not re.search(rf"^(async )?def {name}\(", found[0].read_text(), re.M):
+            missing.append(f"{cited}::{name}")
+    return missing
+
+
+def test_every_test_the_docs_cite_exists():
+    assert missing_tests(DOCS_AND_REFERENCES) == []
+
+
+def test_the_cited_test_check_catches_a_missing_file_and_a_missing_test(tmp_path):
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "test_a.py").write_text("def test_here():\n    pass\n")
+    text = (
+        "`tests/unit/test_a.py::test_here`, `test_a.py::test_here`, "
+        "`tests/unit/test_a.py::test_gone`, `tests/unit/test_b.py::test_here`, "
+        "`test_b.py::test_here`"
+    )
+    assert missing_tests(text, root=tmp_path) == [
+        "tests/unit/test_a.py::test_gone",
+        "tests/unit/test_b.py::test_here",
+        "test_b.py::test_here",
+    ]
