@@ -64,7 +64,10 @@ if TYPE_CHECKING:
 # 5: the source ids each record cites, as terms: ``cites`` is one term's postings (a source
 # page read every record to find its citations: 5.3 s at 100k records).
 # 6: what each record names or links (its entities and [[link]] targets): --entity's filter.
-SCHEMA_VERSION = 6
+# 7: no priority and urgency terms (the minimums read the order column; no query asked for
+# them) and an expiry's terms only for a record that expires: 8 of ~47 postings per record
+# that a rebuild sorted and wrote for nothing.
+SCHEMA_VERSION = 7
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 # Each record file's lstat signature as it was just before the index took in its content; kept
@@ -72,7 +75,6 @@ MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 SEEN = f"seen_v{SCHEMA_VERSION}.marshal"
 # Its mtime is the stamp: files whose ctime is newer may differ from the index.
 STAMP = "checked"
-NO_EXPIRY = 2**62
 # The stamp is set this far before the check started, wider than any filesystem's timestamp
 # granularity (FAT: 2 s) and the kernel's coarse clock, so no change can fall between two checks;
 # files changed within the margin are merely hashed once more.
@@ -102,11 +104,11 @@ def _schema() -> Schema:
         kind=ID,
         scope=ID,
         status=ID,
-        # Coarser shift steps: fewer terms per value, and every term costs at index time.
-        priority=NUMERIC(int, bits=32, shift_step=8),
-        urgency=NUMERIC(int, bits=32, shift_step=8),
+        # Only a record that expires has terms here (a coarse shift step: fewer terms per
+        # value, and every term costs at index time); the mask asks for those expired.
         expires_at=NUMERIC(int, bits=64, shift_step=16),
-        # Only ever sorted on, never searched: a column without terms.
+        # The list order, priority and urgency in it: sorted on and read for the minimums,
+        # never searched, so a column without terms.
         order=COLUMN(NumericColumn("Q")),
         content=word_forms(),
         # What the record names or links (entity_keys.mention_terms): --entity's filter.
@@ -761,7 +763,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                 else:
                     with (
                         whoosh_compat.no_collection(),
-                        writing(lambda: ix.writer(limitmb=256)) as writer,
+                        writing(lambda: whoosh_compat.building_writer(ix, limitmb=256)) as writer,
                     ):
                         results = [_index_share(writer(), shares[0], bar.update)]
             broken: dict = {}
@@ -1105,16 +1107,16 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         return out
 
 
-def _document(path: str, record: Record, digest: str) -> dict:
+def _document(path: str, record: Record, digest: str) -> dict[str, Any]:
     return {
         "path": path,
         "id": record.id,
         "kind": record.kind,
         "scope": record.scope,
         "status": record.status,
-        "priority": record.priority,
-        "urgency": record.urgency,
-        "expires_at": record.expires_at if record.expires_at is not None else NO_EXPIRY,
+        # None: no field at all (Whoosh leaves it out), so no terms for a record that never
+        # expires, which no range of past times could match anyway.
+        "expires_at": record.expires_at,
         "order": order_key(record),
         "content": record.content,
         "mentions": ",".join(mention_terms(record.entities, record.content)),
