@@ -42,7 +42,7 @@ from ..model.entity_keys import mention_terms
 from ..model.query import Hit, RecordQuery, cited_sources, order_key, order_minimums
 from ..model.record import Record
 from ..model.record_file import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
-from . import bm25, clock, whoosh_compat
+from . import bm25, clock, journal, whoosh_compat
 from .analysis import text_query, word_forms
 from .derived import (
     COARSE_MARGIN_NS,
@@ -349,6 +349,8 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         self._seen_dirty = False
         # Signatures of the files the last ``_pending`` read, until the index holds their content
         self._verified: dict[str, Signature] = {}
+        # Where the watch's journal stood when this refresh began: saved once it is done.
+        self._journal_taken: journal.Position | None = None
         # Given (total, what), a Progress for a job over that many files; set by a front end
         # that shows progress (the CLI on a terminal).
         self.progress: Callable[[int, str], Progress] | None = None
@@ -450,7 +452,14 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         only if ``unchanged`` comes back true), unless the index has to be rebuilt first.
         With ``LANTERN_DEBUG_INDEX=1``, says on stderr what the check did.
         """
-        report = self._refresh(meanwhile)
+        self._journal_taken = None
+        try:
+            report = self._refresh(meanwhile)
+            if self._journal_taken is not None:
+                # In step with the files up to the barrier: the next read starts there.
+                journal.save_position(self.dir, self._journal_taken)
+        finally:
+            self._journal_taken = None
         done = (
             f"rebuilt from {report.scanned} files"
             if report.rebuilt
@@ -464,9 +473,17 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         started = clock.now_ns(self.dir)
         changes = self._watcher.take() if self._watcher is not None else None
         report.waited = changes is not None and changes.waited
+        notified = changes.paths if changes is not None else None
         if changes is None or changes.unknown:
             # The stamp and the manifest on disk are the other processes' word too.
             self._manifest = None
+        if self._watcher is None:
+            # A watching process beside this one may say what changed (journal.py).
+            taken = journal.take(os.path.dirname(self.dir), journal.load_position(self.dir))
+            if taken is not None:
+                self._journal_taken = taken.position
+                notified = taken.paths
+                report.how = "journal" if notified is not None else "swept"
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             return self.rebuild()
@@ -476,11 +493,11 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             if os.path.islink(memory) or manifest["broken"] or not self._empty():
                 return self.rebuild()
             return report
-        if changes is not None and not changes.unknown:
+        if notified is not None:
             # Notified of exactly these paths: check them, and leave the stamp where it is,
             # for it speaks of every file.
-            report.how = "notified"
-            changed = sorted(changes.paths or ())
+            report.how = report.how or "notified"
+            changed = sorted(notified)
             report.scanned = len(changed)
             if not changed:
                 report.broken = manifest["broken"]
