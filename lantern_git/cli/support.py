@@ -25,6 +25,7 @@ from ..core.fields import (
 from ..errors import InvalidInput, LanternError
 
 if TYPE_CHECKING:
+    from ..core.progress import Lines
     from ..store import Store
     from .render import Output
 
@@ -229,10 +230,9 @@ def open_store(
         root_store = (root.obj or {}).get("store_path") if root.obj else None
     store = Store.discover(store_path or root_store, actor=actor, author=author)
     as_json = bool(ctx is not None and ctx.params.get("as_json"))
-    if not as_json:
-        store.progress = progress_bar
-        if store.workspace.create_on_write and sys.stderr.isatty():
-            _say_the_default_store_answers(store)
+    store.progress = lambda total, what: progress_bar(total, what, as_json=as_json)
+    if not as_json and store.workspace.create_on_write and sys.stderr.isatty():
+        _say_the_default_store_answers(store)
     return store
 
 
@@ -283,32 +283,26 @@ class _Bar:
         self._bar.__exit__(None, None, None)
 
 
-class _NoBar:
-    def update(self, count: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
 # An index job over fewer files is over before a bar would be read (~0.5 s at 2,000).
 PROGRESS_FROM = 2000
 
 
 def progress_bar(
     total: int, what: str, at_least: int = PROGRESS_FROM, *, as_json: bool = False
-) -> _Bar | _NoBar:
+) -> _Bar | Lines:
     """A progress bar for a job over ``total`` files (``at_least`` of them, or it is over before
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
-    ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
-    pseudo-terminal), ``never`` never."""
+    Elsewhere (a pipe, --json) a job that runs past two seconds says how far it is in lines on
+    stderr (``core/progress.py``). ``LANTERN_PROGRESS=always`` draws the bar, or says the lines,
+    for a job of any size and length (so that a test can see them), ``never`` never."""
     from ..core.config import environment
+    from ..core.progress import lines
 
     wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
-        return _NoBar()
+        return lines(total, what)
     if wanted != "always" and total < at_least:
-        return _NoBar()
+        return lines(total, what)
     return _Bar(total, what)
 
 
