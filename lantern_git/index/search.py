@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 # 6: what each record names or links (its entities and [[link]] targets): --entity's filter.
 # 7: no priority and urgency terms (the minimums read the order column; no query asked for
 # them) and an expiry's terms only for a record that expires: 8 of ~47 postings per record
-# that a rebuild sorted and wrote for nothing.
+# that a rebuild sorted and wrote for nothing; no id terms (ids are read from the id column),
+# half of the terms a rebuild wrote, each with its own term info.
 SCHEMA_VERSION = 7
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
@@ -97,10 +98,19 @@ LOOKUPS_BELOW = 500
 REBUILD_ABOVE = 20_000
 
 
+class _IdColumn(ID):
+    """The record's id, stored and as a sortable column, without terms: every lookup by id
+    reads the column (``_live_docs``, ``_ids_by_docnum``, the list order's tie-break), and a
+    term per record, each with its own entry in the term table, was half of what a rebuild's
+    segment wrote."""
+
+    indexed = False
+
+
 def _schema() -> Schema:
     return Schema(
         path=ID(stored=True, unique=True),
-        id=ID(stored=True, sortable=True),
+        id=_IdColumn(stored=True, sortable=True),
         kind=ID,
         scope=ID,
         status=ID,
