@@ -5,9 +5,9 @@
     python benchmarks/million.py --dir /tmp/million --report           # the table, from the log
 
 The store is built from the shared corpus generator (as ``run.py`` builds its stores) through
-``Store.import_records``, in batches of 100,000 (one commit each), then each figure the scale
-issue lists is measured once, in this order: import, full index rebuild, CLI list and add, a
-library search, a refresh after a pull of 100 records, ``git status``, ``git gc``, a
+``Store.import_records``, in one import (one commit; ``--batch`` splits it), then each figure
+the scale issue lists is measured once, in this order: import, full index rebuild, CLI list,
+add and search, a list after a pull of 100 records, ``git status``, ``git gc``, a
 ``git clone --no-local`` (its time and size), the first command in that clone, and the peak
 RSS of each process. Every step is appended to ``<dir>/million.jsonl`` as soon as it ends,
 with the load average beside it (the machine may be shared), so a run cut off still says what
@@ -30,8 +30,6 @@ sys.path.insert(0, HERE)
 
 import run  # noqa: E402 - the benchmark's own helpers: corpus, stores, processes, pulls
 
-BATCH = 100_000
-
 
 def log(path: str, step: str, **figures: object) -> None:
     entry = {"step": step, "load": os.getloadavg()[0], "at": time.strftime("%H:%M:%S"), **figures}
@@ -51,7 +49,7 @@ def timed_git(root: str, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def build(root: str, size: int, journal: str) -> None:
+def build(root: str, size: int, batch: int, journal: str) -> None:
     import resource
 
     from lantern_git.store import Store
@@ -60,7 +58,7 @@ def build(root: str, size: int, journal: str) -> None:
     store.close()
     done = 0
     while done < size:
-        count = min(BATCH, size - done)
+        count = min(batch, size - done)
         lines = run.jsonl(run.corpus.iter_corpus(count, start=done))
         start = time.perf_counter()
         store = Store.open(root, author="Bench <bench@example.com>")
@@ -143,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", required=True, help="where the store (and its clone) go")
     parser.add_argument("--size", type=int, default=1_000_000, help="records (default 1M)")
     parser.add_argument("--report", action="store_true", help="print the table of a run")
+    parser.add_argument("--batch", type=int, help="records per import (default: all at once)")
     parser.add_argument("--measure-only", action="store_true", help="the store is built")
     args = parser.parse_args(argv)
     journal = os.path.join(args.dir, "million.jsonl")
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     root = os.path.join(args.dir, "store")
     log(journal, "start", records=args.size)
     if not args.measure_only:
-        build(root, args.size, journal)
+        build(root, args.size, args.batch or args.size, journal)
     measure(root, args.size, journal)
     return 0
 
