@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import calendar
+import contextlib
 import json
 import os
 import shutil
@@ -233,6 +234,8 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     got = Store.open(root).list(scopes=(scopes[0],), limit=50)
     assert [r.id for r in got] == [item[3] for item in check], "list order differs from the scan"
     rows.append(("list (library, 1 scope, top 50)", n, ours, "naive scan + CSafeLoader", base))
+    scan = base
+    rows.append(("full index rebuild", n, rebuilds, "naive scan (read + parse every file)", scan))
 
     # -- add through the library, vs git add + commit of one record file
     writes = corpus.extra_records(n, 2 * reps + 2 * slow_reps + 20)
@@ -292,6 +295,26 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     ours = timed(cli_add, slow_reps)
     rows.append(("lantern memory add", n, ours, "import floor", floor))
     extras.setdefault("cli_add", {})[n] = ours
+
+    # -- the same two commands while a watching process (lantern mcp, lantern serve) runs:
+    # they read its journal instead of sweeping every file
+    with watching(root):
+        cli_list = [
+            run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "50"])
+            for _ in range(slow_reps + 1)
+        ][1:]  # the first reads a journal it has no position in yet: a sweep
+        rows.append(
+            (
+                "lantern memory list --limit 50, a server watching",
+                n,
+                [t for t, _ in cli_list],
+                "import floor",
+                floor,
+            )
+        )
+        offset += slow_reps
+        ours = timed(cli_add, slow_reps)
+        rows.append(("lantern memory add, a server watching", n, ours, "import floor", floor))
     if first:
         helps = [run_process([*LANTERN, "--help"])[0] for _ in range(slow_reps)]
         bare = [run_process([PY, "-c", "pass"])[0] for _ in range(slow_reps)]
@@ -321,14 +344,16 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     rows.append(("refresh after a pull of 100 records", n, ours, "full index rebuild", rebuilds))
 
     print("   fresh clone ...", flush=True)
-    bench_clone(root, n, reps, rows, extras, rebuilds)
+    bench_clone(root, n, reps, rows, extras, rebuilds, scan)
     print("   MCP ...", flush=True)
     # Records after those the library and CLI adds took, so that every add commits
     mcp_writes = corpus.extra_records(n + 2 * reps + 2 * slow_reps + 20, reps)
     bench_mcp(root, n, reps, rows, extras, mcp_writes, commit_base)
 
 
-def bench_clone(root: str, n: int, reps: int, rows: list, extras: dict, rebuilds) -> None:
+def bench_clone(
+    root: str, n: int, reps: int, rows: list, extras: dict, rebuilds, scan: list[float]
+) -> None:
     """A fresh ``git clone`` of the store: its first list builds the index, the second must
     cost about what a list costs in a store that was never cloned; then a ``git pull`` of 100
     changed records, whose first list re-reads only those, against a full rebuild."""
@@ -344,6 +369,7 @@ def bench_clone(root: str, n: int, reps: int, rows: list, extras: dict, rebuilds
     run_process([*LANTERN, "--store", root, *listing])
     plain = [run_process([*LANTERN, "--store", root, *listing])[0] for _ in range(3)]
     extras.setdefault("clone_first_s", {})[n] = first
+    rows.append(("first command in a fresh clone", n, [first], "naive scan", scan))
     rows.append(("second list in a fresh clone", n, [second], "list, never-cloned store", plain))
     pulled = []
     for i in range(3):
@@ -353,6 +379,34 @@ def bench_clone(root: str, n: int, reps: int, rows: list, extras: dict, rebuilds
         pulled.append(run_process([*LANTERN, "--store", clone, *listing])[0])
     rows.append(("list after a pull of 100 (clone)", n, pulled, "full index rebuild", rebuilds))
     shutil.rmtree(clone, ignore_errors=True)
+
+
+WATCHER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from lantern_git.store import Store
+store = Store.open(sys.argv[2], watch=True)
+store.list(limit=1)
+print("ready", flush=True)
+sys.stdin.read()
+store.close()
+"""
+
+
+@contextlib.contextmanager
+def watching(root: str):
+    """A process that keeps the store open with a watch (as lantern mcp and lantern serve do),
+    so that it publishes the watch's journal, until the block ends."""
+    proc = subprocess.Popen(
+        [PY, "-c", WATCHER, REPO, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        yield
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=60)
 
 
 def bench_mcp(root: str, n: int, reps: int, rows: list, extras: dict, writes, commit_base) -> None:
@@ -398,8 +452,12 @@ def bench_mcp(root: str, n: int, reps: int, rows: list, extras: dict, writes, co
 TARGETS = {
     "add (library: commit + index)": (0.5, (10_000, 100_000)),
     "list (library, 1 scope, top 50)": (1 / 30, (10_000, 100_000)),
-    "lantern memory list --limit 50": (2.0, (10_000,)),
-    "lantern memory add": (2.0, (10_000,)),
+    "full index rebuild": (3.0, (100_000,)),
+    "first command in a fresh clone": (3.0, (100_000,)),
+    "lantern memory list --limit 50": (2.0, (10_000, 100_000)),
+    "lantern memory add": (2.0, (10_000, 100_000)),
+    "lantern memory list --limit 50, a server watching": (2.0, (10_000, 100_000)),
+    "lantern memory add, a server watching": (2.0, (10_000, 100_000)),
     "lantern --help": (5.0, None),
     "refresh after a pull of 100 records": (1 / 20, (100_000,)),
     "second list in a fresh clone": (1.2, None),

@@ -25,6 +25,7 @@ from ..core.fields import (
 from ..errors import InvalidInput, LanternError
 
 if TYPE_CHECKING:
+    from ..core.progress import Lines
     from ..store import Store
     from .render import Output
 
@@ -236,10 +237,9 @@ def open_store(
         root_store = (root.obj or {}).get("store_path") if root.obj else None
     store = Store.discover(store_path or root_store, actor=actor, author=author)
     as_json = bool(ctx is not None and ctx.params.get("as_json"))
-    if not as_json:
-        store.progress = progress_bar
-        if store.workspace.create_on_write and sys.stderr.isatty():
-            _say_the_default_store_answers(store)
+    store.progress = lambda total, what: progress_bar(total, what, as_json=as_json)
+    if not as_json and store.workspace.create_on_write and sys.stderr.isatty():
+        _say_the_default_store_answers(store)
     return store
 
 
@@ -290,65 +290,44 @@ class _Bar:
         self._bar.__exit__(None, None, None)
 
 
-class _NoBar:
-    def update(self, count: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
 # An index job over fewer files is over before a bar would be read (~0.5 s at 2,000).
 PROGRESS_FROM = 2000
 
 
 def progress_bar(
     total: int, what: str, at_least: int = PROGRESS_FROM, *, as_json: bool = False
-) -> _Bar | _NoBar:
+) -> _Bar | Lines:
     """A progress bar for a job over ``total`` files (``at_least`` of them, or it is over before
     the bar is read) where someone watches it: stderr is a terminal, and never with --json.
-    ``LANTERN_PROGRESS=always`` draws it for a job of any size (so that a test can see it on a
-    pseudo-terminal), ``never`` never."""
+    Elsewhere (a pipe, --json) a job that runs past two seconds says how far it is in lines on
+    stderr (``core/progress.py``). ``LANTERN_PROGRESS=always`` draws the bar, or says the lines,
+    for a job of any size and length (so that a test can see them), ``never`` never."""
     from ..core.config import environment
+    from ..core.progress import lines
 
     wanted = environment().progress
     if as_json or wanted == "never" or not sys.stderr.isatty():
-        return _NoBar()
+        return lines(total, what)
     if wanted != "always" and total < at_least:
-        return _NoBar()
+        return lines(total, what)
     return _Bar(total, what)
 
 
-class _Lines:
-    """Progress as a line on stderr at each tenth of the job: where no terminal shows a bar
-    (a log, a pipe), an embedding that takes minutes still says it is alive."""
-
-    def __init__(self, total: int, what: str):
-        self._total, self._what, self._done, self._said = total, what, 0, -1
-
-    def update(self, count: int) -> None:
-        self._done += count
-        tenth = self._done * 10 // max(self._total, 1)
-        if tenth != self._said:
-            self._said = tenth
-            print(f"{self._what}: {self._done} of {self._total}", file=sys.stderr, flush=True)
-
-    def finish(self) -> None:
-        pass
-
-
-def embedding_progress(total: int, what: str) -> _Bar | _NoBar | _Lines:
+def embedding_progress(total: int, what: str) -> _Bar | Lines:
     """``lantern index embed``: a bar on a terminal (any size: the user asked for this job),
-    else a line on stderr per tenth; ``LANTERN_PROGRESS=never``: nothing."""
+    else the index jobs' lines on stderr from the start (``core/progress.py``), however short
+    the job; ``LANTERN_PROGRESS=never``: nothing."""
     from ..core.config import environment
+    from ..core.progress import Lines
 
     if not what.startswith("embedding"):  # the index's own check, before: as everywhere
         return progress_bar(total, what)
-    if environment().progress == "never":
-        return _NoBar()
+    wanted = environment().progress
+    if wanted == "never":
+        return Lines(total, what, after=float("inf"))
     if sys.stderr.isatty():
         return _Bar(total, what)
-    return _Lines(total, what)
+    return Lines(total, what, after=0.0)
 
 
 def read_content(content: str) -> str:

@@ -42,7 +42,7 @@ from ..model.entity_keys import mention_terms
 from ..model.query import Hit, RecordQuery, cited_sources, order_key, order_minimums
 from ..model.record import Record
 from ..model.record_file import MEMORY_DIR, RECORD_SUFFIX, read_record_file, record_files
-from . import bm25, clock, whoosh_compat
+from . import bm25, clock, journal, whoosh_compat
 from .analysis import text_query, word_forms
 from .derived import (
     COARSE_MARGIN_NS,
@@ -64,7 +64,11 @@ if TYPE_CHECKING:
 # 5: the source ids each record cites, as terms: ``cites`` is one term's postings (a source
 # page read every record to find its citations: 5.3 s at 100k records).
 # 6: what each record names or links (its entities and [[link]] targets): --entity's filter.
-SCHEMA_VERSION = 6
+# 7: no priority and urgency terms (the minimums read the order column; no query asked for
+# them) and an expiry's terms only for a record that expires: 8 of ~47 postings per record
+# that a rebuild sorted and wrote for nothing; no id terms (ids are read from the id column),
+# half of the terms a rebuild wrote, each with its own term info.
+SCHEMA_VERSION = 7
 INDEX_NAME = f"records_v{SCHEMA_VERSION}"
 MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 # Each record file's lstat signature as it was just before the index took in its content; kept
@@ -72,7 +76,6 @@ MANIFEST = f"state_v{SCHEMA_VERSION}.marshal"
 SEEN = f"seen_v{SCHEMA_VERSION}.marshal"
 # Its mtime is the stamp: files whose ctime is newer may differ from the index.
 STAMP = "checked"
-NO_EXPIRY = 2**62
 # The stamp is set this far before the check started, wider than any filesystem's timestamp
 # granularity (FAT: 2 s) and the kernel's coarse clock, so no change can fall between two checks;
 # files changed within the margin are merely hashed once more.
@@ -98,15 +101,15 @@ REBUILD_ABOVE = 20_000
 def _schema() -> Schema:
     return Schema(
         path=ID(stored=True, unique=True),
-        id=ID(stored=True, sortable=True),
+        id=whoosh_compat.IdColumn(stored=True, sortable=True),
         kind=ID,
         scope=ID,
         status=ID,
-        # Coarser shift steps: fewer terms per value, and every term costs at index time.
-        priority=NUMERIC(int, bits=32, shift_step=8),
-        urgency=NUMERIC(int, bits=32, shift_step=8),
+        # Only a record that expires has terms here (a coarse shift step: fewer terms per
+        # value, and every term costs at index time); the mask asks for those expired.
         expires_at=NUMERIC(int, bits=64, shift_step=16),
-        # Only ever sorted on, never searched: a column without terms.
+        # The list order, priority and urgency in it: sorted on and read for the minimums,
+        # never searched, so a column without terms.
         order=COLUMN(NumericColumn("Q")),
         content=word_forms(),
         # What the record names or links (entity_keys.mention_terms): --entity's filter.
@@ -351,6 +354,8 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         self._seen_dirty = False
         # Signatures of the files the last ``_pending`` read, until the index holds their content
         self._verified: dict[str, Signature] = {}
+        # Where the watch's journal stood when this refresh began: saved once it is done.
+        self._journal_taken: journal.Position | None = None
         # Given (total, what), a Progress for a job over that many files; set by a front end
         # that shows progress (the CLI on a terminal).
         self.progress: Callable[[int, str], Progress] | None = None
@@ -452,7 +457,14 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         only if ``unchanged`` comes back true), unless the index has to be rebuilt first.
         With ``LANTERN_DEBUG_INDEX=1``, says on stderr what the check did.
         """
-        report = self._refresh(meanwhile)
+        self._journal_taken = None
+        try:
+            report = self._refresh(meanwhile)
+            if self._journal_taken is not None:
+                # In step with the files up to the barrier: the next read starts there.
+                journal.save_position(self.dir, self._journal_taken)
+        finally:
+            self._journal_taken = None
         done = (
             f"rebuilt from {report.scanned} files"
             if report.rebuilt
@@ -466,9 +478,17 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         started = clock.now_ns(self.dir)
         changes = self._watcher.take() if self._watcher is not None else None
         report.waited = changes is not None and changes.waited
+        notified = changes.paths if changes is not None else None
         if changes is None or changes.unknown:
             # The stamp and the manifest on disk are the other processes' word too.
             self._manifest = None
+        if self._watcher is None:
+            # A watching process beside this one may say what changed (journal.py).
+            taken = journal.take(os.path.dirname(self.dir), journal.load_position(self.dir))
+            if taken is not None:
+                self._journal_taken = taken.position
+                notified = taken.paths
+                report.how = "journal" if notified is not None else "swept"
         manifest = self._load_manifest()
         if manifest is None or not self._usable():
             return self.rebuild()
@@ -478,11 +498,11 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             if os.path.islink(memory) or manifest["broken"] or not self._empty():
                 return self.rebuild()
             return report
-        if changes is not None and not changes.unknown:
+        if notified is not None:
             # Notified of exactly these paths: check them, and leave the stamp where it is,
             # for it speaks of every file.
-            report.how = "notified"
-            changed = sorted(changes.paths or ())
+            report.how = report.how or "notified"
+            changed = sorted(notified)
             report.scanned = len(changed)
             if not changed:
                 report.broken = manifest["broken"]
@@ -771,7 +791,7 @@ class SearchIndex(DerivedIndex[RefreshReport]):
                 else:
                     with (
                         whoosh_compat.no_collection(),
-                        writing(lambda: ix.writer(limitmb=256)) as writer,
+                        writing(lambda: whoosh_compat.building_writer(ix, limitmb=256)) as writer,
                     ):
                         results = [_index_share(writer(), shares[0], bar.update)]
             broken: dict[str, Any] = {}
@@ -1141,9 +1161,9 @@ def _document(path: str, record: Record, digest: str) -> dict[str, Any]:
         "kind": record.kind,
         "scope": record.scope,
         "status": record.status,
-        "priority": record.priority,
-        "urgency": record.urgency,
-        "expires_at": record.expires_at if record.expires_at is not None else NO_EXPIRY,
+        # None: no field at all (Whoosh leaves it out), so no terms for a record that never
+        # expires, which no range of past times could match anyway.
+        "expires_at": record.expires_at,
         "order": order_key(record),
         "content": record.content,
         "mentions": ",".join(mention_terms(record.entities, record.content)),

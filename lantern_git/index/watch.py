@@ -45,13 +45,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model.record_file import MEMORY_DIR
+from . import journal
 
 # The watcher thread handles a barrier's event in well under a millisecond; a move whose other
 # half lies outside the store holds watchdog's queue for 0.5 s. Past this, sweep instead.
 BARRIER_TIMEOUT = 2.0
 # More changed paths than this at once (a checkout): the sweep is cheaper than the events.
 MANY = 5000
-BARRIER_PREFIX = "watch-barrier-"
+# The journal's readers place barriers of the same name (journal.py).
+BARRIER_PREFIX = journal.BARRIER_PREFIX
 _WATCHDOG_LOGGER = "watchdog.observers.inotify"
 
 
@@ -86,6 +88,9 @@ class Watcher:
         self._git_marks: tuple[Any, ...] | None = None
         self._log_hook: logging.Handler | None = None
         self._quiet: Quiet | None = None
+        # What this watch publishes for the one-shot commands beside it (journal.py); None
+        # where another process publishes already.
+        self._journal: journal.Publisher | None = None
 
     # -- life cycle
 
@@ -145,6 +150,8 @@ class Watcher:
             return False
         self._observer = observer
         self._quiet = Quiet.start(self.root)
+        # Begun once the observer runs: every change it reports from now on is journaled.
+        self._journal = journal.Publisher.start(self.state_dir)
         # Watchdog recovers from a kernel queue overflow by itself, saying so only in its log.
         hook = _OverflowHook(self)
         logging.getLogger(_WATCHDOG_LOGGER).addHandler(hook)
@@ -162,6 +169,9 @@ class Watcher:
         quiet, self._quiet = self._quiet, None
         if quiet is not None:
             quiet.close()
+        published, self._journal = self._journal, None
+        if published is not None:
+            published.close()
 
     @property
     def running(self) -> bool:
@@ -182,9 +192,14 @@ class Watcher:
             if relative == "memory" or relative.startswith("memory/"):
                 with self._lock:
                     self._paths.add(relative)
+                if self._journal is not None:
+                    self._journal.changed(relative)
             elif relative.startswith(".lantern/" + BARRIER_PREFIX):
+                name = relative.rpartition("/")[2]
+                if self._journal is not None and event.event_type == "created":
+                    self._journal.barrier(name)
                 with self._lock:
-                    seen = self._barriers.get(relative.rpartition("/")[2])
+                    seen = self._barriers.get(name)
                 if seen is not None:
                     seen.set()
 
@@ -197,6 +212,8 @@ class Watcher:
         """Events were dropped: the next take asks for a full sweep."""
         with self._lock:
             self._lost = True
+        if self._journal is not None:
+            self._journal.lost()
 
     # -- reading
 

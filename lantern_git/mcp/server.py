@@ -84,9 +84,10 @@ class StoreTarget:
     review: bool | None = None
 
     def open(self, warn: Callable[[str], None], watch: bool = False) -> Store:
+        from ..core.progress import lines
         from ..store import Store
 
-        return Store(
+        store = Store(
             self.path,
             actor="mcp",
             author=self.author,
@@ -95,6 +96,10 @@ class StoreTarget:
             watch=watch,
             review=self.review,
         )
+        # A call that needs the index built (a fresh clone) waits for the whole index, never
+        # answers from part of it, and says how far the build is on stderr, the client's log.
+        store.progress = lines
+        return store
 
 
 @dataclass

@@ -45,11 +45,16 @@ def open_store(
     written from the CLI in review mode under the same review name is not theirs to accept).
     ``read_only`` (``--read-only``) opens it so that nothing writes it, not even the repair of
     a cut-off write: the pages say that repair is pending instead."""
+    from ..core.progress import lines
     from ..store import Store
 
-    return Store.discover(
+    store = Store.discover(
         path, actor="cli", author=author, watch=True, read_only=read_only, warn=warn or _warn_once()
     )
+    # A page that needs the index built (a fresh clone) waits for the whole index, never shows
+    # part of it, and the server's log says how far the build is.
+    store.progress = lines
+    return store
 
 
 def _warn_once() -> Callable[[str], None]:

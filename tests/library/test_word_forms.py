@@ -156,3 +156,33 @@ def test_query_syntax_still_goes_to_the_parser():
         assert (made, repr(made)) == (query, repr(query)), text
         syntax = text != "deploy window"
         assert (repr(made) != repr(plain_words_query(text))) is syntax, text
+
+
+TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(["running ", "the ", "a ", "São ", "3.5 ", "runs ", "Running. "]),
+        st.text(alphabet=st.sampled_from(list("abcdeingrsu XYZé0 '9\t\n.,;!-/*_")), max_size=9),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS)
+def test_a_writer_indexes_the_terms_whoosh_s_analyzer_gives(text):
+    """The writer's quick way through a record's text gives, term by term and in order, what
+    Whoosh's own pipeline gives with the field's analyzer: the same terms, weights and encoded
+    positions, and the first term's frequency the count of words as written (stop words out)."""
+    from whoosh.analysis import StandardAnalyzer
+    from whoosh.formats import Positions
+
+    from lantern_git.index.analysis import word_forms
+
+    field = word_forms()
+    through_whoosh = list(Positions().word_values(text, field.analyzer, mode="index"))
+    words = sum(1 for _ in StandardAnalyzer()(text))
+    expected = [
+        (term.encode("utf-8"), words if number == 0 else 0, weight, encoded)
+        for number, (term, _, weight, encoded) in enumerate(through_whoosh)
+    ]
+    assert list(field.index(text)) == expected, text

@@ -108,11 +108,12 @@ def test_index_embed_draws_a_bar_on_a_terminal_and_lines_in_a_pipe(tmp_path, mon
     piped = lantern("--store", str(path), "index", "embed")
     assert piped.returncode == 0, piped.stderr
     assert "embedded 0 record and 0 chunk texts" in piped.stdout
-    # A pipe gets a line per tenth on stderr, never beside --json
+    # A pipe gets the index jobs' lines on stderr, never beside --json
     (path / ".lantern" / "vectors").rename(tmp_path / "old-vectors")
     piped = lantern("--store", str(path), "index", "embed")
     assert piped.returncode == 0, piped.stderr
-    assert "embedding records: 300 of 300" in piped.stderr.splitlines()
+    assert piped.stderr.splitlines()[0] == "lantern: embedding records: 256 of 300 (85%)"
+    assert piped.stderr.splitlines()[-1].startswith("lantern: embedding records: done, 300 in ")
     assert "embedded 300 record and 0 chunk texts" in piped.stdout
     (path / ".lantern" / "vectors").rename(tmp_path / "older-vectors")
     quiet = lantern("--store", str(path), "index", "embed", "--json")

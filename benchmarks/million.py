@@ -1,0 +1,161 @@
+"""A million records: what each step costs, and what breaks first. Not in CI (hours, gigabytes).
+
+    nice -n 5 python benchmarks/million.py --dir /tmp/million          # 1,000,000 records
+    python benchmarks/million.py --dir /tmp/m --size 200000            # a smaller try first
+    python benchmarks/million.py --dir /tmp/million --report           # the table, from the log
+
+The store is built from the shared corpus generator (as ``run.py`` builds its stores) through
+``Store.import_records``, in one import (one commit; ``--batch`` splits it), then each figure
+the scale issue lists is measured once, in this order: import, full index rebuild, CLI list,
+add and search, a list after a pull of 100 records, ``git status``, ``git gc``, a
+``git clone --no-local`` (its time and size), the first command in that clone, and the peak
+RSS of each process. Every step is appended to ``<dir>/million.jsonl`` as soon as it ends,
+with the load average beside it (the machine may be shared), so a run cut off still says what
+it measured and which step it was in; ``--report`` prints the markdown table docs/speed.md
+carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import run  # noqa: E402 - the benchmark's own helpers: corpus, stores, processes, pulls
+
+
+def log(path: str, step: str, **figures: object) -> None:
+    entry = {"step": step, "load": os.getloadavg()[0], "at": time.strftime("%H:%M:%S"), **figures}
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    print(json.dumps(entry), flush=True)
+
+
+def du(path: str) -> int:
+    out = subprocess.run(["du", "-sb", path], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0])
+
+
+def timed_git(root: str, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(["git", *args], cwd=root, env=run.ENV, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def build(root: str, size: int, batch: int, journal: str) -> None:
+    import resource
+
+    from lantern_git.store import Store
+
+    store = Store.init(root, author="Bench <bench@example.com>")
+    store.close()
+    done = 0
+    while done < size:
+        count = min(batch, size - done)
+        lines = run.jsonl(run.corpus.iter_corpus(count, start=done))
+        start = time.perf_counter()
+        store = Store.open(root, author="Bench <bench@example.com>")
+        store.import_records(lines)
+        store.close()
+        done += count
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        log(journal, "import batch", records=done, s=time.perf_counter() - start, peak_mb=peak)
+
+
+def measure(root: str, size: int, journal: str) -> None:
+    lantern = [*run.LANTERN, "--store", root]
+    rebuild = [run.PY, "-c", REBUILD, run.REPO, root]
+    elapsed, peak = run.run_process(rebuild)
+    log(journal, "full index rebuild", s=elapsed, peak_mb=peak)
+    elapsed, peak = run.run_process(run.IMPORT_FLOOR)
+    log(journal, "import floor", s=elapsed, peak_mb=peak)
+    for _ in range(3):
+        elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
+        log(journal, "lantern memory list --limit 50", s=elapsed, peak_mb=peak)
+    for rec in run.corpus.extra_records(size, 3):
+        options = ["--kind", rec.kind, "--scope", rec.scope]
+        elapsed, peak = run.run_process([*lantern, "memory", "add", rec.content, *options])
+        log(journal, "lantern memory add", s=elapsed, peak_mb=peak)
+    for word in run.corpus.query_words(3):
+        elapsed, peak = run.run_process([*lantern, "memory", "search", word, "--limit", "10"])
+        log(journal, "lantern memory search", s=elapsed, peak_mb=peak, query=word)
+    scan_start = time.perf_counter()
+    run.naive_scan(root, "user:u1")
+    log(journal, "naive scan (read + parse every file)", s=time.perf_counter() - scan_start)
+    run.git(root, "merge", "--ff-only", "-q", run.pull_commit(root, 0))
+    elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
+    log(journal, "list after a pull of 100 records", s=elapsed, peak_mb=peak)
+    log(journal, "git status", s=timed_git(root, "status", "--porcelain"))
+    log(journal, "git status (again, warm)", s=timed_git(root, "status", "--porcelain"))
+    log(journal, "size before gc", git_bytes=du(os.path.join(root, ".git")))
+    log(journal, "git gc", s=timed_git(root, "gc", "-q"), git_bytes=du(os.path.join(root, ".git")))
+    clone = root + "-clone"
+    shutil.rmtree(clone, ignore_errors=True)
+    start = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", "--no-local", root, clone], check=True, env=run.ENV)
+    log(journal, "git clone --no-local", s=time.perf_counter() - start, bytes=du(clone))
+    elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
+    log(journal, "first command in the clone", s=elapsed, peak_mb=peak)
+    elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
+    log(journal, "second command in the clone", s=elapsed, peak_mb=peak)
+    log(journal, "done", index_bytes=du(os.path.join(root, ".lantern")))
+
+
+REBUILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from lantern_git.store import Store
+store = Store.open(sys.argv[2])
+store.rebuild_index()
+store.close()
+"""
+
+
+def report(journal: str) -> str:
+    rows = ["| step | figure | peak RSS | load average |", "|---|---|---|---|"]
+    with open(journal, encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            figures = []
+            if "s" in entry:
+                figures.append(run.fmt(entry["s"]))
+            for key in ("records", "git_bytes", "bytes", "index_bytes"):
+                if key in entry:
+                    value = entry[key]
+                    figures.append(f"{value:,}" if key == "records" else f"{value / 2**20:,.0f} MB")
+            peak = f"{entry['peak_mb']:.0f} MB" if "peak_mb" in entry else ""
+            cells = [entry["step"], ", ".join(figures), peak, f"{entry['load']:.1f}"]
+            rows.append(f"| {' | '.join(cells)} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", required=True, help="where the store (and its clone) go")
+    parser.add_argument("--size", type=int, default=1_000_000, help="records (default 1M)")
+    parser.add_argument("--report", action="store_true", help="print the table of a run")
+    parser.add_argument("--batch", type=int, help="records per import (default: all at once)")
+    parser.add_argument("--measure-only", action="store_true", help="the store is built")
+    args = parser.parse_args(argv)
+    journal = os.path.join(args.dir, "million.jsonl")
+    if args.report:
+        print(report(journal))
+        return 0
+    os.makedirs(args.dir, exist_ok=True)
+    root = os.path.join(args.dir, "store")
+    log(journal, "start", records=args.size)
+    if not args.measure_only:
+        build(root, args.size, args.batch or args.size, journal)
+    measure(root, args.size, journal)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
