@@ -87,7 +87,8 @@ MODULES = [
         "lantern_git/index/ranking.py",
         None,
         (
-            # The fusion asked directly (no store), then through searches.
+            # The formula's parts and the fusion asked directly (no store), then searches.
+            "tests/test_ranking_rules.py",
             "tests/test_semantic.py::test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
             "tests/test_semantic.py::test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
             "tests/test_semantic.py::test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings",

@@ -1,0 +1,92 @@
+"""The hybrid formula's parts asked directly (lantern_git.index.ranking): the floors, the
+keyword weight and its rounding, and the ``explain`` object each mode gives.
+
+The searches' tests (test_hybrid_fusion.py, test_search_explain.py, the fusion's in
+test_semantic.py) rank real records; these hold the small rules they lean on at the values
+where a changed bound or a lost case shows (the mutation run, benchmarks/mutation.py, found
+them unasked). No numpy here: these parts work without the semantic extra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lantern_git.index.ranking import (
+    DEFAULT_FLOORS,
+    FLOORS,
+    Floors,
+    explained,
+    floor,
+    floors,
+    keyword_weight,
+    semantic_weight,
+)
+
+
+def test_an_embedders_floors_are_its_own_or_wordllamas_and_cannot_be_changed_in_place():
+    assert floors("wordllama") == Floors(0.15, 0.36)
+    assert floors("an-embedder-with-no-calibration") == DEFAULT_FLOORS == FLOORS["wordllama"]
+    assert floor("wordllama", anchored=True) == 0.15
+    assert floor("wordllama", anchored=False) == 0.36
+    # Every search shares these objects: one caller changing them would move everyone's floor.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULT_FLOORS.floor = 0.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("held", "words", "weight"),
+    [(0, 0, 0.0), (0, 1, 0.0), (1, 1, 1.0), (1, 2, 0.5), (1, 3, 0.333333), (2, 3, 0.666667)],
+)
+def test_the_keyword_weight_is_the_share_of_the_query_words_held_to_six_places(held, words, weight):
+    assert keyword_weight(held, words) == weight
+
+
+def test_a_query_of_no_words_has_no_keyword_weight_and_all_its_weight_on_the_cosine():
+    assert keyword_weight(0, 0) == 0.0
+    assert semantic_weight(keyword_weight(0, 0)) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("keyword", "semantic"), [(0.0, 1.0), (1.0, 0.0), (0.333333, 0.666667), (0.1, 0.9)]
+)
+def test_the_cosines_weight_is_what_the_keyword_weight_leaves_to_six_places(keyword, semantic):
+    assert semantic_weight(keyword) == semantic
+
+
+def test_a_keyword_hit_explains_its_bm25_and_words_with_no_cosine_or_floor():
+    out = explained("keyword", "deploy the Servers", "servers deploy nightly", 2.5, 3.0, None, None)
+    assert out == {
+        "mode": "keyword",
+        "bm25": 2.5,
+        "words": ["deploy", "servers"],
+        "matched": ["deploy", "servers"],
+        "cosine": None,
+        "weights": {"keyword": 1.0, "semantic": 0.0},
+        "floor": None,
+    }
+
+
+def test_a_semantic_hit_explains_its_cosine_and_floor_and_a_missing_bm25_as_zero():
+    out = explained("semantic", "quokka deploy", "deploy it", None, None, 0.5, 0.15)
+    assert out == {
+        "mode": "semantic",
+        "bm25": 0.0,
+        "words": ["quokka", "deploy"],
+        "matched": ["deploy"],
+        "cosine": 0.5,
+        "weights": {"keyword": 0.0, "semantic": 1.0},
+        "floor": 0.15,
+    }
+
+
+def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by():
+    out = explained("hybrid", "deploy servers", "deploy", 1.0, 4.0, 0.25, 0.15, weight=0.5)
+    assert out["weights"] == {"keyword": 0.5, "semantic": 0.5}
+    assert (out["bm25"], out["bm25_best"], out["cosine"], out["floor"]) == (1.0, 4.0, 0.25, 0.15)
+    assert out["matched"] == ["deploy"]
+    # A hit with no keyword match was given no weight: all of it on the cosine.
+    alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
+    assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
+    assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
