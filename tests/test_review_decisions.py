@@ -7,15 +7,18 @@ choices they left unasked (the mutation run, benchmarks/mutation.py, found them)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from reliability_support import make_store
 
-from lantern_git.errors import InvalidInput
+from lantern_git.errors import AmbiguousId, InvalidInput
+from lantern_git.model.record import Record
 from lantern_git.store import Store
 
 
@@ -95,3 +98,22 @@ def test_naming_both_halves_of_a_pending_supersede_decides_the_unit_once(seeded)
     with opened(path) as store:
         assert store.get(seed).status == "superseded"
         assert store.get(new).supersedes_id == seed
+
+
+def test_a_prefix_of_two_pending_records_is_ambiguous_and_decides_nothing(seeded):
+    path, _ = seeded
+    twins = ["abcd000000000001", "abcd000000000002"]
+    lines = [
+        json.dumps(replace(Record.new(kind="fact", content=f"twin {n}"), id=i).to_dict())
+        for n, i in enumerate(twins)
+    ]
+    with opened(path, review=True, review_name="agent") as writer:
+        writer.import_records(lines)
+    with opened(path, review_name="person") as person:
+        for decide in (person.review_accept, person.review_reject):
+            with pytest.raises(AmbiguousId) as refused:
+                decide(["abcd"])
+            assert refused.value.candidates == twins
+        assert pending_on(path) == {"agent": twins}
+        assert person.review_accept([twins[0]]).records == [twins[0]]
+    assert pending_on(path) == {"agent": [twins[1]]}
