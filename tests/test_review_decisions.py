@@ -117,3 +117,16 @@ def test_a_prefix_of_two_pending_records_is_ambiguous_and_decides_nothing(seeded
         assert pending_on(path) == {"agent": twins}
         assert person.review_accept([twins[0]]).records == [twins[0]]
     assert pending_on(path) == {"agent": [twins[1]]}
+
+
+def test_a_reject_puts_back_where_the_branch_left_even_after_the_store_moved_on(seeded):
+    path, seed = seeded
+    with opened(path, review=True, review_name="agent") as writer:
+        writer.update(seed, priority=61)
+    with opened(path) as store:
+        store.update(seed, priority=70)
+    with opened(path, review_name="person") as person:
+        assert person.review_reject([seed]).records == [seed]
+        assert person.get(seed).priority == 70
+    # The branch holds its base's version again: nothing of the proposal is pending.
+    assert pending_on(path) == {}
