@@ -130,3 +130,22 @@ def test_a_reject_puts_back_where_the_branch_left_even_after_the_store_moved_on(
         assert person.get(seed).priority == 70
     # The branch holds its base's version again: nothing of the proposal is pending.
     assert pending_on(path) == {}
+
+
+def test_no_ids_or_one_string_of_ids_is_a_usage_error_not_everything(seeded):
+    from lantern_git.review import choose
+
+    path, seed = seeded
+    with opened(path, review=True, review_name="agent") as writer:
+        writer.update(seed, priority=61)
+    with opened(path, review_name="person") as person:
+        for decide in (person.review_accept, person.review_reject):
+            with pytest.raises(InvalidInput) as refused:
+                decide([])
+            assert refused.value.code == "usage_error"
+            assert "give record ids, or --all" in str(refused.value)
+        # One id as a bare string is refused whole, never read as ids of one character.
+        with pytest.raises(InvalidInput) as refused:
+            choose(person.git, seed, None)
+        assert refused.value.code == "usage_error"
+    assert pending_on(path) == {"agent": [seed]}
