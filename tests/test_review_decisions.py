@@ -149,3 +149,16 @@ def test_no_ids_or_one_string_of_ids_is_a_usage_error_not_everything(seeded):
             choose(person.git, seed, None)
         assert refused.value.code == "usage_error"
     assert pending_on(path) == {"agent": [seed]}
+
+
+def test_everything_on_the_branch_named_is_decided_and_no_other_branchs(seeded):
+    path, _ = seeded
+    added = {}
+    for name in ("one", "two"):
+        with opened(path, review=True, review_name=name) as writer:
+            added[name] = writer.add(f"from {name}", kind="fact").id
+    with opened(path, review_name="person") as person:
+        # "one" sorts before "two": a branch is chosen by its name, not by where it sorts.
+        assert person.review_accept(branch="one").records == [added["one"]]
+        assert person.get(added["one"]).content == "from one"
+    assert pending_on(path) == {"two": [added["two"]]}
