@@ -56,6 +56,9 @@ def test_a_source_path_is_named_by_its_folder_its_id_and_its_extension():
     assert parse_source_path(f"sources/01/{SOURCE_ID}.yaml") == (SOURCE_ID, "manifest")
     assert parse_source_path(f"sources/01/{SOURCE_ID}.md") == (SOURCE_ID, "body")
     assert parse_source_path(f"sources/01/{SOURCE_ID}.{'a' * 16}") == (SOURCE_ID, "body")
+    # Only "yaml" is a manifest: "yml" (a body's name for YAML) and "zip" sort after it.
+    for ext in ("yml", "zip", "txt"):
+        assert parse_source_path(f"sources/01/{SOURCE_ID}.{ext}") == (SOURCE_ID, "body")
 
 
 @pytest.mark.parametrize(
