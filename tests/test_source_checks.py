@@ -68,6 +68,7 @@ def test_a_source_path_is_named_by_its_folder_its_id_and_its_extension():
         f"sources/01/x/{SOURCE_ID}.md",  # one folder too many
         f"records/01/{SOURCE_ID}.md",  # not under sources/
         f"sources/02/{SOURCE_ID}.md",  # the folder is not the id's first two digits
+        f"sources/00/{SOURCE_ID}.md",  # (before them or after)
         f"sources/01/{SOURCE_ID}",  # no extension
         f"sources/01/{SOURCE_ID}.",  # an empty one
         f"sources/01/{SOURCE_ID}.MD",  # not lowercase
