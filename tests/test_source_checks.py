@@ -66,7 +66,9 @@ def test_a_source_path_is_named_by_its_folder_its_id_and_its_extension():
     [
         f"sources/{SOURCE_ID}.md",  # no folder
         f"sources/01/x/{SOURCE_ID}.md",  # one folder too many
+        f"sources/01/{SOURCE_ID}.md/x",  # (below the file's name too)
         f"records/01/{SOURCE_ID}.md",  # not under sources/
+        f"sourcez/01/{SOURCE_ID}.md",  # (a name that sorts after it too)
         f"sources/02/{SOURCE_ID}.md",  # the folder is not the id's first two digits
         f"sources/00/{SOURCE_ID}.md",  # (before them or after)
         f"sources/01/{SOURCE_ID}",  # no extension
