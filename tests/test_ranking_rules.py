@@ -10,6 +10,7 @@ them unasked). No numpy here: these parts work without the semantic extra.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,66 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
     assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
     assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
+
+
+def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
+    """A vector set whose row for each id has exactly the given cosine with the query (the
+    values chosen exact in float32), and that query."""
+    import numpy as np
+
+    from lantern_git.index.vectors import VectorSet
+
+    ids = sorted(cosines)
+    matrix = np.zeros((len(ids), 2), dtype=np.float32)
+    for row, key in enumerate(ids):
+        matrix[row] = (cosines[key], (1 - cosines[key] ** 2) ** 0.5)
+    vectors = VectorSet("test", "0", ids, ["d"] * len(ids), ["t"] * len(ids), matrix)
+    return vectors, np.asarray([1.0, 0.0], dtype=np.float32)
+
+
+@pytest.mark.semantic
+def test_with_no_floor_a_cosine_of_zero_is_no_semantic_candidate():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    vectors, query = unit_rows({"near": 0.5, "orthogonal": 0.0})
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["near", "orthogonal"], [], [], [], 5, 0.0)
+    assert page.ranked == [("near", 0.5)]
+
+
+@pytest.mark.semantic
+def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.5, "b": 0.25})
+    ids = ["a", "b"]
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ids, [0, 1], [0.0, 0.0], [1.0, 0.5], 5, 0.0)
+    whole = fuse([("a", 0.0), ("b", 0.0)], [("a", 0.5), ("b", 0.25)], {"a": 1.0, "b": 0.5})
+    assert page.ranked == whole == [("a", 0.5), ("b", 0.25)]
+    assert page.best == 0.0
+
+
+@pytest.mark.semantic
+def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_places_it():
+    """A record the index holds but the vectors do not yet (rare: written between the two):
+    its keyword part alone, among the other hits with no cosine by id."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.5, "b": 0.0})
+    ids = ["a", "b", "c"]  # "c" has no row
+    rows = np.arange(2, dtype=np.int64)
+    docs, scores, weights = [2, 1, 0], [2.0, 2.0, 1.0], [0.5, 0.5, 1.0]
+    for end in (1, 2, 3, 5):
+        page = fuse_page(vectors, query, rows, ids, docs, scores, weights, end, 0.1)
+        whole = fuse(
+            [("c", 2.0), ("b", 2.0), ("a", 1.0)], [("a", 0.5)], {"c": 0.5, "b": 0.5, "a": 1.0}
+        )
+        assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
+        assert page.ranked == whole[:end], end
