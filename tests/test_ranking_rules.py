@@ -154,3 +154,39 @@ def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_
         )
         assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
         assert page.ranked == whole[:end], end
+
+
+@pytest.mark.semantic
+def test_a_page_of_many_candidates_is_the_top_of_the_whole_ranking_at_every_length():
+    """A thousand candidates in no order: the page's shortlist (a partition at the page's
+    last place; numpy sorts small arrays whole, so it takes this many to tell) must keep every
+    candidate of the page, at each length."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    # Distinct cosines k/4096 (exact in float32), ids in an order unlike the cosines'.
+    cosines = {f"r{n:04d}": ((n * 377) % 1000 + 1) / 4096 for n in range(1000)}
+    vectors, query = unit_rows(cosines)
+    ids = sorted(cosines)
+    whole = sorted(((k, round(c, 6)) for k, c in cosines.items()), key=lambda kc: -kc[1])
+    rows = np.arange(len(ids), dtype=np.int64)
+    for end in [*range(1, 12), 250, 251, 500, 999, 1000]:
+        page = fuse_page(vectors, query, rows, ids, [], [], [], end, 0.0)
+        assert page.ranked == whole[:end], end
+
+
+def test_the_best_keyword_score_is_the_first_whatever_the_others_are():
+    from lantern_git.index.ranking import fuse
+
+    weights = {"a": 1.0, "b": 1.0}
+    assert fuse([("a", 2.0), ("b", 0.0)], [], weights) == [("a", 1.0), ("b", 0.0)]
+    assert fuse([("a", 2.0)], [], {"a": 1.0}) == [("a", 1.0)]
+
+
+def test_equal_scores_outside_the_semantic_ranking_are_in_id_order():
+    from lantern_git.index.ranking import fuse
+
+    keys = ["h", "c", "f", "a", "g", "b", "e", "d"]
+    fused = fuse([(k, 1.0) for k in keys], [], dict.fromkeys(keys, 1.0))
+    assert fused == [(k, 1.0) for k in sorted(keys)]
