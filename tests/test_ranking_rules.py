@@ -143,22 +143,21 @@ def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_
 
     from lantern_git.index.ranking import fuse, fuse_page
 
-    vectors, query = unit_rows({"a": 0.5, "b": 0.0})
-    ids = ["a", "b", "c"]  # "c" has no row
+    # "b" has no row; "c" has one, under the floor: both are hits with no cosine, by id.
+    vectors, query = unit_rows({"a": 0.5, "c": 0.0})
+    ids = ["a", "c", "b"]
     rows = np.arange(2, dtype=np.int64)
     docs, scores, weights = [2, 1, 0], [2.0, 2.0, 1.0], [0.5, 0.5, 1.0]
+    whole = fuse([("b", 2.0), ("c", 2.0), ("a", 1.0)], [("a", 0.5)], {"b": 0.5, "c": 0.5, "a": 1.0})
+    assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
     for end in (1, 2, 3, 5):
         page = fuse_page(vectors, query, rows, ids, docs, scores, weights, end, 0.1)
-        whole = fuse(
-            [("c", 2.0), ("b", 2.0), ("a", 1.0)], [("a", 0.5)], {"c": 0.5, "b": 0.5, "a": 1.0}
-        )
-        assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
         assert page.ranked == whole[:end], end
 
 
 @pytest.mark.semantic
 def test_a_page_of_many_candidates_is_the_top_of_the_whole_ranking_at_every_length():
-    """A thousand candidates in no order: the page's shortlist (a partition at the page's
+    """Three hundred candidates in no order: the page's shortlist (a partition at the page's
     last place; numpy sorts small arrays whole, so it takes this many to tell) must keep every
     candidate of the page, at each length."""
     import numpy as np
@@ -166,12 +165,12 @@ def test_a_page_of_many_candidates_is_the_top_of_the_whole_ranking_at_every_leng
     from lantern_git.index.ranking import fuse_page
 
     # Distinct cosines k/4096 (exact in float32), ids in an order unlike the cosines'.
-    cosines = {f"r{n:04d}": ((n * 377) % 1000 + 1) / 4096 for n in range(1000)}
+    cosines = {f"r{n:03d}": ((n * 77) % 300 + 1) / 4096 for n in range(300)}
     vectors, query = unit_rows(cosines)
     ids = sorted(cosines)
     whole = sorted(((k, round(c, 6)) for k, c in cosines.items()), key=lambda kc: -kc[1])
     rows = np.arange(len(ids), dtype=np.int64)
-    for end in [*range(1, 12), 250, 251, 500, 999, 1000]:
+    for end in range(1, len(ids) + 1):
         page = fuse_page(vectors, query, rows, ids, [], [], [], end, 0.0)
         assert page.ranked == whole[:end], end
 
@@ -190,3 +189,10 @@ def test_equal_scores_outside_the_semantic_ranking_are_in_id_order():
     keys = ["h", "c", "f", "a", "g", "b", "e", "d"]
     fused = fuse([(k, 1.0) for k in keys], [], dict.fromkeys(keys, 1.0))
     assert fused == [(k, 1.0) for k in sorted(keys)]
+
+
+def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
+    from lantern_git.index.ranking import fuse
+
+    assert fuse([("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5)]
+    assert fuse([("a", 1.0)], [("a", 0.5)], {"a": 1.0}) == [("a", 1.0)]
