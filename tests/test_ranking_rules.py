@@ -50,7 +50,8 @@ def test_a_query_of_no_words_has_no_keyword_weight_and_all_its_weight_on_the_cos
 
 
 @pytest.mark.parametrize(
-    ("keyword", "semantic"), [(0.0, 1.0), (1.0, 0.0), (0.333333, 0.666667), (0.1, 0.9)]
+    ("keyword", "semantic"),
+    [(0.0, 1.0), (1.0, 0.0), (0.333333, 0.666667), (0.1, 0.9), (0.1234567, 0.876543)],
 )
 def test_the_cosines_weight_is_what_the_keyword_weight_leaves_to_six_places(keyword, semantic):
     assert semantic_weight(keyword) == semantic
