@@ -197,3 +197,18 @@ def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
 
     assert fuse([("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5)]
     assert fuse([("a", 1.0)], [("a", 0.5)], {"a": 1.0}) == [("a", 1.0)]
+
+
+@pytest.mark.semantic
+def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking_rounds_it():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.25, "b": 0.125})
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5)
+    assert page.best == 2.234568
+    assert page.bm25 == {"a": 2.234568, "b": 1.0}
+    whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
+    assert page.ranked == whole == [("a", 1.0), ("b", round(1.0 / 2.234568, 6))]
