@@ -119,6 +119,9 @@ def test_with_no_floor_a_cosine_of_zero_is_no_semantic_candidate():
     rows = np.arange(2, dtype=np.int64)
     page = fuse_page(vectors, query, rows, ["near", "orthogonal"], [], [], [], 5, 0.0)
     assert page.ranked == [("near", 0.5)]
+    # No floor given is no floor.
+    page = fuse_page(vectors, query, rows, ["near", "orthogonal"], [], [], [], 5)
+    assert page.ranked == [("near", 0.5)]
 
 
 @pytest.mark.semantic
@@ -134,22 +137,33 @@ def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
     whole = fuse([("a", 0.0), ("b", 0.0)], [("a", 0.5), ("b", 0.25)], {"a": 1.0, "b": 0.5})
     assert page.ranked == whole == [("a", 0.5), ("b", 0.25)]
     assert page.best == 0.0
+    # Hits that all score 0, with no cosine: a page shorter than them still holds its first.
+    vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
+    rows = np.arange(3, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2)
+    assert page.ranked == [("a", 0.0), ("b", 0.0)]
 
 
 @pytest.mark.semantic
-def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_places_it():
+@pytest.mark.parametrize(("alone", "under"), [("b", "c"), ("c", "b")])
+def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_places_it(
+    alone, under
+):
     """A record the index holds but the vectors do not yet (rare: written between the two):
-    its keyword part alone, among the other hits with no cosine by id."""
+    its keyword part alone, among the other hits with no cosine by id, before or after them."""
     import numpy as np
 
     from lantern_git.index.ranking import fuse, fuse_page
 
-    # "b" has no row; "c" has one, under the floor: both are hits with no cosine, by id.
-    vectors, query = unit_rows({"a": 0.5, "c": 0.0})
-    ids = ["a", "c", "b"]
+    # ``alone`` has no row; ``under`` has one, under the floor: both are hits with no cosine.
+    vectors, query = unit_rows({"a": 0.5, under: 0.0})
+    ids = [*sorted(["a", under]), alone]
     rows = np.arange(2, dtype=np.int64)
-    docs, scores, weights = [2, 1, 0], [2.0, 2.0, 1.0], [0.5, 0.5, 1.0]
-    whole = fuse([("b", 2.0), ("c", 2.0), ("a", 1.0)], [("a", 0.5)], {"b": 0.5, "c": 0.5, "a": 1.0})
+    # The keyword hits in another order than the rows', their scores unlike each other's.
+    docs, scores, weights = [0, 2, 1], [1.0, 2.0, 2.0], [1.0, 0.5, 0.5]
+    whole = fuse(
+        [(alone, 2.0), (under, 2.0), ("a", 1.0)], [("a", 0.5)], {alone: 0.5, under: 0.5, "a": 1.0}
+    )
     assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
     for end in (1, 2, 3, 5):
         page = fuse_page(vectors, query, rows, ids, docs, scores, weights, end, 0.1)
