@@ -224,5 +224,10 @@ def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking
     page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5)
     assert page.best == 2.234568
     assert page.bm25 == {"a": 2.234568, "b": 1.0}
+    # A hit with no vector ("c") is shown and scored with its score rounded the same way.
+    ids, docs, scores = ["a", "b", "c"], [0, 1, 2], [2.2345678, 1.0, 1.2345678]
+    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5)
+    assert more.bm25["c"] == 1.234568
+    assert dict(more.ranked)["c"] == round(1.234568 / 2.234568, 6)
     whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
     assert page.ranked == whole == [("a", 1.0), ("b", round(1.0 / 2.234568, 6))]
