@@ -231,3 +231,14 @@ def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking
     assert dict(more.ranked)["c"] == round(1.234568 / 2.234568, 6)
     whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
     assert page.ranked == whole == [("a", 1.0), ("b", round(1.0 / 2.234568, 6))]
+
+
+def test_a_mode_read_from_input_is_compared_by_its_value():
+    # A mode typed on a command line is a new string, not the literal the code holds.
+    typed = {mode: "".join(list(mode)) for mode in ("keyword", "hybrid")}
+    assert all(typed[m] is not m for m in typed)
+    keyword = explained(typed["keyword"], "deploy", "deploy", 1.0, 1.0, None, None)
+    assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
+    assert hybrid["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    assert hybrid["bm25_best"] == 2.0
