@@ -110,17 +110,18 @@ def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
 
 
 @pytest.mark.semantic
-def test_with_no_floor_a_cosine_of_zero_is_no_semantic_candidate():
+def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
     import numpy as np
 
     from lantern_git.index.ranking import fuse_page
 
-    vectors, query = unit_rows({"near": 0.5, "orthogonal": 0.0})
-    rows = np.arange(2, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["near", "orthogonal"], [], [], [], 5, 0.0)
+    vectors, query = unit_rows({"near": 0.5, "orthogonal": 0.0, "opposite": -0.5})
+    ids = sorted(["near", "orthogonal", "opposite"])
+    rows = np.arange(3, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5, 0.0)
     assert page.ranked == [("near", 0.5)]
     # No floor given is no floor.
-    page = fuse_page(vectors, query, rows, ["near", "orthogonal"], [], [], [], 5)
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5)
     assert page.ranked == [("near", 0.5)]
 
 
