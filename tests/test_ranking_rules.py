@@ -197,6 +197,8 @@ def test_the_best_keyword_score_is_the_first_whatever_the_others_are():
     weights = {"a": 1.0, "b": 1.0}
     assert fuse([("a", 2.0), ("b", 0.0)], [], weights) == [("a", 1.0), ("b", 0.0)]
     assert fuse([("a", 2.0)], [], {"a": 1.0}) == [("a", 1.0)]
+    # A best score under 1 is still what the others are divided by.
+    assert fuse([("a", 0.5), ("b", 0.25)], [], weights) == [("a", 1.0), ("b", 0.5)]
 
 
 def test_equal_scores_outside_the_semantic_ranking_are_in_id_order():
