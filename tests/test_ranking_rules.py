@@ -120,6 +120,8 @@ def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
     rows = np.arange(3, dtype=np.int64)
     page = fuse_page(vectors, query, rows, ids, [], [], [], 5, 0.0)
     assert page.ranked == [("near", 0.5)]
+    # A page of no length holds nothing.
+    assert fuse_page(vectors, query, rows, ids, [], [], [], 0, 0.0).ranked == []
     # No floor given is no floor.
     page = fuse_page(vectors, query, rows, ids, [], [], [], 5)
     assert page.ranked == [("near", 0.5)]
@@ -238,10 +240,12 @@ def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking
 
 def test_a_mode_read_from_input_is_compared_by_its_value():
     # A mode typed on a command line is a new string, not the literal the code holds.
-    typed = {mode: "".join(list(mode)) for mode in ("keyword", "hybrid")}
+    typed = {mode: "".join(list(mode)) for mode in ("keyword", "semantic", "hybrid")}
     assert all(typed[m] is not m for m in typed)
     keyword = explained(typed["keyword"], "deploy", "deploy", 1.0, 1.0, None, None)
     assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    semantic = explained(typed["semantic"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
+    assert semantic["weights"] == {"keyword": 0.0, "semantic": 1.0}
     hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
     assert hybrid["weights"] == {"keyword": 1.0, "semantic": 0.0}
     assert hybrid["bm25_best"] == 2.0
