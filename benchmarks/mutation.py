@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import shutil
 import signal
 import subprocess
@@ -41,6 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = ROOT / ".mutation"
+# The tests' stores go to memory (tmpfs) where there is one: each write fsyncs, and on a
+# shared, busy disk that made the same two review tests take 16 s instead of 1.8 s.
+SCRATCH = Path("/dev/shm/lantern-mutation")
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,15 @@ MODULES = [
         "ranking",
         "lantern_git/index/ranking.py",
         None,
-        ("tests/library/test_hybrid_fusion.py", "tests/surfaces/test_search_explain.py"),
+        (
+            # The formula's parts and the fusion asked directly (no store), then searches.
+            "tests/unit/test_ranking_rules.py",
+            "tests/library/test_semantic.py::test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
+            "tests/library/test_semantic.py::test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
+            "tests/library/test_semantic.py::test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings",
+            "tests/library/test_hybrid_fusion.py",
+            "tests/surfaces/test_search_explain.py",
+        ),
         240,
     ),
     Module(
@@ -108,9 +120,38 @@ MODULES = [
         "review",
         "lantern_git/review.py",
         ("choose", "accept", "reject"),
-        # test_review_binding holds the tip check and the units a decision takes.
-        ("tests/library/test_review.py", "tests/surfaces/test_review_binding.py"),
-        400,
+        # The tests that decide (accept, reject, choose): the tip check and the units a
+        # decision takes are test_review_binding's. The files' other tests (writes in review
+        # mode, listing, syncing review branches) add two minutes a survivor and no decision.
+        (
+            "tests/library/test_review_decisions.py",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_changes_through_the_library",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_pending_source",
+            "tests/library/test_review.py::test_accept_needs_a_branch_when_several_have_changes",
+            "tests/library/test_review.py::test_accept_some_records_leaves_the_rest_pending_and_merges_a_moved_record",
+            "tests/library/test_review.py::test_accept_refuses_a_fifo_where_a_pending_record_goes_without_waiting_on_it",
+            "tests/library/test_review.py::test_review_is_merge_base_aware_and_flags_records_the_store_changed_meanwhile",
+            "tests/library/test_review.py::test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_nothing",
+            "tests/library/test_review.py::test_bad_review_decisions_change_nothing",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_changes_by_id_on_the_cli",
+            "tests/library/test_review.py::test_reject_drops_records_from_the_review_branch_with_the_reason",
+            "tests/library/test_review.py::test_a_writer_cannot_accept_its_own_changes",
+            "tests/library/test_review.py::test_accept_all_brings_the_changes_onto_the_store_branch_in_one_commit",
+            "tests/library/test_review.py::test_pending_sources_are_listed_carried_by_an_accept_dropped_by_a_reject_and_verify",
+            "tests/library/test_review.py::test_an_accept_killed_at_any_step_leaves_it_all_pending_or_all_accepted",
+            "tests/surfaces/test_review_binding.py::test_the_library_takes_expect_and_raises_review_changed_with_what_arrived",
+            "tests/surfaces/test_review_binding.py::test_a_stale_accept_from_the_page_is_a_409_that_shows_what_changed",
+            "tests/surfaces/test_review_binding.py::test_accept_all_from_a_stale_page_is_a_409_and_takes_nothing",
+            "tests/surfaces/test_review_binding.py::test_a_pending_record_is_accepted_from_its_own_page_beside_its_evidence",
+            "tests/surfaces/test_review_binding.py::test_a_supersede_of_a_pending_record_chains_the_unit",
+            "tests/surfaces/test_review_binding.py::test_accept_all_with_the_tip_seen_never_takes_a_record_that_arrived_later",
+            "tests/surfaces/test_review_binding.py::test_a_bad_or_unknown_expect_is_refused_and_changes_nothing",
+            "tests/surfaces/test_review_binding.py::test_rejecting_a_pending_source_rejects_the_pending_records_that_cite_it",
+            "tests/surfaces/test_review_binding.py::test_rejecting_either_half_of_a_pending_supersede_rejects_both",
+            "tests/surfaces/test_review_binding.py::test_an_accept_after_the_agent_updated_the_record_is_refused_and_changes_nothing",
+            "tests/surfaces/test_review_binding.py::test_accepting_either_half_of_a_pending_supersede_accepts_both",
+        ),
+        150,
     ),
     Module(
         "source_checks",
@@ -129,15 +170,71 @@ MODULES = [
             "parse",
             "is_source_ref",
         ),
-        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
-        300,
+        # The checks asked directly (test_source_checks), then the surfaces' tests of bad
+        # input; the files' other tests (sync, MCP, sessions) add two minutes a survivor.
+        (
+            "tests/unit/test_source_checks.py",
+            "tests/library/test_evidence.py::test_stdin_source_without_uri_is_named_by_its_body",
+            "tests/library/test_evidence.py::test_a_source_id_that_is_a_path_never_reaches_the_file_system",
+            "tests/library/test_evidence.py::test_symlink_and_fifo_under_sources_are_reported_never_read",
+            "tests/library/test_evidence.py::test_source_list_reads_manifests_only_and_check_judges_the_bodies",
+            "tests/library/test_evidence.py::test_a_body_over_the_limit_is_refused_and_nothing_written",
+            "tests/library/test_evidence.py::test_binary_or_invalid_text_is_refused_naming_the_byte_offset",
+            "tests/library/test_evidence.py::test_a_source_reference_is_stored_pinned_to_the_current_blob",
+            "tests/library/test_evidence.py::test_a_pin_to_the_blob_of_another_file_is_refused",
+            "tests/library/test_evidence.py::test_ingest_writes_body_verbatim_and_manifest_in_contract_order",
+            "tests/library/test_evidence.py::test_an_import_line_with_a_bad_source_is_refused_naming_the_line",
+            "tests/library/test_evidence.py::test_a_manifest_edited_into_nonsense_is_reported_and_commit_refuses",
+            "tests/library/test_evidence.py::test_binary_stdin_is_refused_through_the_cli_with_exit_2",
+            "tests/library/test_evidence.py::test_a_bad_source_reference_is_refused_and_nothing_is_written",
+            "tests/library/test_evidence.py::test_check_and_commit_see_hand_edits_to_sources",
+            "tests/robustness/test_evidence_edges.py::test_a_record_s_bad_reference_still_names_source_refs",
+            "tests/robustness/test_evidence_edges.py::test_text_over_the_limit_is_refused_naming_its_size",
+            "tests/robustness/test_evidence_edges.py::test_a_reference_where_a_source_id_is_taken_names_the_source_id",
+            "tests/robustness/test_evidence_edges.py::test_an_append_with_one_visible_character_keeps_its_whitespace",
+            "tests/robustness/test_evidence_edges.py::test_an_ingest_stores_an_empty_or_blank_document_as_it_is",
+            "tests/robustness/test_evidence_edges.py::test_a_file_over_the_limit_is_refused_naming_its_real_size",
+            "tests/robustness/test_evidence_edges.py::test_stdin_over_the_limit_is_refused_as_larger_than_the_limit",
+            "tests/robustness/test_evidence_edges.py::test_check_names_a_hand_placed_body_over_the_limit_without_a_wrong_size",
+            "tests/robustness/test_evidence_edges.py::test_source_show_names_its_argument_not_a_record_field",
+        ),
+        120,
     ),
     Module(
         "git_journal",
         "lantern_git/git/repo.py",
         ("apply", "_write_journal", "_undone_on_failure", "_undo", "finish", "recover"),
-        ("tests/robustness/test_faults.py",),
-        600,
+        # The crashes that go through the journal: every step of a one-file write, both
+        # sides of the ref for a removal, a bulk import and the sources' writes (the file's
+        # other 40 cases repeat those paths, and its index and git-state tests never write).
+        (
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-objects]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-journal]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-first-file]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-files]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-ref]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-index]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-search-index]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-first-file]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-ref]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-first-file]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-ref]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[append-after-files]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-first-file]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-index]",
+            "tests/robustness/test_faults.py::test_a_write_that_fails_before_the_branch_moves_is_rolled_back_in_process",
+            "tests/robustness/test_faults.py::test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref",
+            "tests/robustness/test_faults.py::test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref",
+            "tests/robustness/test_faults.py::test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command",
+            "tests/robustness/test_faults.py::test_a_crash_during_recovery_is_recovered_by_the_next_command",
+            "tests/robustness/test_faults.py::test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_command",
+            "tests/robustness/test_faults.py::test_git_lock_files_left_by_the_killed_writer_are_cleared",
+            "tests/robustness/test_faults.py::test_a_git_lock_older_than_the_write_is_not_ours_and_is_named",
+            "tests/robustness/test_faults.py::test_init_repairs_an_interrupted_write_before_committing",
+            "tests/robustness/test_faults.py::test_a_crashed_init_puts_back_the_users_own_untracked_files",
+            "tests/robustness/test_faults.py::test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore",
+        ),
+        300,
     ),
 ]
 
@@ -146,9 +243,15 @@ def session_path(module: Module) -> Path:
     return SESSIONS / f"{module.name}.sqlite"
 
 
+# Each mutant is one pytest run: without the plugins no run here uses (xdist: one process;
+# hypothesis's reporting: its tests run without it) a run starts in 2 s instead of 4.
+PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+PYTEST += ["-p", "no:hypothesispytest"]
+
+
 def config_text(module: Module) -> str:
     tests = " ".join(module.tests)
-    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"
+    command = f"{sys.executable} {' '.join(PYTEST)} {tests}"
     return (
         "[cosmic-ray]\n"
         f'module-path = "{module.path}"\n'
@@ -289,7 +392,7 @@ def baseline(module: Module) -> None:
     """The module's tests pass unmutated: a mutant's failure is the mutant's doing."""
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *module.tests],
+        [sys.executable, *PYTEST, *module.tests],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -373,6 +476,9 @@ def main() -> int:
         "--again", action="store_true", help="run the last run's survivors again, not the rest"
     )
     args = parser.parse_args()
+    if "TMPDIR" not in os.environ and SCRATCH.parent.is_dir():
+        SCRATCH.mkdir(exist_ok=True)
+        os.environ["TMPDIR"] = str(SCRATCH)  # inherited by cosmic-ray and each test run
     names = {m.name for m in MODULES}
     unknown = set(args.module or ()) - names
     if unknown:

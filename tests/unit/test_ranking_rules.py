@@ -1,0 +1,257 @@
+"""The hybrid formula's parts asked directly (lantern_git.index.ranking): the floors, the
+keyword weight and its rounding, and the ``explain`` object each mode gives.
+
+The searches' tests (test_hybrid_fusion.py, test_search_explain.py, the fusion's in
+test_semantic.py) rank real records; these hold the small rules they lean on at the values
+where a changed bound or a lost case shows (the mutation run, benchmarks/mutation.py, found
+them unasked). The formula's parts need no numpy; the page's tests (marked semantic) do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from lantern_git.index.ranking import (
+    FLOORS,
+    NO_FLOORS,
+    Floors,
+    calibrated,
+    explained,
+    floor,
+    floors,
+    keyword_weight,
+    semantic_weight,
+)
+
+
+def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place():
+    assert floors("wordllama") == Floors(0.15, 0.36) and calibrated("wordllama")
+    assert floors("e5") == Floors(0.80, 0.84) and calibrated("e5")
+    # An embedder with no calibration has no floor, never another model's.
+    assert floors("an-embedder-with-no-calibration") == NO_FLOORS == Floors(0.0, 0.0)
+    assert not calibrated("an-embedder-with-no-calibration")
+    assert floor("wordllama", anchored=True) == 0.15
+    assert floor("wordllama", anchored=False) == 0.36
+    # Every search shares these objects: one caller changing them would move everyone's floor.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FLOORS["wordllama"].floor = 0.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("held", "words", "weight"),
+    [(0, 0, 0.0), (0, 1, 0.0), (1, 1, 1.0), (1, 2, 0.5), (1, 3, 0.333333), (2, 3, 0.666667)],
+)
+def test_the_keyword_weight_is_the_share_of_the_query_words_held_to_six_places(held, words, weight):
+    assert keyword_weight(held, words) == weight
+
+
+def test_a_query_of_no_words_has_no_keyword_weight_and_all_its_weight_on_the_cosine():
+    assert keyword_weight(0, 0) == 0.0
+    assert semantic_weight(keyword_weight(0, 0)) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("keyword", "semantic"),
+    [(0.0, 1.0), (1.0, 0.0), (0.333333, 0.666667), (0.1, 0.9), (0.1234567, 0.876543)],
+)
+def test_the_cosines_weight_is_what_the_keyword_weight_leaves_to_six_places(keyword, semantic):
+    assert semantic_weight(keyword) == semantic
+
+
+def test_a_keyword_hit_explains_its_bm25_and_words_with_no_cosine_or_floor():
+    out = explained("keyword", "deploy the Servers", "servers deploy nightly", 2.5, 3.0, None, None)
+    assert out == {
+        "mode": "keyword",
+        "bm25": 2.5,
+        "words": ["deploy", "servers"],
+        "matched": ["deploy", "servers"],
+        "cosine": None,
+        "weights": {"keyword": 1.0, "semantic": 0.0},
+        "floor": None,
+    }
+
+
+def test_a_semantic_hit_explains_its_cosine_and_floor_and_a_missing_bm25_as_zero():
+    out = explained("semantic", "quokka deploy", "deploy it", None, None, 0.5, 0.15)
+    assert out == {
+        "mode": "semantic",
+        "bm25": 0.0,
+        "words": ["quokka", "deploy"],
+        "matched": ["deploy"],
+        "cosine": 0.5,
+        "weights": {"keyword": 0.0, "semantic": 1.0},
+        "floor": 0.15,
+        "calibrated": True,
+    }
+
+
+def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by():
+    out = explained("hybrid", "deploy servers", "deploy", 1.0, 4.0, 0.25, 0.15, weight=0.5)
+    assert out["weights"] == {"keyword": 0.5, "semantic": 0.5}
+    assert (out["bm25"], out["bm25_best"], out["cosine"], out["floor"]) == (1.0, 4.0, 0.25, 0.15)
+    assert out["matched"] == ["deploy"]
+    assert out["fusion"] == "words held" and "rrf" not in out
+    # A hit with no keyword match was given no weight: all of it on the cosine.
+    alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
+    assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
+    assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
+
+
+def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
+    """A vector set whose row for each id has exactly the given cosine with the query (the
+    values chosen exact in float32), and that query."""
+    import numpy as np
+
+    from lantern_git.index.vectors import VectorSet
+
+    ids = sorted(cosines)
+    matrix = np.zeros((len(ids), 2), dtype=np.float32)
+    for row, key in enumerate(ids):
+        matrix[row] = (cosines[key], (1 - cosines[key] ** 2) ** 0.5)
+    vectors = VectorSet("test", "0", ids, ["d"] * len(ids), ["t"] * len(ids), matrix)
+    return vectors, np.asarray([1.0, 0.0], dtype=np.float32)
+
+
+@pytest.mark.semantic
+def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    vectors, query = unit_rows({"near": 0.5, "orthogonal": 0.0, "opposite": -0.5})
+    ids = sorted(["near", "orthogonal", "opposite"])
+    rows = np.arange(3, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5, 0.0)
+    assert page.ranked == [("near", 0.5)]
+    # A page of no length holds nothing.
+    assert fuse_page(vectors, query, rows, ids, [], [], [], 0, 0.0).ranked == []
+    # No floor given is no floor.
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5)
+    assert page.ranked == [("near", 0.5)]
+
+
+@pytest.mark.semantic
+def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.5, "b": 0.25})
+    ids = ["a", "b"]
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ids, [0, 1], [0.0, 0.0], [1.0, 0.5], 5, 0.0)
+    whole = fuse([("a", 0.0), ("b", 0.0)], [("a", 0.5), ("b", 0.25)], {"a": 1.0, "b": 0.5})
+    assert page.ranked == whole == [("a", 0.5), ("b", 0.25)]
+    assert page.best == 0.0
+    # Hits that all score 0, with no cosine: a page shorter than them still holds its first.
+    vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
+    rows = np.arange(3, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2)
+    assert page.ranked == [("a", 0.0), ("b", 0.0)]
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize(("alone", "under"), [("b", "c"), ("c", "b")])
+def test_a_keyword_hit_with_no_vector_is_scored_and_placed_as_the_whole_ranking_places_it(
+    alone, under
+):
+    """A record the index holds but the vectors do not yet (rare: written between the two):
+    its keyword part alone, among the other hits with no cosine by id, before or after them."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    # ``alone`` has no row; ``under`` has one, under the floor: both are hits with no cosine.
+    vectors, query = unit_rows({"a": 0.5, under: 0.0})
+    ids = [*sorted(["a", under]), alone]
+    rows = np.arange(2, dtype=np.int64)
+    # The keyword hits in another order than the rows', their scores unlike each other's.
+    docs, scores, weights = [0, 2, 1], [1.0, 2.0, 2.0], [1.0, 0.5, 0.5]
+    whole = fuse(
+        [(alone, 2.0), (under, 2.0), ("a", 1.0)], [("a", 0.5)], {alone: 0.5, under: 0.5, "a": 1.0}
+    )
+    assert whole == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
+    for end in (1, 2, 3, 5):
+        page = fuse_page(vectors, query, rows, ids, docs, scores, weights, end, 0.1)
+        assert page.ranked == whole[:end], end
+
+
+@pytest.mark.semantic
+def test_a_page_of_many_candidates_is_the_top_of_the_whole_ranking_at_every_length():
+    """Three hundred candidates in no order: the page's shortlist (a partition at the page's
+    last place; numpy sorts small arrays whole, so it takes this many to tell) must keep every
+    candidate of the page, at each length."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    # Distinct cosines k/4096 (exact in float32), ids in an order unlike the cosines'.
+    cosines = {f"r{n:03d}": ((n * 77) % 300 + 1) / 4096 for n in range(300)}
+    vectors, query = unit_rows(cosines)
+    ids = sorted(cosines)
+    whole = sorted(((k, round(c, 6)) for k, c in cosines.items()), key=lambda kc: -kc[1])
+    rows = np.arange(len(ids), dtype=np.int64)
+    for end in range(1, len(ids) + 1):
+        page = fuse_page(vectors, query, rows, ids, [], [], [], end, 0.0)
+        assert page.ranked == whole[:end], end
+
+
+def test_the_best_keyword_score_is_the_first_whatever_the_others_are():
+    from lantern_git.index.ranking import fuse
+
+    weights = {"a": 1.0, "b": 1.0}
+    assert fuse([("a", 2.0), ("b", 0.0)], [], weights) == [("a", 1.0), ("b", 0.0)]
+    assert fuse([("a", 2.0)], [], {"a": 1.0}) == [("a", 1.0)]
+    # A best score under 1 is still what the others are divided by.
+    assert fuse([("a", 0.5), ("b", 0.25)], [], weights) == [("a", 1.0), ("b", 0.5)]
+
+
+def test_equal_scores_outside_the_semantic_ranking_are_in_id_order():
+    from lantern_git.index.ranking import fuse
+
+    keys = ["h", "c", "f", "a", "g", "b", "e", "d"]
+    fused = fuse([(k, 1.0) for k in keys], [], dict.fromkeys(keys, 1.0))
+    assert fused == [(k, 1.0) for k in sorted(keys)]
+
+
+def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
+    from lantern_git.index.ranking import fuse
+
+    assert fuse([("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5)]
+    assert fuse([("a", 1.0)], [("a", 0.5)], {"a": 1.0}) == [("a", 1.0)]
+
+
+@pytest.mark.semantic
+def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking_rounds_it():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.25, "b": 0.125})
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5)
+    assert page.best == 2.234568
+    assert page.bm25 == {"a": 2.234568, "b": 1.0}
+    # A hit with no vector ("c") is shown and scored with its score rounded the same way.
+    ids, docs, scores = ["a", "b", "c"], [0, 1, 2], [2.2345678, 1.0, 1.2345678]
+    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5)
+    assert more.bm25["c"] == 1.234568
+    assert dict(more.ranked)["c"] == round(1.234568 / 2.234568, 6)
+    whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
+    assert page.ranked == whole == [("a", 1.0), ("b", round(1.0 / 2.234568, 6))]
+
+
+def test_a_mode_read_from_input_is_compared_by_its_value():
+    # A mode typed on a command line is a new string, not the literal the code holds.
+    typed = {mode: "".join(list(mode)) for mode in ("keyword", "semantic", "hybrid")}
+    assert all(typed[m] is not m for m in typed)
+    keyword = explained(typed["keyword"], "deploy", "deploy", 1.0, 1.0, None, None)
+    assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    semantic = explained(typed["semantic"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
+    assert semantic["weights"] == {"keyword": 0.0, "semantic": 1.0}
+    hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
+    assert hybrid["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    assert hybrid["bm25_best"] == 2.0
