@@ -196,13 +196,14 @@ def phrase_query(text: str) -> Any:
     return text_query(f'"{words}"') if words else None
 
 
-# The words of a text as Whoosh's tokenizer finds them (its default pattern), none dropped.
-_TOKEN = re.compile(r"\w+(?:\.?\w+)*")
+# The words of a name or a chunk for phrase matching: letters and digits, none dropped. Not the
+# index's tokenizer (``_TOKEN``, Whoosh's pattern), which keeps a ``*`` inside a word.
+_PHRASE_WORD = re.compile(r"\w+(?:\.?\w+)*")
 
 
 def phrase_words(text: str) -> tuple[str, ...]:
     """Every word of ``text``, lower-cased, in order: stop words and initials ("A.") kept."""
-    return tuple(word.lower() for word in _TOKEN.findall(text))
+    return tuple(word.lower() for word in _PHRASE_WORD.findall(text))
 
 
 def holds_phrase(text: str, phrases: tuple[tuple[str, ...], ...]) -> bool:
