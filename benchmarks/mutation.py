@@ -116,6 +116,15 @@ MODULES = [
         ),
         240,
     ),
+    # The per-embedder rules (which floors, which fusion, reciprocal rank fusion), asked
+    # directly: the whole file's run above predates them.
+    Module(
+        "fusion",
+        "lantern_git/index/ranking.py",
+        ("floors", "calibrated", "floor", "fusion", "fuse_rrf"),
+        ("tests/unit/test_ranking_rules.py",),
+        60,
+    ),
     Module(
         "review",
         "lantern_git/review.py",

@@ -17,11 +17,15 @@ import pytest
 from lantern_git.index.ranking import (
     FLOORS,
     NO_FLOORS,
+    WORDS_HELD,
     Floors,
+    Fusion,
     calibrated,
     explained,
     floor,
     floors,
+    fuse_rrf,
+    fusion,
     keyword_weight,
     semantic_weight,
 )
@@ -255,3 +259,30 @@ def test_a_mode_read_from_input_is_compared_by_its_value():
     hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
     assert hybrid["weights"] == {"keyword": 1.0, "semantic": 0.0}
     assert hybrid["bm25_best"] == 2.0
+
+
+def test_rrf_scores_each_id_by_its_two_ranks_and_orders_best_first():
+    keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    semantic = [("c", 0.9), ("d", 0.8), ("a", 0.7)]
+    # 0.3 / (5 + keyword rank) + 0.7 / (5 + semantic rank), ranks from 1, absent adds 0
+    assert fuse_rrf(keyword, semantic, Fusion("rrf", 0.3, 5)) == [
+        ("c", 0.154167),  # 0.3/8 + 0.7/6
+        ("a", 0.1375),  # 0.3/6 + 0.7/8
+        ("d", 0.1),  # 0.7/7
+        ("b", 0.042857),  # 0.3/7
+    ]
+
+
+def test_rrf_breaks_equal_scores_by_the_semantic_order():
+    rule = Fusion("rrf", 0.5, 0)
+    # y (semantic only) and x (keyword only) both score 0.5: y is in the semantic ranking.
+    assert fuse_rrf([("x", 1.0)], [("y", 0.9)], rule) == [("y", 0.5), ("x", 0.5)]
+    # Equal scores both in the semantic ranking keep its order, whatever their ids.
+    tied = fuse_rrf([("b", 2.0), ("a", 1.0)], [("a", 0.9), ("b", 0.8)], rule)
+    assert tied == [("a", 0.75), ("b", 0.75)]
+
+
+def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_held():
+    assert fusion("e5") == Fusion("rrf", 0.3, 5)
+    assert fusion("wordllama") == WORDS_HELD == Fusion("words held")
+    assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
