@@ -286,3 +286,18 @@ def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_hel
     assert fusion("e5") == Fusion("rrf", 0.3, 5)
     assert fusion("wordllama") == WORDS_HELD == Fusion("words held")
     assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
+
+
+def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
+    # Six places make neighbouring ranks' scores equal past a few hundred (0.3/1000 and
+    # 0.3/1001 are both 0.0003): among equal scores outside the semantic ranking, ids decide,
+    # not the keyword order (here the reverse of the ids').
+    keyword = [(f"id{999 - rank:04d}", 1.0) for rank in range(1000)]
+    expected = sorted(
+        ((key, round(0.3 / (5 + rank), 6)) for rank, (key, _) in enumerate(keyword, 1)),
+        key=lambda item: (-item[1], item[0]),
+    )
+    fused = fuse_rrf(keyword, [], Fusion("rrf", 0.3, 5))
+    assert fused == expected
+    # Ties do happen here, so the order among them is asked.
+    assert len({score for _, score in fused}) < len(fused)
