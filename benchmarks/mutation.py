@@ -125,6 +125,37 @@ MODULES = [
         ("tests/unit/test_ranking_rules.py",),
         60,
     ),
+    # What this stop's speed work added to guarded modules (the pages at 100k records): the
+    # lazy tree diff, the review list kept for the commits it was read from and its entity
+    # changes, and a source page's citing records checked with one verify's memory.
+    Module(
+        "tree_diff",
+        "lantern_git/git/repo.py",
+        ("tree_changes", "iter_tree_changes", "_folder", "_diff_trees"),
+        (
+            "tests/library/test_tree_changes.py",
+            "tests/surfaces/test_serve_changes_kept.py::test_a_large_commit_shows_its_first_page_of_records_and_says_there_are_more",
+            "tests/surfaces/test_serve_changes_kept.py::test_the_library_diff_reads_the_first_records_by_path_when_limited",
+        ),
+        120,
+    ),
+    Module(
+        "review_list",
+        "lantern_git/review.py",
+        ("answer", "_review_state", "_pending_entities", "_entity_or_none"),
+        (
+            "tests/library/test_review_kept.py",
+            "tests/surfaces/test_entities.py::test_lantern_review_and_the_review_page_list_pending_entity_changes",
+        ),
+        150,
+    ),
+    Module(
+        "source_refs",
+        "lantern_git/evidence/sources.py",
+        ("check_refs_of", "_checked_refs"),
+        ("tests/surfaces/test_source_page_paged.py",),
+        120,
+    ),
     Module(
         "review",
         "lantern_git/review.py",
