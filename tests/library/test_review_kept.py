@@ -7,6 +7,7 @@ accept and a reject each show on the next call."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,56 @@ def test_a_kept_review_list_follows_every_write_made_beside_it(path):
     finally:
         for store in (bot, other, reader):
             store.close()
+
+
+def test_a_review_list_asked_again_with_nothing_moved_is_the_one_already_read(path):
+    bot = Store(str(path), actor="mcp", review=True)
+    reader = Store(str(path), actor="cli")
+    try:
+        bot.add("pending", kind="fact")
+        first = reader.review_list().branches
+        again = reader.review_list().branches
+        assert len(first) == 1 and again[0] is first[0]  # kept: not read again
+        bot.add("more pending", kind="fact")
+        moved = reader.review_list().branches
+        assert moved[0] is not first[0] and len(moved[0].records) == 2
+    finally:
+        for store in (bot, reader):
+            store.close()
+
+
+def entity_changes(store: Store) -> dict[str, tuple[str, bool, str | None]]:
+    """key -> (its change, whether the store's branch moved it, its name as pending)."""
+    return {
+        e.key: (e.change, e.moved, e.entity.name if e.entity is not None else None)
+        for b in store.review_list().branches
+        for e in b.entities
+    }
+
+
+def test_pending_entity_changes_say_what_the_store_moved_and_a_broken_file_holds_none(path):
+    person = Store(str(path), actor="cli")
+    person.entities.add("person:ana", name="Ana García")
+    bot = Store(str(path), actor="mcp", review=True)
+    try:
+        bot.entities.update("person:ana", aliases=["A. García"])
+        assert entity_changes(person) == {"person:ana": ("changed", False, "Ana García")}
+        person.entities.update("person:ana", description="Our editor.")
+        assert entity_changes(person) == {"person:ana": ("changed", True, "Ana García")}
+    finally:
+        bot.close()
+    # A hand commit on the review branch of an entity file that is not one.
+    work = path.parent / "review-work"
+    subprocess.run(
+        ["git", "-C", str(path), "worktree", "add", "-q", str(work), "lantern/review/mcp"],
+        check=True,
+    )
+    (work / "entities" / "person").mkdir(parents=True, exist_ok=True)
+    (work / "entities" / "person" / "bob.md").write_text("---\nname: [unclosed\n---\n")
+    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(work), "commit", "-qm", "bob by hand"], check=True)
+    subprocess.run(["git", "-C", str(path), "worktree", "remove", str(work)], check=True)
+    try:
+        assert entity_changes(person)["person:bob"] == ("added", False, None)
+    finally:
+        person.close()
