@@ -696,21 +696,24 @@ class Sources:
     def check_refs(self, record: Record) -> builtins.list[tuple[str, RefCheck | None]]:
         """Each reference of ``record`` in order, with verify's finding for a ``source:`` one
         (the lines, their text, where drifted text moved to) and None for an opaque one."""
-        return _checked_refs(_Checker(self), record)
+        return _checked_refs(_Checker(self), record, with_text=True)
 
     def check_refs_of(
         self, records: Iterable[Record]
     ) -> builtins.list[builtins.list[tuple[str, RefCheck | None]]]:
         """:meth:`check_refs` of each of ``records``, in order, with one verify's memory: a
         source cited by 1,000 records (a source's page) is read and parsed once, not 1,000
-        times."""
+        times. Without the cited text, which a source page does not show (it marks the lines
+        in the version shown)."""
         checker = _Checker(self)
-        return [_checked_refs(checker, record) for record in records]
+        return [_checked_refs(checker, record, with_text=False) for record in records]
 
 
-def _checked_refs(checker: _Checker, record: Record) -> builtins.list[tuple[str, RefCheck | None]]:
+def _checked_refs(
+    checker: _Checker, record: Record, *, with_text: bool
+) -> builtins.list[tuple[str, RefCheck | None]]:
     return [
-        (ref, checker.check(record.id, ref, with_text=True) if is_source_ref(ref) else None)
+        (ref, checker.check(record.id, ref, with_text=with_text) if is_source_ref(ref) else None)
         for ref in record.source_refs
     ]
 
