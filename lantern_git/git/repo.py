@@ -321,13 +321,11 @@ class GitRepo:
         return dict(_diff_trees(old, new, ""))
 
     def iter_tree_changes(
-        self, old: pygit2.Tree | None, new: pygit2.Tree | None, under: str = ""
+        self, old: pygit2.Tree | None, new: pygit2.Tree | None, under: str
     ) -> Iterator[tuple[str, Entry | None]]:
-        """:meth:`tree_changes` (below the folder ``under`` only, when given), one path at a
-        time, each folder's names in order: a caller that wants the first few of an import's
-        100,000 reads three folders, not every one."""
-        if not under:
-            return _diff_trees(old, new, "")
+        """:meth:`tree_changes` below the folder ``under``, one path at a time, each folder's
+        names in order: a caller that wants the first few of an import's 100,000 reads three
+        folders, not every one."""
         return _diff_trees(_folder(old, under), _folder(new, under), under + "/")
 
     def build_tree(
