@@ -14,10 +14,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from starlette.datastructures import QueryParams
 from starlette.testclient import TestClient
 
 from lantern_git.store import Store
 from lantern_git.web.app import ServeConfig, close_app, create_app, open_store
+from lantern_git.web.params import Params
 
 from .cli import start_lantern
 from .processes import first_line, stop
@@ -188,3 +190,9 @@ def serve_process(path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, st
         yield proc, first_line(proc)
     finally:
         stop(proc)
+
+
+def params(query: str = "", **path: str) -> Params:
+    """A page's parameters as the web app parses them: the query string and the path's parts,
+    for calling a view's ``data(store, params)`` without HTTP."""
+    return Params(QueryParams(query), path)

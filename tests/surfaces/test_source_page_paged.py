@@ -9,13 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from starlette.datastructures import QueryParams
-from support.serve import Markup, served
+from support.serve import Markup, params, served
 from support.stores import make_store
 
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
-from lantern_git.web.params import Params
 from lantern_git.web.views import source
 
 
@@ -31,10 +29,6 @@ def store(path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
-
-
-def params(query: str = "", **path: str) -> Params:
-    return Params(QueryParams(query), path)
 
 
 def cited(store: Store) -> tuple[str, dict[str, int]]:

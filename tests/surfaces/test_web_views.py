@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from starlette.datastructures import QueryParams
+from support.serve import params
 from support.stores import make_store
 
 from lantern_git.errors import InvalidInput, NotFound
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.store import Store
-from lantern_git.web.params import Params
 from lantern_git.web.views import changes, record, records, review, source, sources, status
 
 
@@ -30,10 +29,6 @@ def store(path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
-
-
-def params(query: str = "", **path: str) -> Params:
-    return Params(QueryParams(query), path)
 
 
 def ingest(store: Store, body: bytes, name: str = "notes.md") -> str:
