@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 
-from support.cli import lantern, on_a_terminal
+from support.cli import lantern, on_a_terminal, start_lantern
+from support.processes import first_line, stop
+from support.serve import LINE
 
 from lantern_git.core.progress import Lines
 from lantern_git.model.record_file import record_path
@@ -161,3 +165,27 @@ def test_an_ingest_of_many_files_draws_a_bar_and_not_beside_json(store_path, tmp
     assert "ingesting" not in terminal and len(json.loads(stdout)) == 25
     _, terminal = on_a_terminal(store_path, "source", "add", *docs[:3], progress="")
     assert "ingesting" not in terminal  # three files are done before a bar could be read
+
+
+def test_the_web_server_says_how_far_the_index_build_is_while_a_page_waits(store, store_path):
+    """A fresh clone's first page waits for the whole index (never shows part of it), and
+    ``lantern serve``'s stderr, its log, says how far the build went."""
+    for n in range(3):
+        store.add(f"Served record {n}.", kind="fact")
+    store.close()
+    shutil.rmtree(store_path / ".lantern")
+    server = start_lantern(
+        "serve", "--port", "0", store=store_path, env={"LANTERN_PROGRESS": "always"}
+    )
+    try:
+        line = first_line(server)
+        assert LINE.match(line), line
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        with browser.open(line.removeprefix("lantern serve: "), timeout=60) as response:
+            page = response.read().decode()
+    finally:
+        stop(server)
+    stderr = server.stderr.read() if server.stderr else ""
+    assert [f"Served record {n}." in page for n in range(3)] == [True] * 3
+    assert "lantern: indexing record files: done, 3 in " in stderr, stderr
