@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -781,12 +782,29 @@ class GitRepo:
                 index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=blob), FileMode(mode)))
             elif path not in staged and os.path.lexists(os.path.join(self.root, path)):
                 index.add(path)
+                if _written_this_second(os.path.join(self.root, path)):
+                    # Git compares whole seconds: a same-size edit later in this second would
+                    # match the stat recorded now, and once .git/index is written in a later
+                    # second git would trust it. Recorded without a stat, the entry makes git
+                    # read the file (and git's own status records the stat once it is safe).
+                    added = index[path]
+                    index.add(pygit2.IndexEntry(path, added.id, added.mode))
             else:
                 try:
                     index.remove(path)
                 except (OSError, pygit2.GitError, KeyError):
                     pass
         index.write()
+
+
+def _written_this_second(path: str) -> bool:
+    """Whether the file at ``path`` was last changed in this second or the one before (the
+    margin covers a file system clock a little ahead of or behind this process's)."""
+    try:
+        changed = os.lstat(path).st_mtime
+    except OSError:
+        return False
+    return int(changed) >= int(time.time()) - 1
 
 
 def _folder(tree: pygit2.Tree | None, path: str) -> pygit2.Tree | None:

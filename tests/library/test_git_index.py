@@ -1,0 +1,45 @@
+"""Git's view of the store: ``git status`` shows every hand edit, even one git's stat cache
+could take for unchanged.
+
+Git decides that a file is unchanged when its size, inode and times (in whole seconds, as
+Debian's and most builds of git compare them) match what ``.git/index`` recorded. A hand edit
+that keeps the size, made in the same second lantern wrote the file, matches all of them; git
+then reads the file only while the index itself was written in that second, and a later write
+of ``.git/index`` in another second would hide the edit for good."""
+
+from __future__ import annotations
+
+import time
+
+from support.stores import git
+
+from lantern_git.model.record_file import record_path
+from lantern_git.store import Store
+
+
+def _to_the_next_second() -> int:
+    """Sleeps until a new second starts (a second at most); that second."""
+    now = time.time()
+    time.sleep(1 - (now - int(now)) + 0.01)
+    return int(now) + 1
+
+
+def test_git_sees_a_same_size_hand_edit_made_in_the_second_lantern_wrote_the_file(store_path):
+    store = Store.open(str(store_path), actor="api")
+    try:
+        for _ in range(5):  # bounded: a machine too slow to edit within the second retries
+            second = _to_the_next_second()
+            other = store.add("Edited by hand meanwhile.", kind="fact")
+            path = store_path / record_path(other.id)
+            path.write_text(path.read_text().replace("urgency: 0", "urgency: 8"))
+            if int(path.stat().st_mtime) == second:
+                break
+        else:
+            raise AssertionError("no hand edit landed in the second of lantern's write")
+        _to_the_next_second()
+        # Another write, in a later second, rewrites .git/index.
+        store.add("A later write.", kind="fact")
+    finally:
+        store.close()
+    assert git(store_path, "status", "--porcelain") == f" M {record_path(other.id)}\n"
+    assert "urgency: 8" in path.read_text()
