@@ -140,6 +140,18 @@ MODULES = [
         120,
     ),
     Module(
+        "git_index",
+        "lantern_git/git/repo.py",
+        ("sync_index", "_written_this_second"),
+        (
+            "tests/library/test_git_index.py",
+            "tests/library/test_undo.py::test_hand_edits_to_other_records_stay_uncommitted_through_a_revert",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-index]",
+            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-index]",
+        ),
+        120,
+    ),
+    Module(
         "review_list",
         "lantern_git/review.py",
         ("answer", "_review_state", "_pending_entities", "_entity_or_none"),
