@@ -9,10 +9,12 @@ of ``.git/index`` in another second would hide the edit for good."""
 
 from __future__ import annotations
 
+import os
 import time
 
-from support.stores import git
+from support.stores import git, init_repo
 
+from lantern_git.git.repo import GitRepo
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
@@ -43,3 +45,38 @@ def test_git_sees_a_same_size_hand_edit_made_in_the_second_lantern_wrote_the_fil
         store.close()
     assert git(store_path, "status", "--porcelain") == f" M {record_path(other.id)}\n"
     assert "urgency: 8" in path.read_text()
+
+
+def _recorded_sizes(path) -> dict[str, int]:
+    """Each path's size as ``.git/index`` records it (0: recorded without its stat)."""
+    sizes: dict[str, int] = {}
+    name = ""
+    for line in git(path, "ls-files", "--debug").splitlines():
+        if not line.startswith(" "):
+            name = line
+        elif line.strip().startswith("size:"):
+            sizes[name] = int(line.split()[1])
+    return sizes
+
+
+def test_only_files_changed_this_second_or_the_last_are_recorded_without_their_stat(tmp_path):
+    """Git reads the content of a file whose entry has no stat at every ``git status``: a
+    file changed seconds ago keeps its stat, and the margin of one second covers a file
+    system clock a little behind this process's."""
+    path = tmp_path / "repo"
+    init_repo(path)
+    repo = GitRepo(str(path))
+    names = ("an-hour-ago.md", "a-second-ago.md", "now.md")
+    for name in names:
+        (path / name).write_text(f"{name}\n")
+    for _ in range(5):  # bounded: each try must stay within one second
+        second = int(time.time())
+        hour_ago = path / names[0]
+        os.utime(hour_ago, (second - 3600, second - 3600))
+        os.utime(path / names[1], (second - 0.5, second - 0.5))
+        repo.sync_index(names)
+        if int(time.time()) == second:
+            break
+    else:
+        raise AssertionError("no try stayed within one second")
+    assert _recorded_sizes(path) == {names[0]: len(names[0]) + 1, names[1]: 0, names[2]: 0}
