@@ -800,11 +800,7 @@ class GitRepo:
 def _written_this_second(path: str) -> bool:
     """Whether the file at ``path`` was last changed in this second or the one before (the
     margin covers a file system clock a little ahead of or behind this process's)."""
-    try:
-        changed = os.lstat(path).st_mtime
-    except OSError:
-        return False
-    return int(changed) >= int(time.time()) - 1
+    return int(os.lstat(path).st_mtime) >= int(time.time()) - 1
 
 
 def _folder(tree: pygit2.Tree | None, path: str) -> pygit2.Tree | None:

@@ -66,17 +66,22 @@ def test_only_files_changed_this_second_or_the_last_are_recorded_without_their_s
     path = tmp_path / "repo"
     init_repo(path)
     repo = GitRepo(str(path))
-    names = ("an-hour-ago.md", "a-second-ago.md", "now.md")
+    names = ("an-hour-ago.md", "two-seconds-ago.md", "a-second-ago.md", "now.md")
     for name in names:
         (path / name).write_text(f"{name}\n")
     for _ in range(5):  # bounded: each try must stay within one second
         second = int(time.time())
-        hour_ago = path / names[0]
-        os.utime(hour_ago, (second - 3600, second - 3600))
-        os.utime(path / names[1], (second - 0.5, second - 0.5))
+        os.utime(path / names[0], (second - 3600, second - 3600))
+        os.utime(path / names[1], (second - 1.5, second - 1.5))
+        os.utime(path / names[2], (second - 0.5, second - 0.5))
         repo.sync_index(names)
         if int(time.time()) == second:
             break
     else:
         raise AssertionError("no try stayed within one second")
-    assert _recorded_sizes(path) == {names[0]: len(names[0]) + 1, names[1]: 0, names[2]: 0}
+    assert _recorded_sizes(path) == {
+        names[0]: len(names[0]) + 1,
+        names[1]: len(names[1]) + 1,
+        names[2]: 0,
+        names[3]: 0,
+    }
