@@ -64,6 +64,8 @@ from collections.abc import Callable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from lantern_git.index import ranking  # noqa: E402
+from lantern_git.index.embedders import default_name  # noqa: E402
 from lantern_git.model.record import Record  # noqa: E402
 from lantern_git.store import Store  # noqa: E402
 
@@ -270,7 +272,7 @@ def run_set(
     """Every ranker over one set; lantern's semantic and hybrid once per embedder (named
     ``semantic/e5``; the first embedder's as plain ``semantic``, which is wordllama's by
     default)."""
-    embedders = embedders or [os.environ.get("LANTERN_EMBEDDER") or "wordllama"]
+    embedders = embedders or [embedder_name()]
     report = _run_set(name, rankers, misses, embedders[0])
     for embedder in embedders[1:]:
         by_vectors = [r for r in rankers if r in ("semantic", "hybrid")]
@@ -413,10 +415,12 @@ def tune(cv: bool, calibrate: bool) -> int:
     ``--calibrate``: the highest cosine a probe word reaches with any record of a scope."""
     import numpy as np
 
-    from lantern_git.index import ranking
+    from lantern_git.index.vectors import unit_rows
 
     items = []
     reached: list[tuple[float, str, str, str]] = []
+    folds: dict[str, np.ndarray] = {}  # each fold's record vectors, in the set's order
+    probe_queries = probe_passages = None
     for name in SETS:
         docs, questions = dataset(name)
         work = tempfile.mkdtemp(prefix="lantern-retrieval-")
@@ -425,6 +429,16 @@ def tune(cv: bool, calibrate: bool) -> int:
             if calibrate:
                 vectors = store.record_vectors()
                 current = vectors.current()
+                ids = {key: rid for rid, key in keys.items()}
+                for doc in docs:  # a turn said twice in a conversation is one record
+                    if doc["key"] in ids:
+                        fold = doc["scope"] if name == "conversations" else name
+                        folds.setdefault(fold, []).append(current.vector(ids[doc["key"]]))
+                if probe_queries is None:
+                    probe_queries = np.stack([vectors.embed_query(p) for p in PROBES])
+                    probe_passages = unit_rows(
+                        vectors.embedder.embed(list(PROBES)), vectors.embedder.dim
+                    )
                 words = {w for d in docs for w in TOKEN.findall(d["content"].lower())}
                 for probe in PROBES:
                     assert probe not in words, probe
@@ -443,6 +457,7 @@ def tune(cv: bool, calibrate: bool) -> int:
             shutil.rmtree(work, ignore_errors=True)
     embedder = embedder_name()
     if calibrate:
+        print(noise_report(folds, probe_queries, probe_passages))
         top = max(reached)
         print(
             f"{embedder}: the best cosine a probe word reaches is {top[0]:.3f} ({top[2]!r} in the"
@@ -474,13 +489,9 @@ def tune(cv: bool, calibrate: bool) -> int:
 
 # ---------------------------------------------------------------- cross-validation
 
-# Words in no record of either set: what a query with no lexical anchor looks like.
-PROBES = (
-    "quokka", "zebra", "xylophone", "asdfgh", "blorptang", "tractor", "volcano", "submarine",
-    "kangaroo", "origami", "penguin", "trombone", "glacier", "harpoon", "tornado", "walrus",
-    "cactus", "saxophone", "igloo", "helicopter", "octopus", "pyramid", "avalanche", "mosquito",
-    "dinosaur", "accordion", "canoe", "yacht",
-)  # fmt: skip
+# Words in no record of either set: what a query with no lexical anchor looks like (lantern's own
+# list: a query's cosines with them are its noise level, ranking.floor).
+PROBES = ranking.PROBES
 
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 # The floors tried, per embedder: each embedder's cosines have a scale of their own (e5 gives
@@ -491,8 +502,57 @@ FLOOR_GRIDS = {
 }
 
 
+NOISE_STORES = (5, 20)  # besides each whole fold, stores of these sizes drawn from it
+NOISE_DRAWS = 60
+
+
+def noise_report(folds: dict, queries, passages) -> str:  # arrays: numpy's
+    """The margin over a query's noise level (its best cosine with the probe words, embedded
+    as records are) that keeps words in no record out, by leave-one-fold-out: each probe word
+    searched itself, with the other 27 as its noise level, in each fold (each conversation,
+    the recall set) as a whole and in stores of 5 and 20 of its records (60 draws each); in
+    each fold the margin just above what the other folds' probes exceed their level by, and
+    how many of the held-out fold's probes that lets in. Then the margin all folds give (what
+    lantern ships in ``ranking.FLOORS``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    excess: dict[str, list[float]] = {}
+    for fold, rows in folds.items():
+        matrix = np.asarray(rows, dtype=np.float64)
+        stores = [np.arange(len(matrix))] + [
+            rng.choice(len(matrix), size, replace=False)
+            for size in NOISE_STORES
+            for _ in range(NOISE_DRAWS)
+        ]
+        level = passages.astype(np.float64) @ queries.T.astype(np.float64)  # passage x query
+        np.fill_diagonal(level, -np.inf)  # a probe's own word is not its noise
+        noise = level.max(axis=0)
+        found = []
+        for store in stores:
+            best = (queries.astype(np.float64) @ matrix[store].T).max(axis=1)
+            found += (best - noise).tolist()
+        excess[fold] = found
+    rows = ["| held out | margin (other folds) | its probes let in |", "|---|---|---|"]
+    for fold, found in excess.items():
+        margin = round(max(max(v) for f, v in excess.items() if f != fold) + 0.001, 3)
+        leaks = sum(x >= margin for x in found)
+        rows.append(f"| {fold} | {margin} | {leaks} of {len(found)} |")
+    shipped = round(max(max(v) for v in excess.values()) + 0.001, 3)
+    name = embedder_name()
+    current = ranking.floors(name).noise if ranking.calibrated(name) else None
+    return "\n".join(
+        [
+            "\nThe margin over a query's noise level (no word in common), leave-one-fold-out:",
+            *rows,
+            f"All folds: {shipped} (lantern ships {current} for {name})",
+        ]
+    )
+
+
 def embedder_name() -> str:
-    return os.environ.get("LANTERN_EMBEDDER") or "wordllama"
+    """The embedder the run measures: LANTERN_EMBEDDER, else lantern's default here."""
+    return os.environ.get("LANTERN_EMBEDDER") or default_name()
 
 
 def floor_grid() -> tuple[float, ...]:
