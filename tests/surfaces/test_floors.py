@@ -100,10 +100,11 @@ def test_wordllama_keeps_its_floors_and_says_they_are_calibrated(store, store_pa
     assert hits and all(hit["explain"]["floor"] == 0.15 for hit in hits)
     assert all(hit["explain"]["calibrated"] is True for hit in hits)
     status = json.loads(run(store_path, "status", "--json", embedder="wordllama"))
-    assert status["floors"] == {"floor": 0.15, "alone": 0.36}
-    assert "floors:   cosine 0.15 with a word in common, 0.36 without" in run(
-        store_path, "status", embedder="wordllama"
-    )
+    assert status["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137}
+    assert (
+        "floors:   cosine 0.15 with a word in common, 0.36 without"
+        " (or the query's noise level + 0.137, if lower)"
+    ) in run(store_path, "status", embedder="wordllama")
 
 
 @pytest.mark.semantic
