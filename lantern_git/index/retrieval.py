@@ -203,7 +203,9 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     # A query sharing no word with the texts searched has a floor of its own: the lower of the
     # embedder's fixed one and its noise level (its cosines with the probe words) plus a margin
     anchored = bool(matches.numbers)
-    noise = vectors.noise(wanted) if ranking.needs_noise(corpus.embedder, anchored) else None
+    noise = None
+    if ranking.needs_noise(corpus.embedder, anchored):
+        noise = vectors.noise(wanted, ranking.PROBES)
     floor = ranking.floor(corpus.embedder, anchored, noise)
     trace = Trace(
         request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)

@@ -76,9 +76,10 @@ RESUMABLE_BATCH = 256
 # A batch embedded in less than this many seconds doubles the next one, up to LARGEST_BATCH.
 QUICK_BATCH = 0.25
 LARGEST_BATCH = 8192
-# The probe words' vectors (ranking.PROBES) by embedder fingerprint, made once per process and
-# kept beside the vector sets (``probes-<digest>.npy``): a search sharing no word with the
-# store reads its noise level from them (ranking.floor) without embedding 28 words each time.
+# The probe words' vectors (ranking.PROBES) by embedder fingerprint and words, made once per
+# process and kept beside the vector sets (``probes-<digest>.npy``): a search sharing no word
+# with the store reads its noise level from them (ranking.floor) without embedding 28 words
+# each time.
 _PROBE_VECTORS: dict[str, np.ndarray] = {}
 
 
@@ -375,30 +376,28 @@ class Vectors:
         row: np.ndarray = unit_rows(embed([text]), self.embedder.dim)[0]
         return row
 
-    def noise(self, query: np.ndarray) -> float:
-        """The query's noise level: its best cosine with the probe words (``ranking.PROBES``,
-        embedded as records are), which sets the floor of a search sharing no word with the
-        texts searched (``ranking.floor``)."""
-        return round(float(np.max(self._probes() @ query)), 6)
+    def noise(self, query: np.ndarray, probes: Sequence[str]) -> float:
+        """The query's noise level: its best cosine with the ``probes`` (``ranking.PROBES``,
+        words in no record, embedded as records are), which sets the floor of a search sharing
+        no word with the texts searched (``ranking.floor``)."""
+        return round(float(np.max(self._probes(probes) @ query)), 6)
 
-    def _probes(self) -> np.ndarray:
+    def _probes(self, probes: Sequence[str]) -> np.ndarray:
         import hashlib
 
-        from .ranking import PROBES
-
-        key = hashlib.sha1("\n".join((self.fingerprint, *PROBES)).encode("utf-8")).hexdigest()
+        key = hashlib.sha1("\n".join((self.fingerprint, *probes)).encode("utf-8")).hexdigest()
         made = _PROBE_VECTORS.get(key)
         if made is not None:
             return made
         path = os.path.join(os.path.dirname(self.dir), f"probes-{key[:16]}.npy")
-        shape = (len(PROBES), self.embedder.dim)
+        shape = (len(probes), self.embedder.dim)
         try:
             found = np.load(path)
             made = found if found.shape == shape and found.dtype == np.float32 else None
         except (OSError, ValueError):  # none yet, or torn: made again
             made = None
         if made is None:
-            made = unit_rows(self.embedder.embed(list(PROBES)), self.embedder.dim)
+            made = unit_rows(self.embedder.embed(list(probes)), self.embedder.dim)
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path + ".tmp", "wb") as handle:
