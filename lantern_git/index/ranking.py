@@ -29,16 +29,25 @@ recall and stays above keyword and the peers' BM25 by 8 to 19 points of recall@5
 The floor depends on the query and on the embedder, whose cosines live on a scale of their own
 (wordllama's unrelated texts score near 0, e5's near 0.8): a query sharing at least one word
 with the records searched has the embedder's ``floor``; one sharing none (a word in no record,
-"quokka") has the higher ``alone`` floor, above the cosine such words reach with any record,
-so it gets no hits. Without a lexical anchor only the cosine speaks for a record. Each shipped
-embedder's floors were calibrated by the same procedure (``benchmarks/retrieval.py --cv`` and
-``--calibrate``, docs/search.md): ``floor`` by leave-one-out cross-validation over the
-conversations of the conversational set and the recall set as one more fold (in each fold
-the highest floor that keeps the other folds' recall@10 within half a point of no floor), and
-``alone`` just above the best cosine any of 28 probe words in no record reaches with a record
-of either set (wordllama: 0.352; e5: 0.832). An embedder with no calibration here (model2vec,
-one of a user's own) has no floor at all rather than another model's: ``--explain`` and
-``lantern status`` say so.
+"quokka") has a floor of its own, the lower of two, each above the cosine such words reach:
+
+- ``alone``, fixed: just above the best cosine any of 28 probe words in no record (:data:`PROBES`)
+  reaches with a record of either set (wordllama: 0.352; e5: 0.832);
+- the query's own noise level: its best cosine with those probe words (embedded as records are),
+  plus ``noise``. A text's cosines with unrelated texts have a level of their own (some queries
+  sit higher on everything), and the probes measure it for this query: a record must stand
+  above what the query reaches with words it has nothing to do with. ``noise`` is the margin
+  that keeps each probe word, searched itself, under the level the other 27 give it, in every
+  store of the folds below (whole folds, and 5- and 20-record stores drawn from them).
+
+Without a lexical anchor only the cosine speaks for a record, so such a query gets no hits
+unless a record stands out. Each shipped embedder's floors were calibrated by the same
+procedure (``benchmarks/retrieval.py --cv`` and ``--calibrate``, docs/search.md): ``floor`` by
+leave-one-out cross-validation over the conversations of the conversational set and the recall
+set as one more fold (in each fold the highest floor that keeps the other folds' recall@10
+within half a point of no floor), ``alone`` and ``noise`` as above. An embedder with no
+calibration here (model2vec, one of a user's own) has no floor at all rather than another
+model's: ``--explain`` and ``lantern status`` say so.
 """
 
 from __future__ import annotations
@@ -55,16 +64,29 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Floors:
-    """An embedder's similarity floors: with a lexical anchor, and without one."""
+    """An embedder's similarity floors: with a lexical anchor (``floor``), and without one: the
+    lower of ``alone`` and the query's best cosine with the :data:`PROBES` plus ``noise``
+    (None: ``alone`` only)."""
 
     floor: float
     alone: float
+    noise: float | None = None
 
 
 # Calibrated with benchmarks/retrieval.py (--cv, --calibrate), by the embedder's name (its
 # LANTERN_EMBEDDER / lantern.yaml name). An embedder not listed has no floor (NO_FLOORS).
-FLOORS = {"wordllama": Floors(0.15, 0.36), "e5": Floors(0.80, 0.84)}
+FLOORS = {"wordllama": Floors(0.15, 0.36, 0.137), "e5": Floors(0.80, 0.84, 0.005)}
 NO_FLOORS = Floors(0.0, 0.0)
+
+# Words in no record of either benchmark set: what a query with no lexical anchor looks like.
+# They calibrate the floors without one, and a query's cosines with them (embedded as records
+# are) are its noise level (see the module's docstring). Changing them changes every floor.
+PROBES = (
+    "quokka", "zebra", "xylophone", "asdfgh", "blorptang", "tractor", "volcano", "submarine",
+    "kangaroo", "origami", "penguin", "trombone", "glacier", "harpoon", "tornado", "walrus",
+    "cactus", "saxophone", "igloo", "helicopter", "octopus", "pyramid", "avalanche", "mosquito",
+    "dinosaur", "accordion", "canoe", "yacht",
+)  # fmt: skip
 
 
 def floors(embedder: str) -> Floors:
@@ -77,11 +99,22 @@ def calibrated(embedder: str) -> bool:
     return embedder in FLOORS
 
 
-def floor(embedder: str, anchored: bool) -> float:
+def floor(embedder: str, anchored: bool, noise: float | None = None) -> float:
     """The cosine a semantic candidate must reach: see the module's docstring (0: no floor,
-    only a cosine above 0)."""
+    only a cosine above 0). ``noise``: the query's best cosine with the :data:`PROBES`, which
+    lowers the floor of a query with no word in common to that plus the embedder's ``noise``
+    margin when that is lower than ``alone`` (None: not measured, ``alone``)."""
     found = floors(embedder)
-    return found.floor if anchored else found.alone
+    if anchored:
+        return found.floor
+    if noise is None or found.noise is None:
+        return found.alone
+    return round(min(found.alone, noise + found.noise), 6)
+
+
+def needs_noise(embedder: str, anchored: bool) -> bool:
+    """Whether :func:`floor` reads the query's noise level (its cosines with the probes)."""
+    return not anchored and floors(embedder).noise is not None
 
 
 @dataclass(frozen=True)

@@ -200,8 +200,13 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     candidates = corpus.candidates(request, current, ordered=not paged)
     wanted = vectors.embed_query(request.text)
     matches = corpus.matches(request)
-    # A query sharing no word with the texts searched has the higher floor
-    floor = ranking.floor(corpus.embedder, anchored=bool(matches.numbers))
+    # A query sharing no word with the texts searched has a floor of its own: the lower of the
+    # embedder's fixed one and its noise level (its cosines with the probe words) plus a margin
+    anchored = bool(matches.numbers)
+    noise = None
+    if ranking.needs_noise(corpus.embedder, anchored):
+        noise = vectors.noise(wanted, ranking.PROBES)
+    floor = ranking.floor(corpus.embedder, anchored, noise)
     trace = Trace(
         request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)
     )

@@ -76,6 +76,11 @@ RESUMABLE_BATCH = 256
 # A batch embedded in less than this many seconds doubles the next one, up to LARGEST_BATCH.
 QUICK_BATCH = 0.25
 LARGEST_BATCH = 8192
+# The probe words' vectors (ranking.PROBES) by embedder fingerprint and words, made once per
+# process and kept beside the vector sets (``probes-<digest>.npy``): a search sharing no word
+# with the store reads its noise level from them (ranking.floor) without embedding 28 words
+# each time.
+_PROBE_VECTORS: dict[str, np.ndarray] = {}
 
 
 class VectorSet:
@@ -370,6 +375,38 @@ class Vectors:
         embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
         row: np.ndarray = unit_rows(embed([text]), self.embedder.dim)[0]
         return row
+
+    def noise(self, query: np.ndarray, probes: Sequence[str]) -> float:
+        """The query's noise level: its best cosine with the ``probes`` (``ranking.PROBES``,
+        words in no record, embedded as records are), which sets the floor of a search sharing
+        no word with the texts searched (``ranking.floor``)."""
+        return round(float(np.max(self._probes(probes) @ query)), 6)
+
+    def _probes(self, probes: Sequence[str]) -> np.ndarray:
+        import hashlib
+
+        key = hashlib.sha1("\n".join((self.fingerprint, *probes)).encode("utf-8")).hexdigest()
+        made = _PROBE_VECTORS.get(key)
+        if made is not None:
+            return made
+        path = os.path.join(os.path.dirname(self.dir), f"probes-{key[:16]}.npy")
+        shape = (len(probes), self.embedder.dim)
+        try:
+            found = np.load(path)
+            made = found if found.shape == shape and found.dtype == np.float32 else None
+        except (OSError, ValueError):  # none yet, or torn: made again
+            made = None
+        if made is None:
+            made = unit_rows(self.embedder.embed(list(probes)), self.embedder.dim)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path + ".tmp", "wb") as handle:
+                    np.save(handle, made)
+                os.replace(path + ".tmp", path)
+            except OSError:  # a read-only store: kept in memory only
+                pass
+        _PROBE_VECTORS[key] = made
+        return made
 
     # -- keeping in step
 

