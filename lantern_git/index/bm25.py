@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import add, mul, neg, truediv
+from operator import add, le, mul, neg, truediv
 from typing import Any
 
 from cachetools import LRUCache
@@ -308,6 +308,15 @@ def length_norms(table: Sequence[int], avg_length: float) -> list[float]:
     return [K1 * ((1 - B) + B * length / avg_length) for length in table]
 
 
+def shortest_norm(codes: Sequence[int], norms: Sequence[float]) -> float:
+    """The least length norm of the documents whose length codes are ``codes`` (``norms``: by
+    code): the smallest code's, where norms never fall as codes rise (Whoosh's codes grow with
+    the length), else looked up code by code."""
+    if all(map(le, norms, norms[1:])):
+        return norms[min(codes)]
+    return min(map(norms.__getitem__, set(codes)))
+
+
 def _bulk(
     segments: list[_Segment],
     parts: Parts,
@@ -444,6 +453,8 @@ class Layers:
     ids: list[int]
     negated: list[float]
     lowest: float
+    # The weights above the lowest, each once, heaviest first.
+    heavier: tuple[float, ...] = ()
 
     def heavier_than(self, level: float) -> int:
         """How many of the postings kept weigh more than ``level`` (they come first)."""
@@ -455,7 +466,9 @@ def weight_layers(ids: Sequence[int], weights: Sequence[float]) -> Layers:
     lowest = min(weights, default=0.0)
     above = list(map(lowest.__lt__, weights))
     pairs = sorted(zip(map(neg, compress(weights, above)), compress(ids, above)))
-    return Layers([doc for _, doc in pairs], [weight for weight, _ in pairs], lowest)
+    negated = [weight for weight, _ in pairs]
+    heavier = tuple(sorted({-weight for weight in negated}, reverse=True))
+    return Layers([doc for _, doc in pairs], negated, lowest, heavier)
 
 
 # Each segment's layers of the words searched last, by the postings they come from (a
@@ -583,7 +596,7 @@ def _pruned(
                 whoosh_compat.deleted_docs(segment.reader)
                 if segment.reader.has_deletions()
                 else set(),
-                min(map(norms.__getitem__, set(codes))),
+                shortest_norm(codes, norms),
             )
         )
     steps = [
@@ -667,7 +680,7 @@ def word_levels(layers: Sequence[Layers]) -> list[float]:
     if not held:
         return []
     bottom = max(found.lowest for found in held)
-    weights = {-w for found in held for w in found.negated if -w > bottom}
+    weights = {w for found in held for w in found.heavier if w > bottom}
     return sorted(weights | {bottom}, reverse=True)
 
 

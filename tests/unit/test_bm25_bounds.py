@@ -22,6 +22,7 @@ from lantern_git.index.bm25 import (
     page_cutoff,
     raised_bounds,
     score_bound,
+    shortest_norm,
     weight_layers,
     word_levels,
 )
@@ -42,6 +43,16 @@ def test_a_bound_grows_with_the_weight_and_falls_with_the_norm():
 
 def test_length_norms_are_k1_times_one_less_b_plus_b_times_the_relative_length():
     assert length_norms([0, 10, 20], 10.0) == pytest.approx([0.3, 1.2, 2.1])
+
+
+def test_the_shortest_norm_is_the_least_codes_norm_in_either_order_of_norms():
+    rising = [0.3, 0.5, 0.9, 1.4]
+    assert shortest_norm(bytes([3, 2, 2, 3]), rising) == 0.9
+    assert shortest_norm([1, 3], rising) == 0.5
+    # Norms that fall somewhere as codes rise: each code present looked up.
+    uneven = [0.3, 1.5, 0.9, 1.4]
+    assert shortest_norm([1, 2, 3], uneven) == 0.9
+    assert shortest_norm([1, 3], uneven) == 1.4
 
 
 def test_a_documents_score_sums_the_words_it_holds_in_the_querys_order():
@@ -68,6 +79,7 @@ def test_layers_keep_the_postings_above_the_lowest_weight_heaviest_first():
     assert layers.heavier_than(2.0) == 2
     assert layers.heavier_than(1.0) == 3
     assert layers.heavier_than(3.0) == 0
+    assert layers.heavier == (3.0, 2.0)
 
 
 def test_layers_of_no_postings_are_empty_with_lowest_zero():
