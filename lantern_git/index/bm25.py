@@ -633,9 +633,7 @@ def _pruned(
         floor = max(layout.floor(levels) for layout in layouts)
         if cutoff is not None and floor + BOUND_MARGIN < cutoff:
             rest = [item for item in untried if item[0] + BOUND_MARGIN >= cutoff]
-            if PRUNED_SHARE * len(rest) * len(parts) > total:
-                return None
-            _score_into(found, tried, rest, layouts, wanted)
+            _score_best_first(found, tried, rest, layouts, wanted, end, cutoff)
             return list(found), list(found.values())
         # Lower a level, or as many as halve the floor's distance to the page's last score
         # (the score only rises: a lower level raises more documents to score).
@@ -646,6 +644,28 @@ def _pruned(
             floor = max(layout.floor(levels) for layout in layouts)
             if floor <= target:
                 break
+
+
+def _score_best_first(
+    found: dict[int, float],
+    tried: set[int],
+    rest: list[tuple[float, int, int]],
+    layouts: Sequence[_Layout],
+    wanted: Callable[[int], bool],
+    end: int,
+    cutoff: float,
+) -> None:
+    """Score ``rest`` (bound, document, its segment's place) best bound first, in growing
+    batches, until the next bound stays below the page's last score (``cutoff``, as it rises
+    with each batch): the documents holding several words come first and settle the page."""
+    rest.sort(reverse=True)
+    batch = max(2 * end, 64)
+    at = 0
+    while at < len(rest) and rest[at][0] + BOUND_MARGIN >= cutoff:
+        _score_into(found, tried, rest[at : at + batch], layouts, wanted)
+        at += batch
+        batch *= 2
+        cutoff = page_cutoff(found.values(), end) or cutoff
 
 
 def _score_into(
