@@ -74,7 +74,7 @@ def test_a_document_past_the_last_posting_holds_nothing():
 def test_layers_keep_the_postings_above_the_lowest_weight_heaviest_first():
     layers = weight_layers([0, 2, 5, 6, 9], [1.0, 3.0, 1.0, 2.0, 3.0])
     assert layers.lowest == 1.0
-    assert layers.negated == [-3.0, -3.0, -2.0]
+    assert list(layers.negated) == [-3.0, -3.0, -2.0]
     assert sorted(layers.ids[:2]) == [2, 9] and layers.ids[2] == 6
     assert layers.heavier_than(2.0) == 2
     assert layers.heavier_than(1.0) == 3
@@ -83,8 +83,10 @@ def test_layers_keep_the_postings_above_the_lowest_weight_heaviest_first():
 
 
 def test_layers_of_no_postings_are_empty_with_lowest_zero():
-    assert weight_layers([], []) == Layers([], [], 0.0)
-    assert weight_layers([4], [2.0]) == Layers([], [], 2.0)
+    empty = weight_layers([], [])
+    assert (list(empty.ids), list(empty.negated), empty.lowest, empty.heavier) == ([], [], 0.0, ())
+    single = weight_layers([4], [2.0])
+    assert (list(single.ids), list(single.negated), single.lowest) == ([], [], 2.0)
 
 
 def test_a_floor_adds_each_held_words_bound_at_its_level():
