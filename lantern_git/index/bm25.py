@@ -407,6 +407,10 @@ def _wanted(allowed: set[int] | None, excluded: set[int] | None) -> Callable[[in
 # posting): each costs it about twice what scoring every posting costs a posting.
 PRUNED_SHARE = 2
 
+# The fewest documents :func:`_pruned` scores at a time (twice the page's end, if more): a
+# batch is scored in bulk, and its documents best bound first settle the page's last score.
+BATCH_AT_LEAST = 64
+
 # How far below a page's last rounded score a bound must stay for the documents under it to be
 # left unscored: a score rounds up by at most 5e-7, and a bound summed in another order than
 # the score may differ from it in the last bits (1e-13 for scores of 1,000).
@@ -628,7 +632,7 @@ def _pruned(
             bounds = raised_bounds(layout.layers, levels, layout.min_norm)
             bounded.extend(zip(bounds.values(), map(layout.base.__add__, bounds), repeat(place)))
         untried = [item for item in bounded if item[1] not in tried]
-        batch = heapq.nlargest(max(2 * end, 64), untried)
+        batch = heapq.nlargest(max(2 * end, BATCH_AT_LEAST), untried)
         work += len(batch) * len(parts)
         _score_into(found, tried, batch, layouts, wanted)
         cutoff = page_cutoff(found.values(), end)
@@ -661,7 +665,7 @@ def _score_best_first(
     batches, until the next bound stays below the page's last score (``cutoff``, as it rises
     with each batch): the documents holding several words come first and settle the page."""
     rest.sort(reverse=True)
-    batch = max(2 * end, 64)
+    batch = max(2 * end, BATCH_AT_LEAST)
     at = 0
     while at < len(rest) and rest[at][0] + BOUND_MARGIN >= cutoff:
         _score_into(found, tried, rest[at : at + batch], layouts, wanted)

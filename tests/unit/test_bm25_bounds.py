@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from lantern_git.index import bm25
 from lantern_git.index.bm25 import (
     BOUND_MARGIN,
     Layers,
@@ -157,3 +158,46 @@ def test_a_words_levels_run_from_its_heaviest_weight_to_its_segments_heaviest_lo
     assert word_levels([one, other]) == [4.0, 3.0, 2.0]
     assert word_levels([one, Layers([], [], 0.0)]) == [4.0, 2.0, 1.0]
     assert word_levels([Layers([], [], 0.0)]) == []
+
+
+def one_word_segment(weights: list[float]) -> bm25._Layout:
+    """A segment of documents 0, 1, ... all of length norm 1.0, each holding one query word
+    (factor 1.0) ``weights[doc]`` times."""
+    ids = list(range(len(weights)))
+    return bm25._Layout(
+        0,
+        [(1.0, weight_layers(ids, weights))],
+        [(1.0, ids, weights)],
+        bytes([1] * len(weights)),
+        [1.0] * 256,
+        set(),
+        1.0,
+    )
+
+
+def test_documents_left_are_scored_best_bound_first_until_the_next_falls_below_the_page(
+    monkeypatch,
+):
+    monkeypatch.setattr(bm25, "BATCH_AT_LEAST", 1)  # batches of twice the page's end: 2
+    weights = [3.0] * 6 + [2.0, 1.0, 1.0]
+    layout = one_word_segment(weights)
+    scores = document_scores(layout.postings, list(range(9)), [1.0] * 9)
+    found: dict[int, float] = {}
+    tried: set[int] = set()
+    # Each bound its document's score, but those of 2 to 5 a hair lower (within the margin):
+    # they tie the page's last score once rounded, so they are scored too.
+    rest = [(scores[doc] - (1e-6 if 2 <= doc <= 5 else 0.0), doc, 0) for doc in range(9)]
+    bm25._score_best_first(found, tried, rest, [layout], lambda doc: True, 1, 0.0)
+    # End 1: batches of 2, then 4. The first (0 and 1) sets the page's last score; the
+    # second (2 to 5) ties it; 6 to 8 score less and are never scored.
+    assert found == {doc: scores[doc] for doc in range(6)}
+    assert tried == set(range(6))
+
+
+def test_scoring_the_documents_left_skips_those_not_wanted_and_the_deleted():
+    layout = one_word_segment([2.0, 2.0, 2.0, 2.0])
+    layout.deleted = {1}
+    found: dict[int, float] = {}
+    rest = [(5.0, doc, 0) for doc in range(4)]
+    bm25._score_best_first(found, set(), rest, [layout], lambda doc: doc != 2, 1, 0.0)
+    assert set(found) == {0, 3}
