@@ -576,12 +576,15 @@ def _pruned(
     last, with their scores (as :func:`_bulk`'s); None where this would not save work.
 
     Each word has a level (at first its heaviest weight): a document whose every word weighs
-    at most its level scores at most the segment's floor (:func:`raised_bounds`), one with a
-    word above it at most its raised bound. The raised documents are scored best bound first;
-    while the ``end``-th best score does not stand above every floor, the word with the
-    largest bound is lowered a level. Then every raised document whose bound reaches that
-    score is scored too. A common word's postings are mostly at its lowest weight, never
-    raised: only a few documents are scored."""
+    at most its level scores at most the segment's floor (:func:`level_floor`), one with a
+    word above it at most its raised bound (:func:`raised_bounds`). A batch of the raised
+    documents with the best bounds is scored; while the ``end``-th best score does not stand
+    above every floor, the word with the largest bound comes down a level (or as many as
+    halve the floor's distance to that score: it only rises) and another batch is scored.
+    Then the raised documents whose bound reaches that score are scored, best bound first
+    (:func:`_score_best_first`). A common word's postings are mostly at its lowest weight,
+    never raised: only a few documents are scored. Past ``PRUNED_SHARE``'s part of the
+    postings' worth of work it gives up (None), and every posting is scored."""
     factors = [idfs[w] * weight for (w,), weight in parts]
     empty: tuple[Sequence[int], Sequence[float]] = ((), ())
     layouts: list[_Layout] = []
