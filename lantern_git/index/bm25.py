@@ -30,18 +30,33 @@ Queries of words and phrases joined by OR (what people type) are scored here fro
 positions and field lengths read in bulk (``whoosh_compat``): Whoosh's matchers cost ~6 us a
 matching document. Any other query (prefixes, fields, AND/NOT) goes through Whoosh's search,
 with :class:`LanternBM25` as its weighting model, which gives the same numbers.
+
+A page of such a query of words (the best ``end`` and their ties, :func:`scored`) scores only
+the documents that can land on it (:func:`_pruned`): a word's score grows with its weight in a
+document and falls with the document's length, so its heaviest postings and the segment's
+shortest length bound what the others can score. A common word's postings are mostly of its
+lowest weight (once in a record): at 100,000 records, a page of two words each in 40 % of
+them scores ~1,200 documents of the 65,000 matching. The answer is the one every posting
+scored gives, to the bit (``tests/library/test_bm25_pruned_page.py``); hybrid search, which
+ranks every match, and a page with no limit still score every posting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
+import threading
+from array import array
+from bisect import bisect_left
 from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import add, mul, truediv
+from operator import add, le, mul, neg, truediv
 from typing import Any
 
+from cachetools import LRUCache
 from whoosh import query as Q
 from whoosh.scoring import WeightingModel, WeightLengthScorer
 
@@ -176,7 +191,8 @@ def scored(
 ) -> list[tuple[float, int]]:
     """(score rounded to 6 places, document) of every document matching ``query`` among
     ``allowed`` (None: all) and not ``excluded``, cut to the best ``end`` and their ties;
-    statistics over ``allowed``. In no order."""
+    statistics over ``allowed``. In no order. With ``end``, a query of words alone scores only
+    the documents that can reach the page (:func:`_pruned`), with the same answer."""
     stats = statistics(searcher, allowed)
     parts = plain_parts(query)
     if parts is None:
@@ -184,7 +200,15 @@ def scored(
     keep = allowed
     if excluded:
         keep = None if allowed is None else allowed - excluded
-    docs, scores = _bulk(searcher, parts, stats, keep, excluded if allowed is None else None, end)
+    outside = excluded if allowed is None else None
+    segments = _read(searcher, parts)
+    idfs = _idfs(searcher, parts, stats, segments)
+    found = None
+    if end is not None and end > 0 and all(len(words) == 1 for words, _ in parts):
+        found = _pruned(segments, parts, idfs, stats, _wanted(keep, outside), end)
+    if found is None:
+        found = _bulk(segments, parts, idfs, stats, keep, outside, end)
+    docs, scores = found
     if end is not None and len(scores) > end:
         cutoff = round(heapq.nlargest(end, scores)[-1], 6)
         floor = cutoff - 1e-6
@@ -210,7 +234,9 @@ def raw_scored(
     keep = allowed
     if excluded:
         keep = None if allowed is None else allowed - excluded
-    return _bulk(searcher, parts, stats, keep, excluded if allowed is None else None, None)
+    segments = _read(searcher, parts)
+    idfs = _idfs(searcher, parts, stats, segments)
+    return _bulk(segments, parts, idfs, stats, keep, excluded if allowed is None else None, None)
 
 
 def _cut(found: list[tuple[float, int]], end: int | None) -> list[tuple[float, int]]:
@@ -236,18 +262,19 @@ def _by_whoosh(
     return _cut(found, end)
 
 
-def _bulk(
-    searcher: Any,
-    parts: Parts,
-    stats: Statistics,
-    allowed: set[int] | None,
-    excluded: set[int] | None,
-    end: int | None,
-) -> tuple[list[int], list[float]]:
-    """The plain query's documents and scores (not rounded) from postings read in bulk (see
-    the module's docstring); ``end`` only cuts short the check of a lone phrase's positions."""
-    k1_plus = K1 + 1
-    # Each segment's postings of each word, read once: for the filtered df and the scores.
+@dataclass
+class _Segment:
+    """One segment's part of a plain query: its reader, its first document's number in the
+    index, and each query word's postings in it (words it lacks left out)."""
+
+    reader: Any
+    base: int
+    read: dict[str, tuple[Sequence[int], Sequence[float]]]
+
+
+def _read(searcher: Any, parts: Parts) -> list[_Segment]:
+    """Each segment's postings of each word of ``parts``, read once: for the filtered df and
+    the scores."""
     segments = []
     for reader, base in searcher.reader().leaf_readers():
         if not reader.doc_count_all():
@@ -258,23 +285,59 @@ def _bulk(
             for word in words
             if (FIELD, word) in reader
         }
-        segments.append((reader, base, read))
+        segments.append(_Segment(reader, base, read))
+    return segments
+
+
+def _idfs(
+    searcher: Any, parts: Parts, stats: Statistics, segments: list[_Segment]
+) -> dict[str, float]:
+    """Each word's idf over the statistics' documents."""
     if stats.allowed is None:
         dfs = {w: int(searcher.doc_frequency(FIELD, w)) for words, _ in parts for w in words}
     else:
         dfs = {w: 0 for words, _ in parts for w in words}
         inside = stats.allowed.__contains__
-        for _, base, read in segments:
-            for word, (ids, _) in read.items():
-                dfs[word] += sum(map(inside, map(base.__add__, ids)))
-    idfs = {word: idf(df, stats.docs) for word, df in dfs.items()}
+        for segment in segments:
+            for word, (ids, _) in segment.read.items():
+                dfs[word] += sum(map(inside, map(segment.base.__add__, ids)))
+    return {word: idf(df, stats.docs) for word, df in dfs.items()}
+
+
+def length_norms(table: Sequence[int], avg_length: float) -> list[float]:
+    """BM25's length norm, ``K1 * (1 - B + B * len / avglen)``, of each length code's length."""
+    return [K1 * ((1 - B) + B * length / avg_length) for length in table]
+
+
+def shortest_norm(codes: Sequence[int], norms: Sequence[float]) -> float:
+    """The least length norm of the documents whose length codes are ``codes`` (``norms``: by
+    code): the smallest code's, where norms never fall as codes rise (Whoosh's codes grow with
+    the length), else looked up code by code."""
+    if all(map(le, norms, norms[1:])):
+        return norms[min(codes)]
+    return min(map(norms.__getitem__, set(codes)))
+
+
+def _bulk(
+    segments: list[_Segment],
+    parts: Parts,
+    idfs: dict[str, float],
+    stats: Statistics,
+    allowed: set[int] | None,
+    excluded: set[int] | None,
+    end: int | None,
+) -> tuple[list[int], list[float]]:
+    """The plain query's documents and scores (not rounded) from postings read in bulk (see
+    the module's docstring); ``end`` only cuts short the check of a lone phrase's positions."""
+    k1_plus = K1 + 1
     totals: dict[int, float] = {}
     flat_docs: list[int] = []
     flat_scores: list[float] = []
     phrases: list[tuple[float, int, Any, int, tuple[str, ...]]] = []
-    for reader, base, read in segments:
+    for segment in segments:
+        reader, base, read = segment.reader, segment.base, segment.read
         codes, table = whoosh_compat.field_length_codes(reader, FIELD)
-        norms = [K1 * ((1 - B) + B * length / stats.avg_length) for length in table]
+        norms = length_norms(table, stats.avg_length)
         deleted = whoosh_compat.deleted_docs(reader) if reader.has_deletions() else ()
         for words, weight in parts:
             if not all(word in read for word in words):
@@ -311,9 +374,7 @@ def _bulk(
                     score += idfs[word] * ((tf * k1_plus) / (tf + norm))
                 phrases.append((score, base + docnum, reader, base, words))
 
-    def wanted(doc: int) -> bool:
-        return (allowed is None or doc in allowed) and not (excluded and doc in excluded)
-
+    wanted = _wanted(allowed, excluded)
     if allowed is not None or excluded:
         totals = {doc: score for doc, score in totals.items() if wanted(doc)}
         phrases = [item for item in phrases if wanted(item[1])]
@@ -330,6 +391,347 @@ def _bulk(
         flat_docs.extend(totals)
         flat_scores.extend(totals.values())
     return flat_docs, flat_scores
+
+
+def _wanted(allowed: set[int] | None, excluded: set[int] | None) -> Callable[[int], bool]:
+    """Whether a document is among ``allowed`` (None: all) and not ``excluded``."""
+
+    def wanted(doc: int) -> bool:
+        return (allowed is None or doc in allowed) and not (excluded and doc in excluded)
+
+    return wanted
+
+
+# The share of a query's postings past which :func:`_pruned` gives up (the postings it raised
+# and the words of the documents it scored, counted each time, above this part of every
+# posting): each costs it about twice what scoring every posting costs a posting.
+PRUNED_SHARE = 2
+
+# The fewest documents :func:`_pruned` scores at a time (twice the page's end, if more): a
+# batch is scored in bulk, and its documents best bound first settle the page's last score.
+BATCH_AT_LEAST = 64
+
+# How far below a page's last rounded score a bound must stay for the documents under it to be
+# left unscored: a score rounds up by at most 5e-7, and a bound summed in another order than
+# the score may differ from it in the last bits (1e-13 for scores of 1,000).
+BOUND_MARGIN = 2e-6
+
+
+def score_bound(factor: float, weight: float, norm: float) -> float:
+    """The most a word of ``factor`` (its idf times the query's weight of it) adds to a
+    document holding it at most ``weight`` times, of length norm at least ``norm``: BM25 grows
+    with the weight and falls with the length, and so does each floating-point step of it
+    (each is rounded correctly, so none turns a larger input into a smaller result)."""
+    return factor * ((weight * (K1 + 1)) / (weight + norm))
+
+
+def document_scores(
+    terms: Sequence[tuple[float, Sequence[int], Sequence[float]]],
+    docs: Sequence[int],
+    norms: Sequence[float],
+) -> list[float]:
+    """Documents' scores, as :func:`_bulk` sums them: each query word a document holds, in the
+    query's order, ``factor * ((tf * (K1 + 1)) / (tf + norm))`` (the same floats; a word it
+    lacks adds ``0.0``, which changes no sum). ``terms`` are each word's factor and postings in
+    the documents' segment (ascending document numbers), ``docs`` the documents (numbers in
+    the segment) and ``norms`` their length norms."""
+    k1_plus = K1 + 1
+    totals = [0.0] * len(docs)
+    for factor, ids, weights in terms:
+        count = len(ids)
+        places = map(bisect_left, repeat(ids), docs)
+        tfs = [
+            weights[at] if at < count and ids[at] == doc else 0.0 for at, doc in zip(places, docs)
+        ]
+        scaled = map(truediv, map(mul, tfs, repeat(k1_plus)), map(add, tfs, norms))
+        totals = list(map(add, totals, map(mul, repeat(factor), scaled)))
+    return totals
+
+
+@dataclass(frozen=True)
+class Layers:
+    """A word's postings in a segment above its lowest weight, heaviest first (``ids``, and
+    ``negated``, their weights negated: ascending, for ``bisect``), and that lowest weight
+    (``lowest``, 0.0 for no postings). Most postings of a common word are at its lowest
+    weight (once in a record): those are never looked at one by one."""
+
+    ids: Sequence[int]
+    negated: Sequence[float]
+    lowest: float
+    # The weights above the lowest, each once, heaviest first.
+    heavier: tuple[float, ...] = ()
+
+    def heavier_than(self, level: float) -> int:
+        """How many of the postings kept weigh more than ``level`` (they come first)."""
+        return bisect_left(self.negated, -level)
+
+
+def weight_layers(ids: Sequence[int], weights: Sequence[float]) -> Layers:
+    """``Layers`` of a word's postings in a segment (document numbers and weights)."""
+    lowest = min(weights, default=0.0)
+    above = list(map(lowest.__lt__, weights))
+    pairs = sorted(zip(map(neg, compress(weights, above)), compress(ids, above)))
+    negated = array("d", (weight for weight, _ in pairs))
+    heavier = tuple(sorted({-weight for weight in negated}, reverse=True))
+    # Arrays: 16 bytes a posting kept, not 60 in lists of Python numbers.
+    return Layers(array("Q", (doc for _, doc in pairs)), negated, lowest, heavier)
+
+
+# Each segment's layers of the words searched last, by the postings they come from (a
+# segment's postings never change), up to this many postings in all (16 bytes each: 8 MB; a
+# fifth of a common word's postings are above its lowest weight).
+LAYERS_KEPT = 500_000
+_layers: LRUCache[tuple[Any, ...], Layers] = LRUCache(
+    LAYERS_KEPT, getsizeof=lambda found: len(found.ids) + 1
+)
+_layers_lock = threading.Lock()
+
+
+def _kept_layers(
+    reader: Any, words: tuple[str, ...], postings: tuple[Sequence[int], Sequence[float]]
+) -> Layers:
+    if not postings[0]:
+        return weight_layers((), ())
+    key = whoosh_compat.postings_key(reader, FIELD, words[0])
+    if key is not None:
+        with _layers_lock:
+            found = _layers.get(key)
+        if found is not None:
+            return found
+    made = weight_layers(*postings)
+    if key is not None:
+        with _layers_lock, contextlib.suppress(ValueError):  # above the whole budget
+            _layers[key] = made
+    return made
+
+
+def level_floor(
+    terms: Sequence[tuple[float, Layers]], levels: Sequence[float], min_norm: float
+) -> float:
+    """The most a document of a segment scores whose every word weighs at most its ``level``
+    (``terms``: each query word's factor and layers in the segment; ``min_norm``: the
+    segment's shortest length norm). A word the segment lacks adds nothing."""
+    floor = 0.0
+    for (factor, layers), level in zip(terms, levels):
+        if layers.lowest:
+            floor += score_bound(factor, level, min_norm)
+    return floor
+
+
+def raised_bounds(
+    terms: Sequence[tuple[float, Layers]], levels: Sequence[float], min_norm: float
+) -> dict[int, float]:
+    """For each document of a segment with a word above its ``level``, the most it scores:
+    the :func:`level_floor`, raised for each such word by what its weight adds above its
+    level's. Only the postings above the levels are looked at."""
+    floor = level_floor(terms, levels, min_norm)
+    raised: dict[int, float] = {}
+    for (factor, layers), level in zip(terms, levels):
+        count = layers.heavier_than(level)
+        if not count:
+            continue
+        docs = layers.ids[:count]
+        weights = layers.negated[:count]
+        low = score_bound(factor, level, min_norm)
+        extra = {w: score_bound(factor, -w, min_norm) - low for w in set(weights)}
+        # raised[doc] += extra[weight] for each, in C (each document once per word).
+        added = map(extra.__getitem__, weights)
+        raised.update(zip(docs, map(add, map(raised.get, docs, repeat(0.0)), added)))
+    return {doc: floor + extra for doc, extra in raised.items()}
+
+
+def page_cutoff(scores: Collection[float], end: int) -> float | None:
+    """The ``end``-th best of ``scores``, rounded as a page rounds it (None with fewer): the
+    page is the documents whose rounded score reaches it."""
+    if len(scores) < end:
+        return None
+    return round(heapq.nlargest(end, scores)[-1], 6)
+
+
+def lower_level(
+    levels: list[float], steps: Sequence[Sequence[float]], bounds: Sequence[float]
+) -> bool:
+    """Lower the level of the word whose bound (``bounds``, by word) is the largest and that
+    has a lower level left (``steps``: each word's levels, heaviest first) to its next one;
+    False when none has."""
+    best = -1
+    for place, step in enumerate(steps):
+        if step and step[-1] < levels[place] and (best < 0 or bounds[place] > bounds[best]):
+            best = place
+    if best < 0:
+        return False
+    levels[best] = max(w for w in steps[best] if w < levels[best])
+    return True
+
+
+def _pruned(
+    segments: list[_Segment],
+    parts: Parts,
+    idfs: dict[str, float],
+    stats: Statistics,
+    wanted: Callable[[int], bool],
+    end: int,
+) -> tuple[list[int], list[float]] | None:
+    """A plain query of words' documents that can be among its best ``end`` or tie with the
+    last, with their scores (as :func:`_bulk`'s); None where this would not save work.
+
+    Each word has a level (at first its heaviest weight): a document whose every word weighs
+    at most its level scores at most the segment's floor (:func:`level_floor`), one with a
+    word above it at most its raised bound (:func:`raised_bounds`). A batch of the raised
+    documents with the best bounds is scored; while the ``end``-th best score does not stand
+    above every floor, the word with the largest bound comes down a level (or as many as
+    halve the floor's distance to that score: it only rises) and another batch is scored.
+    Then the raised documents whose bound reaches that score are scored, best bound first
+    (:func:`_score_best_first`). A common word's postings are mostly at its lowest weight,
+    never raised: only a few documents are scored. Past ``PRUNED_SHARE``'s part of the
+    postings' worth of work it gives up (None), and every posting is scored."""
+    factors = [idfs[w] * weight for (w,), weight in parts]
+    empty: tuple[Sequence[int], Sequence[float]] = ((), ())
+    layouts: list[_Layout] = []
+    for segment in segments:
+        codes, table = whoosh_compat.field_length_codes(segment.reader, FIELD)
+        norms = length_norms(table, stats.avg_length)
+        postings = [segment.read.get(w, empty) for (w,), _ in parts]
+        layouts.append(
+            _Layout(
+                segment.base,
+                [
+                    (f, _kept_layers(segment.reader, (w,), p))
+                    for f, ((w,), _), p in zip(factors, parts, postings)
+                ],
+                [(f, *p) for f, p in zip(factors, postings)],
+                codes,
+                norms,
+                whoosh_compat.deleted_docs(segment.reader)
+                if segment.reader.has_deletions()
+                else set(),
+                shortest_norm(codes, norms),
+            )
+        )
+    steps = [
+        word_levels([layout.layers[place][1] for layout in layouts]) for place in range(len(parts))
+    ]
+    levels = [step[0] if step else 0.0 for step in steps]
+    total = sum(len(ids) for layout in layouts for _, ids, _ in layout.postings)
+    found: dict[int, float] = {}
+    tried: set[int] = set()
+    cutoff: float | None = None
+
+    def lower() -> bool:
+        bounds = [
+            max((score_bound(f, level, layout.min_norm) for layout in layouts), default=0.0)
+            for f, level in zip(factors, levels)
+        ]
+        return lower_level(levels, steps, bounds)
+
+    work = 0  # postings raised (each time) and words of documents scored
+    while True:
+        raised = sum(layout.raised_count(levels) for layout in layouts)
+        work += raised
+        if PRUNED_SHARE * work > total:
+            return None  # scoring every posting costs less than going on
+        bounded: list[tuple[float, int, int]] = []
+        for place, layout in enumerate(layouts):
+            bounds = raised_bounds(layout.layers, levels, layout.min_norm)
+            bounded.extend(zip(bounds.values(), map(layout.base.__add__, bounds), repeat(place)))
+        untried = [item for item in bounded if item[1] not in tried]
+        batch = heapq.nlargest(max(2 * end, BATCH_AT_LEAST), untried)
+        work += len(batch) * len(parts)
+        _score_into(found, tried, batch, layouts, wanted)
+        cutoff = page_cutoff(found.values(), end)
+        floor = max(layout.floor(levels) for layout in layouts)
+        if cutoff is not None and floor + BOUND_MARGIN < cutoff:
+            rest = [item for item in untried if item[0] + BOUND_MARGIN >= cutoff]
+            _score_best_first(found, tried, rest, layouts, wanted, end, cutoff)
+            return list(found), list(found.values())
+        # Lower a level, or as many as halve the floor's distance to the page's last score
+        # (the score only rises: a lower level raises more documents to score).
+        target = floor if cutoff is None else (floor + cutoff) / 2
+        while True:
+            if not lower():
+                return None
+            floor = max(layout.floor(levels) for layout in layouts)
+            if floor <= target:
+                break
+
+
+def _score_best_first(
+    found: dict[int, float],
+    tried: set[int],
+    rest: list[tuple[float, int, int]],
+    layouts: Sequence[_Layout],
+    wanted: Callable[[int], bool],
+    end: int,
+    cutoff: float,
+) -> None:
+    """Score ``rest`` (bound, document, its segment's place) best bound first, in growing
+    batches, until the next bound stays below the page's last score (``cutoff``, as it rises
+    with each batch): the documents holding several words come first and settle the page."""
+    rest.sort(reverse=True)
+    batch = max(2 * end, BATCH_AT_LEAST)
+    at = 0
+    while at < len(rest) and rest[at][0] + BOUND_MARGIN >= cutoff:
+        _score_into(found, tried, rest[at : at + batch], layouts, wanted)
+        at += batch
+        batch *= 2
+        cutoff = page_cutoff(found.values(), end) or cutoff
+
+
+def _score_into(
+    found: dict[int, float],
+    tried: set[int],
+    chosen: Sequence[tuple[float, int, int]],
+    layouts: Sequence[_Layout],
+    wanted: Callable[[int], bool],
+) -> None:
+    """Score the ``chosen`` (bound, document, its segment's place) not ``tried`` yet into
+    ``found``, those wanted and not deleted."""
+    by_place: dict[int, list[int]] = {}
+    for _, doc, place in chosen:
+        if doc not in tried:
+            tried.add(doc)
+            by_place.setdefault(place, []).append(doc)
+    for place, docs in by_place.items():
+        layout = layouts[place]
+        docs = [doc for doc in docs if doc - layout.base not in layout.deleted and wanted(doc)]
+        docs.sort()
+        local = [doc - layout.base for doc in docs]
+        norms = [layout.norms[layout.codes[doc]] for doc in local]
+        found.update(zip(docs, document_scores(layout.postings, local, norms)))
+
+
+def word_levels(layers: Sequence[Layers]) -> list[float]:
+    """A word's levels (see :func:`_pruned`), heaviest first, from its layers in each segment:
+    every weight it has above a segment's lowest, down to the heaviest of its segments' lowest
+    weights (below it, a segment's postings at its lowest weight would be neither raised nor
+    bound); none for a word in no segment."""
+    held = [found for found in layers if found.lowest]
+    if not held:
+        return []
+    bottom = max(found.lowest for found in held)
+    weights = {w for found in held for w in found.heavier if w > bottom}
+    return sorted(weights | {bottom}, reverse=True)
+
+
+@dataclass
+class _Layout:
+    """What :func:`_pruned` reads of one segment: each word's factor with its layers and with
+    its postings, the length codes and their norms, the deleted documents and the shortest
+    length's norm."""
+
+    base: int
+    layers: list[tuple[float, Layers]]
+    postings: list[tuple[float, Sequence[int], Sequence[float]]]
+    codes: Any
+    norms: list[float]
+    deleted: Collection[int]
+    min_norm: float
+
+    def floor(self, levels: Sequence[float]) -> float:
+        return level_floor(self.layers, levels, self.min_norm)
+
+    def raised_count(self, levels: Sequence[float]) -> int:
+        return sum(layers.heavier_than(level) for (_, layers), level in zip(self.layers, levels))
 
 
 def _in_a_row(

@@ -1330,6 +1330,19 @@ def _id_columns(searcher: Any) -> list[tuple[int, Any]]:
     ]
 
 
+def _id_key(id_columns: list[tuple[int, Any]]) -> Callable[[int], bytes]:
+    """A document's id as its column sorts it (the id's bytes: ids are ASCII, so they sort as
+    the ids do), by document number, from ``_id_columns``."""
+    starts = [offset for offset, _ in id_columns]
+
+    def id_of(docnum: int) -> bytes:
+        offset, column = id_columns[bisect_right(starts, docnum) - 1]
+        key: bytes = column.sort_key(docnum - offset)
+        return key
+
+    return id_of
+
+
 def _first_in_order(
     docs: list[int], orders: array[int], end: int | None, id_columns: list[tuple[int, Any]]
 ) -> list[int]:
@@ -1352,13 +1365,7 @@ def _first_in_order(
     else:
         docs = list(docs)  # ascending document numbers: stable sorts keep the last tie-break
     docs.sort(key=order_of)
-    starts = [offset for offset, _ in id_columns]
-
-    def id_of(docnum: int) -> bytes:
-        offset, column = id_columns[bisect_right(starts, docnum) - 1]
-        key: bytes = column.sort_key(docnum - offset)
-        return key
-
+    id_of = _id_key(id_columns)
     ranked: list[int] = []
     for _, group in groupby(docs, key=order_of):
         run = list(group)
@@ -1377,9 +1384,16 @@ def _best_scored(
     end: int | None,
 ) -> list[Hit]:
     """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``) among ``allowed`` (None:
-    all), then id: only the page's candidates (and ties at its last score) have their stored
-    record loaded."""
+    all), then id: only the page's records are loaded (the ties at its last score are put in
+    order by the id column: a common word's page ties dozens)."""
     scored = bm25.scored(searcher, text_query, allowed, mask, end)
+    if end is not None and len(scored) > end:
+        id_of = _id_key(_id_columns(searcher))
+        scored.sort(key=lambda item: (-item[0], id_of(item[1])))
+        return [
+            Hit(_record(searcher.stored_fields(docnum)["doc"]), score)
+            for score, docnum in scored[offset:end]
+        ]
     hits = [Hit(_record(searcher.stored_fields(docnum)["doc"]), score) for score, docnum in scored]
     hits.sort(key=lambda h: (-(h.score or 0.0), h.record.id))
     return hits[offset:end]

@@ -673,7 +673,7 @@ def term_postings(reader: Any, fieldname: str, text: str) -> tuple[Sequence[int]
     for the process."""
     from whoosh.codec.whoosh3 import W3LeafMatcher
 
-    key = _postings_key(reader, fieldname, text)
+    key = postings_key(reader, fieldname, text)
     if key is not None:
         with _postings_lock:
             found = _postings.get(key)
@@ -693,9 +693,10 @@ def term_postings(reader: Any, fieldname: str, text: str) -> tuple[Sequence[int]
     return read
 
 
-def _postings_key(reader: Any, fieldname: str, text: str) -> tuple[Any, ...] | None:
-    """What identifies a term's postings in a segment; None for a reader of several segments
-    or a term info without a place in the postings file (another codec)."""
+def postings_key(reader: Any, fieldname: str, text: str) -> tuple[Any, ...] | None:
+    """What identifies a term's postings in a segment, which never change (for a caller that
+    keeps what it derives from them, as :func:`term_postings` keeps them); None for a reader of
+    several segments or a term info without a place in the postings file (another codec)."""
     segment = reader.segment() if hasattr(reader, "segment") else None
     if segment is None:
         return None

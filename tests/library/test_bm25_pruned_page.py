@@ -1,0 +1,179 @@
+"""A keyword page scored only where it can land (``bm25._pruned``) holds exactly the documents
+and scores that scoring every posting gives: the best ``end`` and their ties, the same floats.
+
+Real Whoosh indexes in memory, of random documents over a few words (so that words repeat
+within a document and across many), in several segments, with deleted documents, filters and
+weighted words; the reference is every posting scored (``bm25.raw_scored``, which never
+prunes) and cut by the page rule the test states itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from whoosh import query as Q
+from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.fields import TEXT, Schema
+
+from lantern_git.index import bm25, whoosh_compat
+from lantern_git.index.whoosh_compat import memory_index
+
+WORDS = ["alpha", "beta", "gamma", "delta"]
+
+
+def build(segments: list[list[list[str]]], deleted: set[int]) -> Any:
+    """An index of these documents, one commit (a segment) per list, then ``deleted`` (by
+    the documents' order) deleted. Whoosh names a segment from the global ``random``, which
+    Hypothesis seeds alike for each example: the postings and layers kept by segment name are
+    dropped first, or one example's would answer for another's."""
+    whoosh_compat._postings.clear()
+    bm25._layers.clear()
+    ix = memory_index(Schema(content=TEXT(analyzer=SpaceSeparatedTokenizer())))
+    for docs in segments:
+        writer = ix.writer()
+        for words in docs:
+            writer.add_document(content=" ".join(words))
+        writer.commit(merge=False)
+    if deleted:
+        writer = ix.writer()
+        for docnum in deleted:
+            writer.delete_document(docnum)
+        writer.commit(merge=False)
+    return ix
+
+
+def query_of(terms: list[tuple[str, float]]) -> Any:
+    words = [Q.Term(bm25.FIELD, word, boost=boost) for word, boost in terms]
+    return words[0] if len(words) == 1 else Q.Or(words)
+
+
+def page_of_every_posting(
+    searcher: Any, query: Any, allowed: set[int] | None, excluded: set[int] | None, end: int
+) -> list[tuple[float, int]]:
+    """The page as stated: every matching document scored, then the best ``end`` by score
+    rounded to 6 places, with every document whose rounded score ties the last."""
+    docs, scores = bm25.raw_scored(searcher, query, allowed, excluded)
+    found = [(round(score, 6), doc) for doc, score in zip(docs, scores)]
+    if len(found) > end:
+        last = round(heapq.nlargest(end, scores)[-1], 6)
+        found = [item for item in found if item[0] >= last]
+    return sorted(found)
+
+
+def padded(segments: list[list[list[str]]], length: int | None) -> list[list[list[str]]]:
+    """The documents cut or padded to ``length`` words (None: as they are)."""
+    if length is None:
+        return segments
+    return [[(doc + ["pad"] * length)[:length] for doc in docs] for docs in segments]
+
+
+documents = st.lists(st.sampled_from(WORDS), min_size=0, max_size=24)
+segments = st.lists(st.lists(documents, min_size=1, max_size=60), min_size=1, max_size=3)
+terms = st.lists(
+    st.tuples(st.sampled_from(WORDS), st.sampled_from([1.0, 0.1, 0.5, 2.0])),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    segments=segments,
+    terms=terms,
+    end=st.integers(min_value=1, max_value=25),
+    data=st.data(),
+)
+def test_a_pruned_page_is_the_page_of_every_posting_scored(segments, terms, end, data):
+    # Documents all of one length (padded with a word no query asks for), most of the time:
+    # then a bound is some document's very score, and a bound a hair too low, or a margin
+    # too thin, leaves out a document of the page.
+    segments = padded(segments, data.draw(st.sampled_from([None, 6, 12, 24, 24])))
+    count = sum(map(len, segments))
+    every = list(range(count))
+    deleted = set(data.draw(st.lists(st.sampled_from(every), max_size=count // 4)))
+    allowed = data.draw(st.none() | st.sets(st.sampled_from(every)))
+    excluded = data.draw(st.none() | st.sets(st.sampled_from(every)))
+    query = query_of(terms)
+    with build(segments, deleted).searcher() as searcher, every_page_pruned():
+        expected = page_of_every_posting(searcher, query, allowed, excluded, end)
+        assert sorted(bm25.scored(searcher, query, allowed, excluded, end)) == expected
+        # The pruned scorer itself, where it answers: each of its scores the same float as
+        # every posting scored gives, and the page cut from them the same.
+        raw = dict(zip(*bm25.raw_scored(searcher, query, allowed, excluded)))
+        stats = bm25.statistics(searcher, allowed)
+        parts = bm25.plain_parts(query)
+        read = bm25._read(searcher, parts)
+        keep = allowed if not excluded or allowed is None else allowed - excluded
+        wanted = bm25._wanted(keep, excluded if allowed is None else None)
+        idfs = bm25._idfs(searcher, parts, stats, read)
+        pruned = bm25._pruned(read, parts, idfs, stats, wanted, end)
+        if pruned is not None:
+            docs, scores = pruned
+            assert all(raw[doc] == score for doc, score in zip(docs, scores))
+            cut = [(round(score, 6), doc) for doc, score in zip(docs, scores)]
+            if len(cut) > end:
+                last = round(heapq.nlargest(end, scores)[-1], 6)
+                cut = [item for item in cut if item[0] >= last]
+            assert sorted(cut) == expected
+
+
+@contextlib.contextmanager
+def every_page_pruned() -> Iterator[None]:
+    """The pruned scorer never giving up for its cost (``PRUNED_SHARE`` 0), and scoring one
+    document at a time at least (``BATCH_AT_LEAST``): on indexes this small it gives up on
+    most pages, as scoring every posting costs less there, and its first batch would hold
+    every candidate; the property would hold only of the fallback and the first batch.
+    Neither changes an answer."""
+    kept = bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST
+    bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST = 0, 1
+    try:
+        yield
+    finally:
+        bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST = kept
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    segments=segments,
+    terms=terms,
+    end=st.integers(min_value=1, max_value=25),
+    length=st.sampled_from([None, 12]),
+)
+def test_a_page_is_the_same_whether_pruning_gives_up_or_not(segments, terms, end, length):
+    segments = padded(segments, length)
+    query = query_of(terms)
+    with build(segments, set()).searcher() as searcher:
+        expected = page_of_every_posting(searcher, query, None, None, end)
+        assert sorted(bm25.scored(searcher, query, None, None, end)) == expected
+
+
+def common_word_index() -> Any:
+    """600 documents in two segments, each holding ``alpha`` once, and one in twenty holding it
+    more often: most of the word's postings at its lowest weight."""
+    docs = [["alpha", "beta"] + ["alpha"] * (n % 7 if n % 20 == 0 else 0) for n in range(600)]
+    return build([docs[:300], docs[300:]], set())
+
+
+def test_a_page_of_a_common_word_scores_a_few_documents_and_matches_every_posting_scored(
+    monkeypatch,
+):
+    scored_docs: list[int] = []
+    real = bm25.document_scores
+
+    def counting(terms, docs, norms):
+        scored_docs.extend(docs)
+        return real(terms, docs, norms)
+
+    monkeypatch.setattr(bm25, "document_scores", counting)
+    query = query_of([("alpha", 1.0), ("beta", 0.1)])
+    with common_word_index().searcher() as searcher:
+        page = sorted(bm25.scored(searcher, query, None, None, 10))
+        assert page == page_of_every_posting(searcher, query, None, None, 10)
+    # 600 match; the page is among the 30 holding alpha more than once.
+    assert 10 <= len(page) < 30
+    assert 0 < len(scored_docs) <= 30
