@@ -116,6 +116,42 @@ MODULES = [
         ),
         240,
     ),
+    # A keyword page's pruning (the bounds, the layers of weights, best-first scoring) and
+    # the bulk path it rests on, asked directly: the whole file's run above predates them.
+    Module(
+        "bm25_pruned",
+        "lantern_git/index/bm25.py",
+        (
+            "_read",
+            "_idfs",
+            "length_norms",
+            "shortest_norm",
+            "_bulk",
+            "_wanted",
+            "score_bound",
+            "document_scores",
+            "heavier_than",
+            "weight_layers",
+            "_kept_layers",
+            "level_floor",
+            "raised_bounds",
+            "page_cutoff",
+            "lower_level",
+            "_pruned",
+            "_score_best_first",
+            "_score_into",
+            "word_levels",
+            "floor",
+            "raised_count",
+        ),
+        (
+            "tests/unit/test_bm25_bounds.py",
+            "tests/library/test_bm25_pruned_page.py",
+            "tests/library/test_search_index.py",
+            "tests/library/test_word_forms.py",
+        ),
+        240,
+    ),
     # The per-embedder rules (which floors, which fusion, reciprocal rank fusion), asked
     # directly: the whole file's run above predates them.
     Module(
