@@ -204,7 +204,7 @@ def scored(
     segments = _read(searcher, parts)
     idfs = _idfs(searcher, parts, stats, segments)
     found = None
-    if end is not None and end > 0 and all(len(words) == 1 for words, _ in parts):
+    if end is not None and end > 0 and worth_pruning(parts, segments):
         found = _pruned(segments, parts, idfs, stats, _wanted(keep, outside), end)
     if found is None:
         found = _bulk(segments, parts, idfs, stats, keep, outside, end)
@@ -287,6 +287,20 @@ def _read(searcher: Any, parts: Parts) -> list[_Segment]:
         }
         segments.append(_Segment(reader, base, read))
     return segments
+
+
+# Fewer postings than this in a query are scored every one: ~1 ms, less than the bounds cost.
+PRUNE_FROM = 5_000
+
+
+def worth_pruning(parts: Parts, segments: list[_Segment]) -> bool:
+    """Whether a page of ``parts`` is scored pruned (:func:`_pruned`): a query of words alone
+    (a phrase's words must stand in a row) with at least ``PRUNE_FROM`` postings."""
+    if not all(len(words) == 1 for words, _ in parts):
+        return False
+    return (
+        sum(len(s.read[w][0]) for s in segments for (w,), _ in parts if w in s.read) >= PRUNE_FROM
+    )
 
 
 def _idfs(

@@ -124,17 +124,18 @@ def test_a_pruned_page_is_the_page_of_every_posting_scored(segments, terms, end,
 
 @contextlib.contextmanager
 def every_page_pruned() -> Iterator[None]:
-    """The pruned scorer never giving up for its cost (``PRUNED_SHARE`` 0), and scoring one
-    document at a time at least (``BATCH_AT_LEAST``): on indexes this small it gives up on
+    """The pruned scorer used for pages of any size (``PRUNE_FROM`` 0), never giving up for
+    its cost (``PRUNED_SHARE`` 0), and scoring one document at a time at least
+    (``BATCH_AT_LEAST``): on indexes this small it is not used or gives up on
     most pages, as scoring every posting costs less there, and its first batch would hold
     every candidate; the property would hold only of the fallback and the first batch.
     Neither changes an answer."""
-    kept = bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST
-    bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST = 0, 1
+    kept = bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST, bm25.PRUNE_FROM
+    bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST, bm25.PRUNE_FROM = 0, 1, 0
     try:
         yield
     finally:
-        bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST = kept
+        bm25.PRUNED_SHARE, bm25.BATCH_AT_LEAST, bm25.PRUNE_FROM = kept
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -170,6 +171,7 @@ def test_a_page_of_a_common_word_scores_a_few_documents_and_matches_every_postin
         return real(terms, docs, norms)
 
     monkeypatch.setattr(bm25, "document_scores", counting)
+    monkeypatch.setattr(bm25, "PRUNE_FROM", 1200)  # the query's 1,200 postings are pruned
     query = query_of([("alpha", 1.0), ("beta", 0.1)])
     with common_word_index().searcher() as searcher:
         page = sorted(bm25.scored(searcher, query, None, None, 10))

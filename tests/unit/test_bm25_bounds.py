@@ -201,3 +201,16 @@ def test_scoring_the_documents_left_skips_those_not_wanted_and_the_deleted():
     rest = [(5.0, doc, 0) for doc in range(4)]
     bm25._score_best_first(found, set(), rest, [layout], lambda doc: doc != 2, 1, 0.0)
     assert set(found) == {0, 3}
+
+
+def test_a_page_is_pruned_for_words_alone_from_prune_from_postings_on(monkeypatch):
+    monkeypatch.setattr(bm25, "PRUNE_FROM", 5)
+    segments = [
+        bm25._Segment(None, 0, {"alpha": ([0, 1, 2], [1.0] * 3), "beta": ([1], [1.0])}),
+        bm25._Segment(None, 3, {"alpha": ([0], [2.0])}),
+    ]
+    words = [(("alpha",), 1.0), (("beta",), 0.1)]
+    assert bm25.worth_pruning(words, segments)  # 3 + 1 + 1 postings
+    assert not bm25.worth_pruning([(("alpha",), 1.0)], segments)  # 4
+    assert not bm25.worth_pruning([(("alpha", "beta"), 1.0)], segments)  # a phrase
+    assert not bm25.worth_pruning([*words, (("alpha", "beta"), 1.0)], segments)
