@@ -543,9 +543,12 @@ def _segment_child(
     try:
         ix = LanternStorage(folder).open_index(indexname)
         # _lk=False: the parent holds the index's lock for all of them, as MpWriter's children
-        writer = SegmentWriter(ix, _lk=False, limitmb=limitmb)
-        if usable("written lengths"):
-            _lengths_in_memory(writer)
+        if usable("direct segments"):
+            writer = _direct_writer()(ix, _lk=False, limitmb=limitmb)
+        else:
+            writer = SegmentWriter(ix, _lk=False, limitmb=limitmb)
+            if usable("written lengths"):
+                _lengths_in_memory(writer)
         result = work(writer, share, lambda n: messages.put(("tick", number, n)))
         segment = writer._finalize_segment() if writer._added else None
         if segment is None:
@@ -557,12 +560,256 @@ def _segment_child(
 
 
 def building_writer(ix: Any, **options: Any) -> Any:
-    """``ix.writer(**options)`` for filling a new index: where the check allows, the segment it
-    writes takes its documents' field lengths from memory (:func:`_lengths_in_memory`)."""
+    """A writer for filling the new, empty index ``ix``: where the check allows, one that
+    groups its postings by term as they come (:func:`_direct_writer`), else ``ix.writer`` whose
+    segment takes its documents' field lengths from memory (:func:`_lengths_in_memory`)."""
+    if usable("direct segments"):
+        return _direct_writer()(ix, **options)
     writer = ix.writer(**options)
     if usable("written lengths"):
         _lengths_in_memory(writer)
     return writer
+
+
+# What the direct writer relies on, checked at its first use: the segment writer's parts it
+# drives, the postings writer's block buffer it fills a block at a time, and the field writer's
+# postings writer.
+DIRECT_WRITER_HAS = ("perdocwriter", "fieldwriter", "pool", "_check_fields", "_doc_boost")
+POSTINGS_WRITER_HAS = (
+    "_ids",
+    "_weights",
+    "_values",
+    "_minlength",
+    "_maxlength",
+    "_maxweight",
+    "_blocklimit",
+    "_write_block",
+)
+FIELD_WRITER_HAS = ("_postwriter",)
+
+
+@functools.lru_cache(maxsize=1)
+def _direct_writer() -> type:
+    """Whoosh's ``SegmentWriter`` without its posting pool, for filling a new index.
+
+    Whoosh's writer hands every posting to a pool as a tuple (field, term, document, weight,
+    positions), sorts all of them (spilling sorted runs to temporary files past ``limitmb``),
+    then walks the sorted tuples calling its field writer once per posting, which looks up the
+    posting's field length and fills the block buffer one value at a time. Postings arrive in
+    document order, so grouping them by field and term as they come leaves only the terms to
+    sort: this writer keeps each term's document numbers, weights and positions in three
+    arrays, and at the end hands the field writer each term's postings a block (128) at a time,
+    with the block's statistics Whoosh's postings writer would have kept. The documents' stored
+    fields, columns and lengths go through Whoosh's per-document writer as before. The segment
+    written is Whoosh's to the byte (``_check_direct_segments``)."""
+    from whoosh.util.numeric import byte_to_length, length_to_byte
+    from whoosh.writing import SegmentWriter
+
+    lengths_of = [0] + [byte_to_length(code) for code in range(1, 256)]
+
+    class DirectSegmentWriter(SegmentWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # field -> term -> (document numbers, weights, encoded values)
+            self._terms: dict[str, dict[bytes, tuple[array[int], array[float], list[bytes]]]] = {}
+            # field -> each document's length code (Whoosh's length byte), for scorable fields
+            self._length_codes: dict[str, bytearray] = {}
+
+        def add_document(self, **fields: Any) -> None:
+            self._check_state()
+            perdocwriter = self.perdocwriter
+            schema = self.schema
+            docnum = self.docnum
+            docboost = self._doc_boost(fields)
+            fieldnames = sorted(name for name in fields if not name.startswith("_"))
+            self._check_fields(schema, fieldnames)
+            perdocwriter.start_doc(docnum)
+            try:
+                for fieldname in fieldnames:
+                    value = fields.get(fieldname)
+                    if value is None:
+                        continue
+                    field = schema[fieldname]
+                    length = 0
+                    if field.indexed:
+                        fieldboost = self._field_boost(fields, fieldname, docboost)
+                        terms = self._terms.get(fieldname)
+                        if terms is None:
+                            terms = self._terms[fieldname] = {}
+                        scorable = field.scorable
+                        for tbytes, freq, weight, vbytes in field.index(value):
+                            weight *= fieldboost
+                            if scorable:
+                                length += freq
+                            held = terms.get(tbytes)
+                            if held is None:
+                                held = terms[tbytes] = (array("I"), array("d"), [])
+                            held[0].append(docnum)
+                            held[1].append(weight)
+                            if vbytes:  # as Whoosh's postings writer keeps only values given
+                                held[2].append(vbytes)
+                        if length:
+                            codes = self._length_codes.get(fieldname)
+                            if codes is None:
+                                codes = self._length_codes[fieldname] = bytearray()
+                            codes.extend(bytes(docnum - len(codes)))
+                            codes.append(length_to_byte(length))
+                    customval = fields.get(f"_stored_{fieldname}", value)
+                    perdocwriter.add_field(
+                        fieldname, field, customval if field.stored else None, length
+                    )
+                    column = field.column_type
+                    if column and customval is not None:
+                        perdocwriter.add_column_value(
+                            fieldname, column, field.to_column_value(customval)
+                        )
+            except Exception:
+                # As Whoosh's writer, whose pool keeps the postings already given: a document
+                # refused part way leaves the segment unusable, and a rebuild fails whole.
+                perdocwriter.cancel_doc()
+                raise
+            perdocwriter.finish_doc()
+            self._added = True
+            self.docnum += 1
+
+        def _flush_segment(self) -> None:
+            if self.pool.fieldnames:  # postings from elsewhere (a merge): Whoosh sorts them all
+                self._into_pool()
+                super()._flush_segment()
+                return
+            self.perdocwriter.close()
+            self._write_postings()
+            self.fieldwriter.close()
+
+        def _into_pool(self) -> None:
+            add = self.pool.add
+            for fieldname, terms in self._terms.items():
+                for tbytes, (ids, weights, values) in terms.items():
+                    if values and len(values) != len(ids):
+                        raise ValueError(f"postings of {fieldname!r} with and without values")
+                    given = values or repeat(b"", len(ids))
+                    for docnum, weight, vbytes in zip(ids, weights, given):
+                        add((fieldname, tbytes, docnum, weight, vbytes))
+            self._terms.clear()
+
+        def _write_postings(self) -> None:
+            fieldwriter = self.fieldwriter
+            schema = self.schema
+            for fieldname in sorted(self._terms):
+                terms = self._terms[fieldname]
+                if not terms:  # a field every document left without terms: no field at all
+                    continue
+                codes = self._length_codes.get(fieldname)
+                if not schema[fieldname].scorable or not self.codec.length_stats:
+                    codes = None
+                fieldwriter.start_field(fieldname, schema[fieldname])
+                postwriter = fieldwriter._postwriter
+                limit = postwriter._blocklimit
+                for tbytes in sorted(terms):
+                    ids, weights, values = terms[tbytes]
+                    fieldwriter.start_term(tbytes)
+                    count = len(ids)
+                    if values and len(values) != count:
+                        raise ValueError(f"postings of {fieldname!r} with and without values")
+                    for start in range(0, count, limit):
+                        if start:  # a full block before this one: written as Whoosh does
+                            postwriter._write_block()
+                        end = min(count, start + limit)
+                        block_ids = ids[start:end]
+                        block_weights = weights[start:end]
+                        postwriter._ids = block_ids
+                        postwriter._weights = array("f", block_weights)
+                        postwriter._values = values[start:end]
+                        postwriter._maxweight = max(0, max(block_weights))
+                        lengths = (
+                            [lengths_of[codes[d]] for d in block_ids if d < len(codes)]
+                            if codes is not None
+                            else []
+                        )
+                        lengths = [length for length in lengths if length]
+                        postwriter._minlength = min(lengths) if lengths else None
+                        postwriter._maxlength = max(lengths) if lengths else 0
+                    fieldwriter.finish_term()
+                fieldwriter.finish_field()
+                terms.clear()
+            self._terms.clear()
+
+    return DirectSegmentWriter
+
+
+def _check_direct_segments() -> bool:
+    """The writer and its parts have what the direct writer drives, and a segment it writes
+    is, file by file, the bytes Whoosh's own writer writes for the same documents."""
+    from whoosh.codec.whoosh3 import W3FieldWriter, W3PostingsWriter
+    from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+    from whoosh.writing import SegmentWriter
+
+    if not all(hasattr(SegmentWriter, name) for name in ("_flush_segment", "_field_boost")):
+        return False
+    probe_writer = memory_index(Schema(body=TEXT)).writer()
+    try:
+        have = all(hasattr(probe_writer, name) for name in DIRECT_WRITER_HAS)
+        fieldwriter = probe_writer.fieldwriter
+        have = have and isinstance(fieldwriter, W3FieldWriter)
+        have = have and hasattr(probe_writer.pool, "fieldnames")
+    finally:
+        probe_writer.cancel()
+    if not have or not all(hasattr(W3PostingsWriter, n) for n in ("_write_block", "_new_block")):
+        return False
+    postwriter = W3PostingsWriter(StructFile(BytesIO()), blocklimit=128)
+    postwriter.start_postings(TEXT().format, None)
+    if not all(hasattr(postwriter, name) for name in POSTINGS_WRITER_HAS):
+        return False
+    if "_postwriter" not in W3FieldWriter.start_field.__code__.co_names:
+        return False
+
+    def schema() -> Any:
+        return Schema(
+            key=ID(stored=True),
+            body=TEXT(stored=True),
+            tags=KEYWORD(commas=True),
+            number=NUMERIC(int, sortable=True),
+            extra=STORED,
+        )
+
+    def documents() -> Iterator[dict[str, Any]]:
+        for n in range(300):  # "alpha" in every document: three blocks of postings
+            words = ["alpha"] * (1 + n % 4) + ["beta"] * (n % 5) + [f"w{n % 17}", f"u{n}"]
+            yield {
+                "key": f"k{n}",
+                "body": " ".join(words) if n % 11 else None,
+                "tags": ",".join(f"t{n % m}" for m in (2, 3, 7)),
+                "number": n * 7 - 500,
+                "extra": {"n": n},
+            }
+
+    files = []
+    for direct in (False, True):
+        storage = RamStorage()
+        ix = storage.create_index(schema(), "probe")
+        writer = _direct_writer()(ix) if direct else SegmentWriter(ix)
+        for document in documents():
+            writer.add_document(**document)
+        writer.commit(merge=False)
+        (segment,) = ix._segments()
+        files.append(_segment_files(storage, segment))
+    return files[0] == files[1] and len(files[0]) > 3
+
+
+def _segment_files(storage: Any, segment: Any) -> dict[str, bytes]:
+    """A segment's files (its parts, where compound) by name without the segment's id."""
+    name = segment.make_filename("")
+    found = {}
+    if segment.is_compound():  # its file holds its parts' names, with the segment's id
+        compound = segment.open_compound_file(storage)
+        for part in sorted(compound.list()):
+            found[part.replace(name, "")] = compound.open_file(part).read()
+        compound.close()
+    else:
+        for part in storage.list():
+            if part.startswith(name):
+                found[part.replace(name, "")] = storage.open_file(part).read()
+    return found
 
 
 def _lengths_in_memory(writer: Any) -> None:
@@ -637,6 +884,7 @@ _CHECKS = {
     "toc": _check_toc,
     "segments": _check_segments,
     "written lengths": _check_written_lengths,
+    "direct segments": _check_direct_segments,
 }
 
 
