@@ -53,7 +53,7 @@ from itertools import repeat
 from typing import Any
 
 from cachetools import LRUCache
-from whoosh.fields import ID
+from whoosh.fields import ID, KEYWORD
 from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.filedb.structfile import StructFile
 
@@ -461,6 +461,8 @@ def build_segments(
     # process (threads) starts fresh interpreters instead, at the cost of their imports.
     method = "fork" if threading.active_count() == 1 and sys.platform != "win32" else "spawn"
     context: Any = multiprocessing.get_context(method)
+    if method == "fork":  # checked once here, not again in every builder
+        usable("direct segments") or usable("written lengths")
     messages = context.Queue()
     writer = ix.writer()
     children = [
@@ -586,6 +588,8 @@ POSTINGS_WRITER_HAS = (
     "_write_block",
 )
 FIELD_WRITER_HAS = ("_postwriter",)
+# Values of ID and KEYWORD fields whose terms a direct writer keeps
+ANALYZED_KEPT = 50_000
 
 
 @functools.lru_cache(maxsize=1)
@@ -606,6 +610,9 @@ def _direct_writer() -> type:
     from whoosh.writing import SegmentWriter
 
     lengths_of = [0] + [byte_to_length(code) for code in range(1, 256)]
+    # Fields whose terms depend on nothing but the value (Whoosh's ID and KEYWORD, exactly):
+    # a value's terms are worked out once per segment.
+    repeated_kinds = (ID, KEYWORD)
 
     class DirectSegmentWriter(SegmentWriter):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -614,6 +621,8 @@ def _direct_writer() -> type:
             self._terms: dict[str, dict[bytes, tuple[array[int], array[float], list[bytes]]]] = {}
             # field -> each document's length code (Whoosh's length byte), for scorable fields
             self._length_codes: dict[str, bytearray] = {}
+            # (field, value) -> the field's terms for the value, for fields of repeated values
+            self._analyzed: dict[tuple[str, Any], list[Any]] = {}
 
         def add_document(self, **fields: Any) -> None:
             self._check_state()
@@ -621,6 +630,7 @@ def _direct_writer() -> type:
             schema = self.schema
             docnum = self.docnum
             docboost = self._doc_boost(fields)
+            analyzed = self._analyzed
             fieldnames = sorted(name for name in fields if not name.startswith("_"))
             self._check_fields(schema, fieldnames)
             perdocwriter.start_doc(docnum)
@@ -637,7 +647,17 @@ def _direct_writer() -> type:
                         if terms is None:
                             terms = self._terms[fieldname] = {}
                         scorable = field.scorable
-                        for tbytes, freq, weight, vbytes in field.index(value):
+                        if type(field) in repeated_kinds and not field.unique:
+                            # kind, scope, status, cites: a few values, each analyzed once
+                            key = (fieldname, value)
+                            items = analyzed.get(key)
+                            if items is None:
+                                items = list(field.index(value))
+                                if len(analyzed) < ANALYZED_KEPT:
+                                    analyzed[key] = items
+                        else:
+                            items = field.index(value)
+                        for tbytes, freq, weight, vbytes in items:
                             weight *= fieldboost
                             if scorable:
                                 length += freq
