@@ -448,12 +448,13 @@ def build_segments(
     shares: list[Any],
     limitmb: int,
     progress: Callable[[int], None] | None = None,
+    at_once: int | None = None,
 ) -> list[Any]:
     """Fill the new, empty index ``ix`` with one segment per share, each written by its own
-    process calling ``work(writer, share, tick)`` (``tick(n)``: n more files done); the
-    results of ``work``, in the order of ``shares``. Nothing is committed unless every share
-    succeeded. ``work`` must be a module-level function (it is pickled where processes are
-    spawned rather than forked)."""
+    process calling ``work(writer, share, tick)`` (``tick(n)``: n more files done), at most
+    ``at_once`` processes at a time (all at once where None); the results of ``work``, in the
+    order of ``shares``. Nothing is committed unless every share succeeded. ``work`` must be
+    a module-level function (it is pickled where processes are spawned rather than forked)."""
     import multiprocessing
     import threading
 
@@ -475,10 +476,17 @@ def build_segments(
     ]
     results: dict[int, Any] = {}
     segments: dict[int, Any] = {}
+    limit = len(children) if at_once is None else max(1, at_once)
+    waiting = list(children)
     try:
-        for child in children:
-            child.start()
         while len(results) < len(children):
+            # A builder holds its share's postings until it writes its segment: at most
+            # ``limit`` of them at once.
+            building = sum(
+                1 for n, child in enumerate(children) if child.pid is not None and n not in results
+            )
+            for _ in range(min(len(waiting), limit - building)):
+                waiting.pop(0).start()
             try:
                 message = messages.get(timeout=1.0)
             except Exception:  # queue.Empty: a child that died without a word?
@@ -492,6 +500,7 @@ def build_segments(
                     progress(payload)
             elif kind == "done":
                 segments[number], results[number] = payload
+                children[number].join()
             else:
                 raise RuntimeError(f"building the index failed: {payload}")
         for child in children:
