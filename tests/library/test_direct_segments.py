@@ -103,6 +103,27 @@ def test_a_segment_written_directly_is_whoosh_s_to_the_byte(drawn):
     assert answers[-1]  # every record has terms (its path at least)
 
 
+def test_terms_of_several_posting_blocks_are_written_as_whoosh_writes_them():
+    """Past 128 postings a term's postings go in blocks: 300 records share their kind, scope
+    and status, and most of them two words (three blocks each)."""
+    docs = documents(
+        [
+            (
+                f"deploy window w{n % 9} {'again ' * (n % 3)}",
+                "fact",
+                "team:core",
+                "active",
+                None,
+                [],
+            )
+            for n in range(300)
+        ]
+    )
+    files, answers = written(docs, direct=True)
+    assert (files, answers) == written(docs, direct=False)
+    assert len(answers[0]) == 300
+
+
 def test_a_commit_that_merges_older_segments_gives_whoosh_s_answers():
     """Committed into an index that holds small segments, the writer's merge hands their
     postings to Whoosh's pool: its own go there too, and Whoosh sorts them all."""
