@@ -20,6 +20,11 @@ lantern does four things itself, knowing how whoosh-reloaded 2.7 lays out its ob
   and parsing in the parent, a third of a rebuild's work, and feeds the children through pickled
   job files.
 
+- A rebuild's builders write their segments without Whoosh's posting pool: each term's
+  postings are kept in arrays as documents come and handed to Whoosh's field writer a block at
+  a time (``W3PostingsWriter``'s block buffer, ``W3FieldWriter._postwriter``), the same bytes
+  Whoosh writes after sorting every posting as a tuple (:func:`_direct_writer`).
+
 - A segment being written takes its documents' field lengths from memory: Whoosh looks each
   posting's up by the field's name through the length column's reader (``W3PerDocReader``'s
   ``_readers``), a sixth of a rebuild's CPU time; each column is read once, whole, instead.
