@@ -8,6 +8,7 @@ commands only parse, call the library and hand the result over.
 
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -186,32 +187,31 @@ class ShortIds:
     def __init__(self, root: str | None, minimum: int = 7) -> None:
         self.root = root
         self.minimum = minimum
-        self._shards: dict[str, dict[str, int]] = {}
+        # shard -> its record ids, sorted; a record's neighbours there decide its prefix
+        self._shards: dict[str, list[str]] = {}
 
     def __call__(self, record_id: str) -> str:
         shard = record_id[:2]
-        lengths = self._shards.get(shard)
-        if lengths is None:
-            lengths = self._shards[shard] = self._lengths(shard)
-        return record_id[: max(self.minimum, lengths.get(record_id, self.minimum))]
+        ids = self._shards.get(shard)
+        if ids is None:
+            ids = self._shards[shard] = self._ids(shard)
+        need = self.minimum
+        at = bisect.bisect_left(ids, record_id)
+        if at < len(ids) and ids[at] == record_id:
+            for j in (at - 1, at + 1):
+                if 0 <= j < len(ids):
+                    need = max(need, _common_prefix(record_id, ids[j]) + 1)
+        return record_id[: min(16, need)]
 
-    def _lengths(self, shard: str) -> dict[str, int]:
+    def _ids(self, shard: str) -> list[str]:
         from ..model.record_file import MEMORY_DIR, RECORD_SUFFIX
 
         try:
             names = os.listdir(os.path.join(self.root or "", MEMORY_DIR, shard))
         except OSError:
-            return {}
+            return []
         stems = (n.removesuffix(RECORD_SUFFIX) for n in names if n.endswith(RECORD_SUFFIX))
-        ids = sorted(stem for stem in stems if len(stem) == 16)
-        lengths: dict[str, int] = {}
-        for i, current in enumerate(ids):
-            need = 1
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(ids):
-                    need = max(need, _common_prefix(current, ids[j]) + 1)
-            lengths[current] = min(16, need)
-        return lengths
+        return sorted(stem for stem in stems if len(stem) == 16)
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -236,6 +236,9 @@ def open_store(
         root = ctx.find_root()
         root_store = (root.obj or {}).get("store_path") if root.obj else None
     store = Store.discover(store_path or root_store, actor=actor, author=author)
+    # The process ends after its command: a write's record files are indexed by the next
+    # command's check, which runs anyway, rather than by this one (Whoosh's import and commit)
+    store.workspace.index_on_write = False
     as_json = bool(ctx is not None and ctx.params.get("as_json"))
     store.progress = lambda total, what: progress_bar(total, what, as_json=as_json)
     if not as_json and store.workspace.create_on_write and sys.stderr.isatty():

@@ -29,6 +29,7 @@ from typing import Any
 from whoosh.analysis import STOP_WORDS, Filter, StandardAnalyzer
 from whoosh.analysis.tokenizers import default_pattern
 from whoosh.fields import TEXT, Schema
+from whoosh.formats import Positions
 from whoosh.lang.porter2 import stem
 
 from ..errors import InvalidInput
@@ -102,6 +103,9 @@ def _analyzer() -> Any:
 # parts): ``_indexed`` does its work only for this one.
 _ANALYZER = _analyzer()
 _TOKEN = re.compile(default_pattern.pattern, re.UNICODE)
+# Whoosh's positions format, whose encoding of a list of positions depends on nothing else.
+ONE_POSITION_KEPT = 4096
+_ONE_POSITION: dict[int, bytes] = {}
 _STOPS = frozenset(STOP_WORDS)
 
 
@@ -135,12 +139,22 @@ def _indexed(value: str, form: Any) -> Iterator[tuple[bytes, int, float, bytes]]
                 held.append(at)
     boost = form.field_boost
     encode = form.encode
+    # Most words occur once in a record: their encoded positions are kept by position.
+    once = _ONE_POSITION if type(form) is Positions else {}
     for number, (term, where) in enumerate(positions.items()):
+        if len(where) == 1:
+            encoded = once.get(where[0])
+            if encoded is None:
+                encoded = encode(where)
+                if len(once) < ONE_POSITION_KEPT:
+                    once[where[0]] = encoded
+        else:
+            encoded = encode(where)
         yield (
             term.encode("utf-8"),
             count if number == 0 else 0,
             len(where) * 1.0 * boost,
-            encode(where),
+            encoded,
         )
 
 

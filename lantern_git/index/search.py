@@ -85,8 +85,12 @@ SWEEP_IN_PYTHON_BELOW = 600
 # free (10k records: 31 -> 18 ms; 1k: 6.3 -> 3.9 ms, below the Python sweep's 5.4 ms).
 TWO_FINDS_FROM = 1000 if (os.cpu_count() or 1) > 1 else 2**62
 PARALLEL_FROM = 5000
-# Processes that build a large index, one segment each.
+# Processes that build a large index at once, one segment each.
 BUILDERS = min(os.cpu_count() or 1, 8)
+# Records in one builder's segment at most: what a builder holds in memory until it writes its
+# segment grows with its share (~1 GB for 500k records), so a million records make ten
+# segments, built two at a time on two cores, rather than two of half a million each.
+SHARE_MAX = 100_000
 TICK_EVERY = 500
 # Changed files to check, from which the remembered signatures are loaded to skip reading them
 SEEN_FROM = 64
@@ -263,7 +267,9 @@ def _shares(
         or not whoosh_compat.usable("segments")
     ):
         return [files]
-    size = -(-len(files) // processes)
+    count = -(-len(files) // SHARE_MAX)  # shares of at most SHARE_MAX records,
+    count = -(-count // processes) * processes  # as many for each builder process
+    size = -(-len(files) // count)
     return [files[start : start + size] for start in range(0, len(files), size)]
 
 
@@ -786,7 +792,12 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             with _finishing(self._progress(len(files), "indexing record files")) as bar:
                 if len(shares) > 1:
                     results = whoosh_compat.build_segments(
-                        ix, _index_share, shares, limitmb=1024, progress=bar.update
+                        ix,
+                        _index_share,
+                        shares,
+                        limitmb=1024,
+                        progress=bar.update,
+                        at_once=BUILDERS,
                     )
                 else:
                     with (

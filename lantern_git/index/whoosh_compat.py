@@ -20,6 +20,11 @@ lantern does four things itself, knowing how whoosh-reloaded 2.7 lays out its ob
   and parsing in the parent, a third of a rebuild's work, and feeds the children through pickled
   job files.
 
+- A rebuild's builders write their segments without Whoosh's posting pool: each term's
+  postings are kept in arrays as documents come and handed to Whoosh's field writer a block at
+  a time (``W3PostingsWriter``'s block buffer, ``W3FieldWriter._postwriter``), the same bytes
+  Whoosh writes after sorting every posting as a tuple (:func:`_direct_writer`).
+
 - A segment being written takes its documents' field lengths from memory: Whoosh looks each
   posting's up by the field's name through the length column's reader (``W3PerDocReader``'s
   ``_readers``), a sixth of a rebuild's CPU time; each column is read once, whole, instead.
@@ -53,7 +58,7 @@ from itertools import repeat
 from typing import Any
 
 from cachetools import LRUCache
-from whoosh.fields import ID
+from whoosh.fields import ID, KEYWORD
 from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.filedb.structfile import StructFile
 
@@ -448,12 +453,13 @@ def build_segments(
     shares: list[Any],
     limitmb: int,
     progress: Callable[[int], None] | None = None,
+    at_once: int | None = None,
 ) -> list[Any]:
     """Fill the new, empty index ``ix`` with one segment per share, each written by its own
-    process calling ``work(writer, share, tick)`` (``tick(n)``: n more files done); the
-    results of ``work``, in the order of ``shares``. Nothing is committed unless every share
-    succeeded. ``work`` must be a module-level function (it is pickled where processes are
-    spawned rather than forked)."""
+    process calling ``work(writer, share, tick)`` (``tick(n)``: n more files done), at most
+    ``at_once`` processes at a time (all at once where None); the results of ``work``, in the
+    order of ``shares``. Nothing is committed unless every share succeeded. ``work`` must be
+    a module-level function (it is pickled where processes are spawned rather than forked)."""
     import multiprocessing
     import threading
 
@@ -461,6 +467,8 @@ def build_segments(
     # process (threads) starts fresh interpreters instead, at the cost of their imports.
     method = "fork" if threading.active_count() == 1 and sys.platform != "win32" else "spawn"
     context: Any = multiprocessing.get_context(method)
+    if method == "fork":  # checked once here, not again in every builder
+        usable("direct segments") or usable("written lengths")
     messages = context.Queue()
     writer = ix.writer()
     children = [
@@ -473,10 +481,17 @@ def build_segments(
     ]
     results: dict[int, Any] = {}
     segments: dict[int, Any] = {}
+    limit = len(children) if at_once is None else max(1, at_once)
+    waiting = list(children)
     try:
-        for child in children:
-            child.start()
         while len(results) < len(children):
+            # A builder holds its share's postings until it writes its segment: at most
+            # ``limit`` of them at once.
+            building = sum(
+                1 for n, child in enumerate(children) if child.pid is not None and n not in results
+            )
+            for _ in range(min(len(waiting), limit - building)):
+                waiting.pop(0).start()
             try:
                 message = messages.get(timeout=1.0)
             except Exception:  # queue.Empty: a child that died without a word?
@@ -490,6 +505,7 @@ def build_segments(
                     progress(payload)
             elif kind == "done":
                 segments[number], results[number] = payload
+                children[number].join()
             else:
                 raise RuntimeError(f"building the index failed: {payload}")
         for child in children:
@@ -543,9 +559,12 @@ def _segment_child(
     try:
         ix = LanternStorage(folder).open_index(indexname)
         # _lk=False: the parent holds the index's lock for all of them, as MpWriter's children
-        writer = SegmentWriter(ix, _lk=False, limitmb=limitmb)
-        if usable("written lengths"):
-            _lengths_in_memory(writer)
+        if usable("direct segments"):
+            writer = _direct_writer()(ix, _lk=False, limitmb=limitmb)
+        else:
+            writer = SegmentWriter(ix, _lk=False, limitmb=limitmb)
+            if usable("written lengths"):
+                _lengths_in_memory(writer)
         result = work(writer, share, lambda n: messages.put(("tick", number, n)))
         segment = writer._finalize_segment() if writer._added else None
         if segment is None:
@@ -557,12 +576,274 @@ def _segment_child(
 
 
 def building_writer(ix: Any, **options: Any) -> Any:
-    """``ix.writer(**options)`` for filling a new index: where the check allows, the segment it
-    writes takes its documents' field lengths from memory (:func:`_lengths_in_memory`)."""
+    """A writer for filling the new, empty index ``ix``: where the check allows, one that
+    groups its postings by term as they come (:func:`_direct_writer`), else ``ix.writer`` whose
+    segment takes its documents' field lengths from memory (:func:`_lengths_in_memory`)."""
+    if usable("direct segments"):
+        return _direct_writer()(ix, **options)
     writer = ix.writer(**options)
     if usable("written lengths"):
         _lengths_in_memory(writer)
     return writer
+
+
+# What the direct writer relies on, checked at its first use: the segment writer's parts it
+# drives, the postings writer's block buffer it fills a block at a time, and the field writer's
+# postings writer.
+DIRECT_WRITER_HAS = ("perdocwriter", "fieldwriter", "pool", "_check_fields", "_doc_boost")
+POSTINGS_WRITER_HAS = (
+    "_ids",
+    "_weights",
+    "_values",
+    "_minlength",
+    "_maxlength",
+    "_maxweight",
+    "_blocklimit",
+    "_write_block",
+)
+FIELD_WRITER_HAS = ("_postwriter",)
+# Values of ID and KEYWORD fields whose terms a direct writer keeps
+ANALYZED_KEPT = 50_000
+
+
+@functools.lru_cache(maxsize=1)
+def _direct_writer() -> type:
+    """Whoosh's ``SegmentWriter`` without its posting pool, for filling a new index.
+
+    Whoosh's writer hands every posting to a pool as a tuple (field, term, document, weight,
+    positions), sorts all of them (spilling sorted runs to temporary files past ``limitmb``),
+    then walks the sorted tuples calling its field writer once per posting, which looks up the
+    posting's field length and fills the block buffer one value at a time. Postings arrive in
+    document order, so grouping them by field and term as they come leaves only the terms to
+    sort: this writer keeps each term's document numbers, weights and positions in three
+    arrays, and at the end hands the field writer each term's postings a block (128) at a time,
+    with the block's statistics Whoosh's postings writer would have kept. The documents' stored
+    fields, columns and lengths go through Whoosh's per-document writer as before. The segment
+    written is Whoosh's to the byte (``_check_direct_segments``)."""
+    from whoosh.util.numeric import byte_to_length, length_to_byte
+    from whoosh.writing import SegmentWriter
+
+    lengths_of = [0] + [byte_to_length(code) for code in range(1, 256)]
+    # Fields whose terms depend on nothing but the value (Whoosh's ID and KEYWORD, exactly):
+    # a value's terms are worked out once per segment.
+    repeated_kinds = (ID, KEYWORD)
+
+    class DirectSegmentWriter(SegmentWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # field -> term -> (document numbers, weights, encoded values)
+            self._terms: dict[str, dict[bytes, tuple[array[int], array[float], list[bytes]]]] = {}
+            # field -> each document's length code (Whoosh's length byte), for scorable fields
+            self._length_codes: dict[str, bytearray] = {}
+            # (field, value) -> the field's terms for the value, for fields of repeated values
+            self._analyzed: dict[tuple[str, Any], list[Any]] = {}
+
+        def add_document(self, **fields: Any) -> None:
+            self._check_state()
+            perdocwriter = self.perdocwriter
+            schema = self.schema
+            docnum = self.docnum
+            docboost = self._doc_boost(fields)
+            analyzed = self._analyzed
+            fieldnames = sorted(name for name in fields if not name.startswith("_"))
+            self._check_fields(schema, fieldnames)
+            perdocwriter.start_doc(docnum)
+            try:
+                for fieldname in fieldnames:
+                    value = fields.get(fieldname)
+                    if value is None:
+                        continue
+                    field = schema[fieldname]
+                    length = 0
+                    if field.indexed:
+                        fieldboost = self._field_boost(fields, fieldname, docboost)
+                        terms = self._terms.get(fieldname)
+                        if terms is None:
+                            terms = self._terms[fieldname] = {}
+                        scorable = field.scorable
+                        if type(field) in repeated_kinds and not field.unique:
+                            # kind, scope, status, cites: a few values, each analyzed once
+                            key = (fieldname, value)
+                            items = analyzed.get(key)
+                            if items is None:
+                                items = list(field.index(value))
+                                if len(analyzed) < ANALYZED_KEPT:
+                                    analyzed[key] = items
+                        else:
+                            items = field.index(value)
+                        for tbytes, freq, weight, vbytes in items:
+                            weight *= fieldboost
+                            if scorable:
+                                length += freq
+                            held = terms.get(tbytes)
+                            if held is None:
+                                held = terms[tbytes] = (array("I"), array("d"), [])
+                            held[0].append(docnum)
+                            held[1].append(weight)
+                            if vbytes:  # as Whoosh's postings writer keeps only values given
+                                held[2].append(vbytes)
+                        if length:
+                            codes = self._length_codes.get(fieldname)
+                            if codes is None:
+                                codes = self._length_codes[fieldname] = bytearray()
+                            codes.extend(bytes(docnum - len(codes)))
+                            codes.append(length_to_byte(length))
+                    customval = fields.get(f"_stored_{fieldname}", value)
+                    perdocwriter.add_field(
+                        fieldname, field, customval if field.stored else None, length
+                    )
+                    column = field.column_type
+                    if column and customval is not None:
+                        perdocwriter.add_column_value(
+                            fieldname, column, field.to_column_value(customval)
+                        )
+            except Exception:
+                # As Whoosh's writer, whose pool keeps the postings already given: a document
+                # refused part way leaves the segment unusable, and a rebuild fails whole.
+                perdocwriter.cancel_doc()
+                raise
+            perdocwriter.finish_doc()
+            self._added = True
+            self.docnum += 1
+
+        def _flush_segment(self) -> None:
+            if self.pool.fieldnames:  # postings from elsewhere (a merge): Whoosh sorts them all
+                self._into_pool()
+                super()._flush_segment()
+                return
+            self.perdocwriter.close()
+            self._write_postings()
+            self.fieldwriter.close()
+
+        def _into_pool(self) -> None:
+            add = self.pool.add
+            for fieldname, terms in self._terms.items():
+                for tbytes, (ids, weights, values) in terms.items():
+                    if values and len(values) != len(ids):
+                        raise ValueError(f"postings of {fieldname!r} with and without values")
+                    given = values or repeat(b"", len(ids))
+                    for docnum, weight, vbytes in zip(ids, weights, given):
+                        add((fieldname, tbytes, docnum, weight, vbytes))
+            self._terms.clear()
+
+        def _write_postings(self) -> None:
+            fieldwriter = self.fieldwriter
+            schema = self.schema
+            for fieldname in sorted(self._terms):
+                terms = self._terms[fieldname]
+                if not terms:  # a field every document left without terms: no field at all
+                    continue
+                codes = self._length_codes.get(fieldname)
+                if not schema[fieldname].scorable or not self.codec.length_stats:
+                    codes = None
+                fieldwriter.start_field(fieldname, schema[fieldname])
+                postwriter = fieldwriter._postwriter
+                limit = postwriter._blocklimit
+                for tbytes in sorted(terms):
+                    ids, weights, values = terms[tbytes]
+                    fieldwriter.start_term(tbytes)
+                    count = len(ids)
+                    if values and len(values) != count:
+                        raise ValueError(f"postings of {fieldname!r} with and without values")
+                    for start in range(0, count, limit):
+                        if start:  # a full block before this one: written as Whoosh does
+                            postwriter._write_block()
+                        end = min(count, start + limit)
+                        block_ids = ids[start:end]
+                        block_weights = weights[start:end]
+                        postwriter._ids = block_ids
+                        postwriter._weights = array("f", block_weights)
+                        postwriter._values = values[start:end]
+                        postwriter._maxweight = max(0, max(block_weights))
+                        lengths = (
+                            [lengths_of[codes[d]] for d in block_ids if d < len(codes)]
+                            if codes is not None
+                            else []
+                        )
+                        lengths = [length for length in lengths if length]
+                        postwriter._minlength = min(lengths) if lengths else None
+                        postwriter._maxlength = max(lengths) if lengths else 0
+                    fieldwriter.finish_term()
+                fieldwriter.finish_field()
+                terms.clear()
+            self._terms.clear()
+
+    return DirectSegmentWriter
+
+
+def _check_direct_segments() -> bool:
+    """The writer and its parts have what the direct writer drives, and a segment it writes
+    is, file by file, the bytes Whoosh's own writer writes for the same documents."""
+    from whoosh.codec.whoosh3 import W3FieldWriter, W3PostingsWriter
+    from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+    from whoosh.writing import SegmentWriter
+
+    if not all(hasattr(SegmentWriter, name) for name in ("_flush_segment", "_field_boost")):
+        return False
+    probe_writer = memory_index(Schema(body=TEXT)).writer()
+    try:
+        have = all(hasattr(probe_writer, name) for name in DIRECT_WRITER_HAS)
+        fieldwriter = probe_writer.fieldwriter
+        have = have and isinstance(fieldwriter, W3FieldWriter)
+        have = have and hasattr(probe_writer.pool, "fieldnames")
+    finally:
+        probe_writer.cancel()
+    if not have or not all(hasattr(W3PostingsWriter, n) for n in ("_write_block", "_new_block")):
+        return False
+    postwriter = W3PostingsWriter(StructFile(BytesIO()), blocklimit=128)
+    postwriter.start_postings(TEXT().format, None)
+    if not all(hasattr(postwriter, name) for name in POSTINGS_WRITER_HAS):
+        return False
+    if "_postwriter" not in W3FieldWriter.start_field.__code__.co_names:
+        return False
+
+    def schema() -> Any:
+        return Schema(
+            key=ID(stored=True),
+            body=TEXT(stored=True),
+            tags=KEYWORD(commas=True),
+            number=NUMERIC(int, sortable=True),
+            extra=STORED,
+        )
+
+    def documents() -> Iterator[dict[str, Any]]:
+        for n in range(160):  # "alpha" in 145 documents: two blocks of postings
+            words = ["alpha"] * (1 + n % 4) + ["beta"] * (n % 5) + [f"w{n % 17}", f"u{n}"]
+            yield {
+                "key": f"k{n}",
+                "body": " ".join(words) if n % 11 else None,
+                "tags": ",".join(f"t{n % m}" for m in (2, 3, 7)),
+                "number": n * 7 - 500,
+                "extra": {"n": n},
+            }
+
+    files = []
+    for direct in (False, True):
+        storage = RamStorage()
+        ix = storage.create_index(schema(), "probe")
+        writer = _direct_writer()(ix) if direct else SegmentWriter(ix)
+        for document in documents():
+            writer.add_document(**document)
+        writer.commit(merge=False)
+        (segment,) = ix._segments()
+        files.append(_segment_files(storage, segment))
+    return files[0] == files[1] and len(files[0]) > 3
+
+
+def _segment_files(storage: Any, segment: Any) -> dict[str, bytes]:
+    """A segment's files (its parts, where compound) by name without the segment's id."""
+    name = segment.make_filename("")
+    found = {}
+    if segment.is_compound():  # its file holds its parts' names, with the segment's id
+        compound = segment.open_compound_file(storage)
+        for part in sorted(compound.list()):
+            found[part.replace(name, "")] = compound.open_file(part).read()
+        compound.close()
+    else:
+        for part in storage.list():
+            if part.startswith(name):
+                found[part.replace(name, "")] = storage.open_file(part).read()
+    return found
 
 
 def _lengths_in_memory(writer: Any) -> None:
@@ -637,6 +918,7 @@ _CHECKS = {
     "toc": _check_toc,
     "segments": _check_segments,
     "written lengths": _check_written_lengths,
+    "direct segments": _check_direct_segments,
 }
 
 

@@ -7,6 +7,7 @@ YAML is only ever read with the C safe loader, with aliases and duplicate keys r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -554,8 +555,85 @@ def _check_no_aliases(node: yaml.Node, seen: set[int]) -> None:
             stack.extend(current.value)
 
 
+# The shapes lantern itself writes a front matter line in (``Record.to_markdown``): a known key,
+# then a decimal integer, a decimal fraction, a plain string (``_yaml_scalar``'s), nothing (a
+# list follows, or null) or, under a list's key, "- " and a plain string.
+_PLAIN_LINE = re.compile(r"([a-z_]+):(?: (.*))?")
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_PLAIN_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+_PLAIN_KEYS = frozenset(FIELD_ORDER)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_string(text: str) -> bool:
+    """Whether YAML reads ``text``, unquoted, as that very string (as ``_yaml_scalar`` asks
+    before writing a string plain)."""
+    return (
+        _PLAIN_SAFE.fullmatch(text) is not None
+        and not text.endswith(":")
+        and _RESOLVER.resolve(ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str"
+    )
+
+
+def _plain_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]] | None:
+    """What :func:`_load_front` gives for front matter written only in the shapes lantern
+    writes (a rebuild reads 100k such files; the C loader's Python-side construction is most of
+    a record's parse), or None for anything else, which YAML then reads. The values are the ones
+    YAML's own rules give each shape (``tests/unit/test_plain_front.py`` holds the two to
+    each other)."""
+    data: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    raw: dict[str, Any] = {}
+    items: list[str] | None = None
+    for number, line in enumerate(front.split("\n")[:-1], start=2):
+        if items is not None and line.startswith("- "):
+            item = line[2:]
+            if not _plain_string(item):
+                return None
+            items.append(item)
+            continue
+        items = None
+        match = _PLAIN_LINE.fullmatch(line)
+        if match is None:
+            return None
+        key, text = match.groups()
+        if key in data or key not in _PLAIN_KEYS:
+            return None
+        lines[key] = number
+        if text is None:
+            # A list of plain strings follows, or nothing (null).
+            items = []
+            data[key] = items
+            raw[key] = ""
+            continue
+        raw[key] = text
+        if _PLAIN_INT.fullmatch(text):
+            data[key] = int(text)
+        elif _PLAIN_FLOAT.fullmatch(text):
+            data[key] = float(text)
+        elif _plain_string(text):
+            data[key] = text
+        else:
+            return None
+    if not data:
+        return None
+    for key, value in data.items():
+        if isinstance(value, list):
+            if value:
+                del raw[key]  # a sequence, not a scalar
+            else:
+                data[key] = None
+    return data, lines, raw
+
+
 def _load_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
     """The mapping, the line of each key (file numbering) and raw scalar text of each key."""
+    plain = _plain_front(front)
+    return plain if plain is not None else _yaml_front(front)
+
+
+def _yaml_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+    """:func:`_load_front` by YAML's C loader."""
     loader = _StrictLoader(front)
     try:
         node = loader.get_single_node()

@@ -135,6 +135,11 @@ class Workspace:
         self.watch = watch
         # Given (total, what), a progress display for a long index job (see SearchIndex.progress)
         self.progress: Callable[[int, str], Progress] | None = None
+        # False: a write leaves the record files it wrote to the next read's freshness check
+        # (their ctime is past the index's stamp) instead of indexing them itself. A CLI
+        # process exits after its write; indexing there costs Whoosh's import and a commit that
+        # the next command, which checks anyway, does as well with one file more.
+        self.index_on_write = True
         # An embedding another thread runs for this store (lantern mcp): see keyword_for_now
         self.embedding: BackgroundEmbedding | None = None
         self.state_dir = os.path.join(self.root, STATE_DIR)
@@ -449,7 +454,7 @@ class Workspace:
             self.state_dir,
             self.git,
             self.lock,
-            lambda: self.index,
+            lambda: self.index if self.index_on_write else _LeftToTheNextRead(self),
             records=RECORD_FILES,
             sources=SOURCE_FILES,
             actor=self.actor,
@@ -791,3 +796,17 @@ def _read_worktree(root: str, name: str) -> bytes | None:
             return handle.read()
     except FileNotFoundError:
         return None
+
+
+class _LeftToTheNextRead:
+    """What a write tells the index where it leaves its record files to the next read
+    (``Workspace.index_on_write``): nothing, unless it asks for a whole rebuild."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+    def note_written(self, paths: Iterable[str]) -> None:
+        pass
+
+    def rebuild(self) -> object:
+        return self._workspace.index.rebuild()

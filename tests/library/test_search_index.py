@@ -393,6 +393,56 @@ def test_a_rebuild_split_over_processes_answers_as_one_built_in_one(store, store
     assert ids(Store.open(str(store_path)).list(limit=1)) == [added.id]
 
 
+def test_a_rebuild_in_more_shares_than_builders_answers_as_one_built_in_one(
+    store, store_path, monkeypatch
+):
+    """Shares of at most SHARE_MAX records, built BUILDERS at a time: a builder's memory
+    holds one share, whatever the store's size (a million records: ten shares of 100k)."""
+    from lantern_git.index import search as search_index
+    from lantern_git.index import whoosh_compat
+
+    for n in range(30):
+        store.add(f"Record number {n} about tea.", kind="fact", priority=n * 7 % 101)
+    Store.open(str(store_path)).rebuild_index()
+    in_one = ids(Store.open(str(store_path)).list(limit=None))
+    hits_in_one = ids(Store.open(str(store_path)).search("tea", limit=None))
+
+    monkeypatch.setattr(search_index, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(search_index, "BUILDERS", 2)
+    monkeypatch.setattr(search_index, "SHARE_MAX", 4)
+    assert [len(s) for s in search_index._shares([(str(n), None) for n in range(30)])] == [
+        *[4] * 7,
+        2,
+    ]
+    most = [0]
+    build = whoosh_compat.build_segments
+
+    def counted(*args, **kwargs):
+        import multiprocessing
+
+        real = multiprocessing.Process.start
+
+        def start(process):
+            real(process)
+            alive = [child for child in multiprocessing.active_children() if child.is_alive()]
+            most[0] = max(most[0], len(alive))
+
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+        try:
+            return build(*args, **kwargs)
+        finally:
+            monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", real)
+
+    monkeypatch.setattr(whoosh_compat, "build_segments", counted)
+    split = Store.open(str(store_path))
+    report = split.rebuild_index()
+    assert report.updated == 30
+    assert 1 <= most[0] <= 2  # never more builders at once than BUILDERS
+    assert len(split.index._open()._segments()) == 8
+    assert ids(split.list(limit=None)) == in_one
+    assert ids(split.search("tea", limit=None)) == hits_in_one
+
+
 # ---------------------------------------------------------------------------- kept postings
 
 

@@ -384,16 +384,14 @@ def test_hidden_characters_are_unicodes_cc_and_cf_but_tab_newline_and_the_joiner
     import sys
     import unicodedata
 
-    from lantern_git.core.hidden import PLANES, hidden_in, is_hidden, reveal
+    from lantern_git.core.hidden import hidden_in, is_hidden, reveal
 
     for code in MUST_SHOW:
         assert is_hidden(chr(code)), hex(code)
         assert reveal(f"a{chr(code)}b") == f"a<U+{code:04X}>b"
     for kept in ("\t", "\n", "\u200c", "\u200d", "é", "日本", "👨\u200d👩\u200d👧", " "):
         assert reveal(kept) == kept and hidden_in(kept) == []
-    planes = {c for plane in PLANES for c in plane}
     every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cc", "Cf")]
-    assert every and all(c in planes for c in every)  # the scan's planes hold every one
     shown = [c for c in every if is_hidden(chr(c))]
     assert set(every) - set(shown) == {0x09, 0x0A, 0x200C, 0x200D}
     text = "".join(chr(c) for c in shown)
