@@ -1386,6 +1386,11 @@ def _first_in_order(
     return ranked[:end]
 
 
+# Up to this many hits past a keyword page's end (ties at its last score) have their records
+# loaded to be put in order by id; more, and the id columns are opened instead (~0.3 ms).
+TIES_LOADED = 16
+
+
 def _best_scored(
     searcher: Any,
     text_query: Any,
@@ -1395,10 +1400,11 @@ def _best_scored(
     end: int | None,
 ) -> list[Hit]:
     """Hits ``offset:end`` by score (lantern's BM25, ``bm25.py``) among ``allowed`` (None:
-    all), then id: only the page's records are loaded (the ties at its last score are put in
-    order by the id column: a common word's page ties dozens)."""
+    all), then id: only the page's records are loaded where more than ``TIES_LOADED`` tie at
+    its last score (put in order by the id column: a common word's page ties dozens), else the
+    page's and the ties'."""
     scored = bm25.scored(searcher, text_query, allowed, mask, end)
-    if end is not None and len(scored) > end:
+    if end is not None and len(scored) > end + TIES_LOADED:
         id_of = _id_key(_id_columns(searcher))
         scored.sort(key=lambda item: (-item[0], id_of(item[1])))
         return [

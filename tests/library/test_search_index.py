@@ -312,7 +312,14 @@ def test_map_file_reads_like_bytesio():
     assert ours.readinto(target) == 3 and bytes(target[:3]) == data[-3:]
 
 
-def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(store):
+@pytest.mark.parametrize("ties_loaded", [16, 0], ids=["ties-loaded", "ties-by-id-column"])
+def test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id(
+    store, monkeypatch, ties_loaded
+):
+    # Either way of putting ties in order: their records loaded, or the id column read first.
+    from lantern_git.index import search
+
+    monkeypatch.setattr(search, "TIES_LOADED", ties_loaded)
     # Same length, one "apple" each: equal scores, so the id decides among them.
     tied = [store.add(f"apple note{i:02d}", kind="fact") for i in range(12)]
     store.add("apple apple apple note", kind="fact")
