@@ -987,7 +987,24 @@ def postings_key(reader: Any, fieldname: str, text: str) -> tuple[Any, ...] | No
     place = extent[0] if isinstance(extent, tuple) else None
     if not isinstance(place, int):
         return None  # postings inlined in the term's entry: a few, read at once anyway
-    return (segment.segment_id(), fieldname, text, place, info.doc_frequency())
+    return (
+        _index_folder(getattr(reader, "_storage", None)),
+        segment.segment_id(),
+        fieldname,
+        text,
+        place,
+        info.doc_frequency(),
+    )
+
+
+def _index_folder(storage: Any) -> Any:
+    """The folder of the index a reader reads (an in-memory index: the storage itself).
+    Whoosh names segments from the ``random`` module, so a process that seeds it alike before
+    building two indexes gets the same segment names in both: the name alone is not enough."""
+    while storage is not None and not hasattr(storage, "folder") and hasattr(storage, "b"):
+        storage = storage.b  # a compound segment's overlay on the index's own storage
+    folder = getattr(storage, "folder", None)
+    return folder if isinstance(folder, str) else id(storage)
 
 
 def _postings_by_block(matcher: Any) -> tuple[list[int], list[float]]:
