@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -239,6 +239,22 @@ def test_a_tie_on_an_unknown_key_ranks_absent_then_numbers_then_text(ours, their
     assert result.fields == ("x",)
 
 
+def test_a_tie_between_nan_and_a_number_is_decided_the_same_either_way():
+    base = base_record(extra={"x": 1})
+    nan = side(base, extra={"x": float("nan")}, updated_at=T0 + 4)
+    five = side(base, extra={"x": 5}, updated_at=T0 + 4)
+    assert merge(base, nan, five).text == merge(base, five, nan).text
+
+
+def test_a_conflict_is_a_value_that_cannot_be_changed():
+    base = base_record()
+    ours = side(base, priority=90, updated_at=T0 + 1)
+    theirs = side(base, priority=10, updated_at=T0 + 2)
+    conflict = merge(base, ours, theirs).conflicts[0]
+    with pytest.raises(FrozenInstanceError):
+        conflict.merged = 90  # type: ignore[misc]
+
+
 def test_a_conflict_reads_as_json_with_each_side_named():
     record = base_record()
     ours = replace(record, priority=70, updated_at=T0 + 5).to_markdown()
@@ -289,8 +305,23 @@ def test_sides_that_hold_different_ids_do_not_merge_without_a_path():
 
 
 def test_no_valid_side_raises():
-    with pytest.raises(MergeError, match="neither side is a valid record"):
+    with pytest.raises(MergeError, match="neither side is a valid record") as caught:
         merge(base_record(), "garbage\n", b"\xff\xfe not utf-8")
+    # A store failure (exit 1), not invalid input: the files are as git left them.
+    assert (caught.value.code, caught.value.exit_code) == ("merge_failed", 1)
+
+
+def test_a_base_of_another_record_counts_as_empty_without_a_path():
+    record = base_record()
+    foreign = Record.new(kind="fact", content="another record", priority=90, now=T0)
+    ours = side(record, priority=90, updated_at=T0 + 1)
+    theirs = side(record, urgency=20, updated_at=T0 + 1)
+    result = merge_records(foreign.to_markdown(), ours, theirs)
+    merged = parsed(result.text)
+    # Against no base, priority is two-sided (the larger on a tie); the foreign base's 90
+    # would have made it one-sided, theirs.
+    assert (merged.id, merged.priority, merged.urgency) == (record.id, 90, 20)
+    assert set(result.fields) == {"priority", "urgency"}
 
 
 def test_an_invalid_base_counts_as_empty():
