@@ -239,6 +239,33 @@ def test_a_tie_on_an_unknown_key_ranks_absent_then_numbers_then_text(ours, their
     assert result.fields == ("x",)
 
 
+def test_a_map_written_in_another_key_order_is_the_same_value():
+    base = base_record(extra={"x": {"a": 0}})
+    ours = side(base, extra={"x": {"a": 1, "b": 2}}, priority=60, updated_at=T0 + 4)
+    theirs = side(base, extra={"x": {"b": 2, "a": 1}}, urgency=30, updated_at=T0 + 4)
+    result = merge(base, ours, theirs)
+    assert result.conflicts == ()
+    assert parsed(result.text).extra == {"x": {"a": 1, "b": 2}}
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        # text < anything else (a list, a map), whichever side holds which
+        (["a"], "z", ["a"]),
+        ("z", {"a": 1}, {"a": 1}),
+        # lists by their YAML text
+        (["b"], ["a", "z"], ["b"]),
+    ],
+)
+def test_a_tie_between_lists_or_maps_ranks_them_above_text(ours, theirs, expected):
+    base = base_record(extra={"x": 1})
+    sides = [side(base, extra={"x": value}, updated_at=T0 + 4) for value in (ours, theirs)]
+    result = merge(base, *sides)
+    assert parsed(result.text).extra["x"] == expected
+    assert result.fields == ("x",)
+
+
 def test_a_tie_between_nan_and_a_number_is_decided_the_same_either_way():
     base = base_record(extra={"x": 1})
     nan = side(base, extra={"x": float("nan")}, updated_at=T0 + 4)
