@@ -415,10 +415,13 @@ def score(module: Module) -> Score:
         results = dict(db.results)
         items = {item.job_id: item for item in db.work_items}
         pending = sum(1 for _ in db.pending_work_items)
+    # A mutant cosmic-ray could not write (its ExceptionReplacer fails on some tuples of
+    # exceptions) is incompetent: no test ran against it, so it is neither killed nor counted.
     ran = {
         job: r
         for job, r in results.items()
         if r.worker_outcome not in (WorkerOutcome.SKIPPED, WorkerOutcome.NO_TEST)
+        and r.test_outcome != TestOutcome.INCOMPETENT
     }
     survivors = []
     for job, result in ran.items():
