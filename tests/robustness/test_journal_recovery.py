@@ -179,6 +179,48 @@ def test_apply_writes_each_file_with_its_mode(repo):
     assert git(git_repo.root, "status", "--porcelain") == ""
 
 
+def test_a_rollback_over_an_executable_file_puts_back_its_mode(repo):
+    git_repo, journal_dir = repo
+    head = git_repo.head_oid()
+    blob = str(git_repo.repo.create_blob(b"#!/bin/sh\n"))
+    changes = {"tools/run.sh": (blob, 0o100755)}
+    tree = git_repo.build_tree(git_repo.repo[head].peel(pygit2.Tree), changes)
+    commit = git_repo.create_commit(tree, [head], "tools", Provenance(op="sync"))
+    git_repo.apply("sync", head, commit, changes, "tools", journal_dir=journal_dir)
+    git_repo.finish(journal_dir)
+    git_repo.commit_files(
+        {"tools/run.sh": b"#!/bin/sh\nexit 1\n"},
+        "u",
+        Provenance(op="update"),
+        journal_dir=journal_dir,
+    )
+    _point(git_repo, "refs/heads/main", commit)
+    assert recover(git_repo, journal_dir) is not None
+    script = os.path.join(git_repo.root, "tools/run.sh")
+    assert (Path(script).read_bytes(), stat.S_IMODE(os.stat(script).st_mode)) == (
+        b"#!/bin/sh\n",
+        0o755,
+    )
+    assert git(git_repo.root, "status", "--porcelain") == ""
+
+
+def test_a_write_left_on_a_branch_no_longer_checked_out_is_left_as_is(repo):
+    git_repo, journal_dir = repo
+    head = git_repo.head_oid()
+    git_repo.commit_files(
+        {RECORD: b"second\n"}, "update", Provenance(op="update"), journal_dir=journal_dir
+    )
+    # Since the crash, another branch was checked out (its name sorts after the write's).
+    git_repo.repo.references.create("refs/heads/zz", head)
+    git_repo.repo.references["HEAD"].set_target("refs/heads/zz")
+    outcome = recover(git_repo, journal_dir)
+    assert outcome == (
+        "lantern: found an interrupted update whose branch has since moved; left as is"
+    )
+    assert _work(git_repo) == b"second\n"
+    assert not _journal(journal_dir).exists()
+
+
 def test_a_write_whose_index_cannot_be_written_says_it_committed(repo):
     git_repo, journal_dir = repo
     lock = Path(git_repo.repo.path) / "index.lock"
