@@ -130,6 +130,23 @@ MODULES = [
         ),
         120,
     ),
+    # The rest of ranking.py's functions (the hybrid's weights, its page, --explain's parts):
+    # with `fusion` below, every function of the file, without the whole file's 638 mutants
+    # at once (its constants, FLOORS and FUSIONS, are the whole-file run's).
+    Module(
+        "hybrid",
+        "lantern_git/index/ranking.py",
+        ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused"),
+        (
+            "tests/unit/test_ranking_rules.py",
+            "tests/library/test_semantic.py::test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
+            "tests/library/test_semantic.py::test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
+            "tests/library/test_semantic.py::test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings",
+            "tests/library/test_hybrid_fusion.py",
+            "tests/surfaces/test_search_explain.py",
+        ),
+        240,
+    ),
     # The per-embedder rules (which floors, which fusion, reciprocal rank fusion), asked
     # directly: the whole file's run above predates them.
     Module(
