@@ -254,8 +254,9 @@ def test_a_map_written_in_another_key_order_is_the_same_value():
         # text < anything else (a list, a map), whichever side holds which
         (["a"], "z", ["a"]),
         ("z", {"a": 1}, {"a": 1}),
-        # lists by their YAML text
+        # lists by their YAML text, by code point ("é" after "z")
         (["b"], ["a", "z"], ["b"]),
+        (["z"], ["é"], ["é"]),
     ],
 )
 def test_a_tie_between_lists_or_maps_ranks_them_above_text(ours, theirs, expected):
@@ -336,6 +337,11 @@ def test_no_valid_side_raises():
         merge(base_record(), "garbage\n", b"\xff\xfe not utf-8")
     # A store failure (exit 1), not invalid input: the files are as git left them.
     assert (caught.value.code, caught.value.exit_code) == ("merge_failed", 1)
+    # The file is named first; without a path, the message starts with what happened.
+    assert caught.value.message.startswith(f"{record_path(base_record().id)}: cannot merge: ")
+    with pytest.raises(MergeError) as caught:
+        merge_records(None, "garbage\n", "junk\n")
+    assert caught.value.message.startswith("cannot merge: neither side is a valid record")
 
 
 def test_a_base_of_another_record_counts_as_empty_without_a_path():
