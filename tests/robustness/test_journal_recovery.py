@@ -204,15 +204,16 @@ def test_a_rollback_over_an_executable_file_puts_back_its_mode(repo):
     assert git(git_repo.root, "status", "--porcelain") == ""
 
 
-def test_a_write_left_on_a_branch_no_longer_checked_out_is_left_as_is(repo):
+@pytest.mark.parametrize("other", ["refs/heads/aa", "refs/heads/zz"])
+def test_a_write_left_on_a_branch_no_longer_checked_out_is_left_as_is(repo, other):
     git_repo, journal_dir = repo
     head = git_repo.head_oid()
     git_repo.commit_files(
         {RECORD: b"second\n"}, "update", Provenance(op="update"), journal_dir=journal_dir
     )
-    # Since the crash, another branch was checked out (its name sorts after the write's).
-    git_repo.repo.references.create("refs/heads/zz", head)
-    git_repo.repo.references["HEAD"].set_target("refs/heads/zz")
+    # Since the crash, another branch was checked out (named before and after the write's).
+    git_repo.repo.references.create(other, head)
+    git_repo.repo.references["HEAD"].set_target(other)
     outcome = recover(git_repo, journal_dir)
     assert outcome == (
         "lantern: found an interrupted update whose branch has since moved; left as is"
