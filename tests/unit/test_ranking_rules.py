@@ -301,3 +301,21 @@ def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
     assert fused == expected
     # Ties do happen here, so the order among them is asked.
     assert len({score for _, score in fused}) < len(fused)
+
+
+@pytest.mark.semantic
+def test_a_hit_whose_keyword_part_lifts_it_onto_the_page_is_kept_by_the_shortlist():
+    """The page's estimate weighs the cosine by what the keyword weight leaves (1 - w): a hit
+    with a small keyword weight, a cosine just under another's and the best BM25 is first."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"x": 0.5, "y": 0.53125, "z": 0.25})
+    rows = np.arange(3, dtype=np.int64)
+    whole = fuse([("x", 2.0)], [("y", 0.53125), ("x", 0.5), ("z", 0.25)], {"x": 0.125})
+    # max(0.5, 0.125 * 2.0 / 2.0 + 0.875 * 0.5)
+    assert whole == [("x", 0.5625), ("y", 0.53125), ("z", 0.25)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["x", "y", "z"], [0], [2.0], [0.125], end, 0.0)
+        assert page.ranked == whole[:end], end
