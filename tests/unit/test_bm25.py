@@ -159,6 +159,10 @@ def test_a_phrase_scores_its_words_where_they_stand_in_a_row(searcher):
     # "pear plum mango" and "mango mango kiwi..." hold both words, never in a row.
     query = [("mango", 1.0), ("pear", 1.0)]
     assert found == pytest.approx(expected(query, list(range(8)), [0, 6]), abs=1e-6)
+    # A segment holding only some of a phrase's words ("fig", not "date") has none of it.
+    date = scores(bm25.scored(searcher, text_query('"fig date"'), None))
+    want = expected([("fig", 1.0), ("date", 1.0)], list(range(8)), [4])
+    assert date == pytest.approx(want, abs=1e-6)
     # A phrase beside a word: the phrase's documents get both.
     both = scores(bm25.scored(searcher, text_query('"mango pear" lime'), None))
     lime = expected([("lime", 1.0)], list(range(8)))
@@ -269,6 +273,18 @@ def test_a_deleted_document_is_never_scored(text):
         for allowed in (None, {0, 2, 3, 4, 5, 7}):
             docs = scores(bm25.scored(found, text_query(text), allowed))
             assert docs and not {1, 6} & set(docs), (allowed, docs)
+
+
+def test_a_phrase_page_in_a_segment_with_deletions_finds_every_match():
+    # With a deletion, a segment's positions are read one document at a time, in order: the
+    # better match (shorter) comes later in the segment than the other.
+    ix = index_of([["mango pear plum plum plum", "kiwi", "mango pear"]], deleted=(1,))
+    with ix.searcher() as found:
+        query = text_query('"mango pear"')
+        whole = scores(bm25.scored(found, query, None))
+        assert set(whole) == {0, 2} and whole[2] > whole[0]
+        assert scores(bm25.scored(found, query, None, end=2)) == whole
+        assert scores(bm25.scored(found, query, None, end=1)) == {2: whole[2]}
 
 
 def test_a_lone_phrase_s_page_is_the_best_of_all_its_matches():
