@@ -222,6 +222,22 @@ def test_a_write_left_on_a_branch_no_longer_checked_out_is_left_as_is(repo, othe
     assert not _journal(journal_dir).exists()
 
 
+def test_a_write_whose_journal_cannot_be_written_changes_nothing(repo, tmp_path):
+    git_repo, _ = repo
+    head = git_repo.head_oid()
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_bytes(b"")
+    with pytest.raises(GitError) as caught:
+        git_repo.commit_files(
+            {RECORD: b"second\n"}, "update", Provenance(op="update"), journal_dir=str(blocked)
+        )
+    message = caught.value.message
+    assert message.startswith(f"cannot write the write journal {blocked}/journal.json: ")
+    assert message.endswith("; nothing changed")
+    assert (git_repo.head_oid(), _work(git_repo)) == (head, b"first\n")
+    assert git(git_repo.root, "status", "--porcelain") == ""
+
+
 def test_a_write_whose_index_cannot_be_written_says_it_committed(repo):
     git_repo, journal_dir = repo
     lock = Path(git_repo.repo.path) / "index.lock"
