@@ -257,6 +257,10 @@ def test_a_map_written_in_another_key_order_is_the_same_value():
         # lists by their YAML text, by code point ("é" after "z")
         (["b"], ["a", "z"], ["b"]),
         (["z"], ["é"], ["é"]),
+        # ... each on one line, however long: wrapped, the first would break at its space and
+        # sort before the second, whose two spaces YAML does not break
+        (["a" * 90 + " b"], ["a" * 90 + "  c"], ["a" * 90 + " b"]),
+        (["a" * 90 + "  c"], ["a" * 90 + " b"], ["a" * 90 + " b"]),
     ],
 )
 def test_a_tie_between_lists_or_maps_ranks_them_above_text(ours, theirs, expected):
