@@ -226,6 +226,8 @@ def test_the_united_entities_keep_the_first_100():
         (5, "a", "a"),
         ("a", 5, "a"),
         (0, "a", "a"),
+        (0.5, "a", "a"),
+        (2.5, 10, 10),
     ],
 )
 def test_a_tie_on_an_unknown_key_ranks_absent_then_numbers_then_text(ours, theirs, expected):
@@ -285,6 +287,20 @@ def test_a_conflict_is_a_value_that_cannot_be_changed():
     conflict = merge(base, ours, theirs).conflicts[0]
     with pytest.raises(FrozenInstanceError):
         conflict.merged = 90  # type: ignore[misc]
+
+
+def test_a_conflict_over_a_map_reads_as_json_maps():
+    base = base_record(extra={"x": {"a": 0}})
+    ours = side(base, extra={"x": {"a": 1}}, updated_at=T0 + 1)
+    theirs = side(base, extra={"x": {"a": 2}}, updated_at=T0 + 2)
+    (conflict,) = merge(base, ours, theirs).conflicts
+    assert conflict.to_dict() == {
+        "field": "x",
+        "base": {"a": 0},
+        "ours": {"a": 1},
+        "theirs": {"a": 2},
+        "merged": {"a": 2},
+    }
 
 
 def test_a_conflict_reads_as_json_with_each_side_named():
@@ -348,9 +364,19 @@ def test_no_valid_side_raises():
     assert caught.value.message.startswith("cannot merge: neither side is a valid record")
 
 
-def test_a_base_of_another_record_counts_as_empty_without_a_path():
+@pytest.mark.parametrize("above", [False, True])
+def test_a_base_of_another_record_counts_as_empty_without_a_path(above):
     record = base_record()
-    foreign = Record.new(kind="fact", content="another record", priority=90, now=T0)
+    # A foreign record whose id sorts above (or below) the merged one's.
+    foreign = next(
+        other
+        for n in range(100)
+        if (
+            (other := Record.new(kind="fact", content=f"another {n}", priority=90, now=T0)).id
+            > record.id
+        )
+        == above
+    )
     ours = side(record, priority=90, updated_at=T0 + 1)
     theirs = side(record, urgency=20, updated_at=T0 + 1)
     result = merge_records(foreign.to_markdown(), ours, theirs)
