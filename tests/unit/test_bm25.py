@@ -324,3 +324,16 @@ def test_a_lone_phrase_s_page_keeps_ties_found_in_a_later_batch():
         page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=3))
         assert set(page) == set(range(0, 100, 2))
         assert len(set(page.values())) == 1
+
+
+def test_a_lone_phrase_s_page_settled_by_its_first_batch_stops_there():
+    # 100 candidates; the two in a row (the shortest, so the best) are checked in the first
+    # batch, which settles a page of two: the rest are never read.
+    texts = ["mango pear", "mango pear"] + ["pear kiwi mango plum"] * 98
+    ix = index_of([texts])
+    with ix.searcher() as found:
+        query = text_query('"mango pear"')
+        whole = scores(bm25.scored(found, query, None))
+        assert set(whole) == {0, 1}
+        assert scores(bm25.scored(found, query, None, end=2)) == whole
+        assert scores(bm25.scored(found, query, None, end=1)) == whole  # a tie
