@@ -280,13 +280,15 @@ def test_a_tie_between_nan_and_a_number_is_decided_the_same_either_way():
     assert merge(base, nan, five).text == merge(base, five, nan).text
 
 
-def test_a_conflict_is_a_value_that_cannot_be_changed():
+def test_a_merge_and_its_conflicts_are_values_that_cannot_be_changed():
     base = base_record()
     ours = side(base, priority=90, updated_at=T0 + 1)
     theirs = side(base, priority=10, updated_at=T0 + 2)
-    conflict = merge(base, ours, theirs).conflicts[0]
+    result = merge(base, ours, theirs)
     with pytest.raises(FrozenInstanceError):
-        conflict.merged = 90  # type: ignore[misc]
+        result.conflicts[0].merged = 90  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        result.text = ours  # type: ignore[misc]
 
 
 def test_a_conflict_over_a_map_reads_as_json_maps():
