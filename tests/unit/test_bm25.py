@@ -170,7 +170,7 @@ def test_a_phrase_scores_its_words_where_they_stand_in_a_row(searcher):
     assert both == pytest.approx(want, abs=1e-6)
 
 
-@pytest.mark.parametrize("text", ["mango", "mango kiwi", "mango AND pear"])
+@pytest.mark.parametrize("text", ["mango", "mango kiwi", "mango AND pear", "mango AND kiwi"])
 def test_a_page_keeps_the_best_and_every_tie_with_the_last(searcher, text):
     query = text_query(text)
     whole = scores(bm25.scored(searcher, query, None))
