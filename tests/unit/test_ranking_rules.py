@@ -319,3 +319,22 @@ def test_a_hit_whose_keyword_part_lifts_it_onto_the_page_is_kept_by_the_shortlis
     for end in (1, 2, 3):
         page = fuse_page(vectors, query, rows, ["x", "y", "z"], [0], [2.0], [0.125], end, 0.0)
         assert page.ranked == whole[:end], end
+
+
+@pytest.mark.semantic
+def test_a_page_breaks_equal_cosines_by_id_with_rows_the_journal_added():
+    """A row added after the vectors were written (a journal entry) comes after the base rows
+    but takes its id's place among them in a tie, as the semantic ranking places it."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+    from lantern_git.index.vectors import rank
+
+    vectors, query = unit_rows({"b": 0.5, "c": 0.5})
+    entry = {"drop": [], "ids": ["a"], "digests": ["d"], "texts": ["t"], "generation": "1"}
+    vectors.apply(entry, np.asarray([[0.5, 0.75**0.5]], dtype=np.float32))
+    rows = np.arange(3, dtype=np.int64)
+    semantic = rank(vectors, query, rows)
+    assert semantic == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
+    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3)
+    assert page.ranked == fuse([], semantic, {}) == semantic
