@@ -254,6 +254,7 @@ def test_a_mode_read_from_input_is_compared_by_its_value():
     assert all(typed[m] is not m for m in typed)
     keyword = explained(typed["keyword"], "deploy", "deploy", 1.0, 1.0, None, None)
     assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    assert "calibrated" not in keyword and "bm25_best" not in keyword
     semantic = explained(typed["semantic"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
     assert semantic["weights"] == {"keyword": 0.0, "semantic": 1.0}
     hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
