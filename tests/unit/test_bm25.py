@@ -234,6 +234,7 @@ def test_only_words_and_phrases_joined_by_or_take_the_bulk_path(text, parts):
         Q.Term("content", b"kiwi"),
         Q.Phrase("content", ["mango", b"pear"]),
         Q.Phrase("content", []),
+        Q.Phrase("content", ["mango", "pear"], slop=0),
         Q.Or([Q.Term("content", "kiwi"), Q.And([Q.Term("content", "fig")])]),
     ],
 )
