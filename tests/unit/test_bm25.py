@@ -340,3 +340,34 @@ def test_a_lone_phrase_s_page_settled_by_its_first_batch_stops_there():
         assert set(whole) == {0, 1}
         assert scores(bm25.scored(found, query, None, end=2)) == whole
         assert scores(bm25.scored(found, query, None, end=1)) == whole  # a tie
+
+
+def test_scores_over_an_average_length_that_is_not_whole():
+    # Lengths 2, 4 and 2: an average of 8 / 3, and documents of a length unlike it.
+    docs = ["mango pear", "mango pear plum fig", "pear kiwi"]
+    ix = index_of([docs])
+    with ix.searcher() as found:
+        assert bm25.statistics(found, None).avg_length == pytest.approx(8 / 3)
+        for text, words in (("mango", ["mango"]), ('"mango pear"', ["mango", "pear"])):
+            got = scores(bm25.scored(found, text_query(text), None))
+            want = {}
+            for doc in (0, 1):
+                length, score = len(docs[doc].split()), 0.0
+                for word in words:
+                    df = sum(1 for d in docs if word in d.split())
+                    idf = math.log(1 + (3 - df + 0.5) / (df + 0.5))
+                    score += idf * (K1 + 1) / (1 + K1 * (1 - B + B * length / (8 / 3)))
+                want[doc] = score
+            assert got == pytest.approx(want, abs=1e-6), text
+
+
+def test_a_lone_phrase_s_page_keeps_the_ties_of_its_last_below_a_better_first():
+    # One better match (shorter), then 100 candidates of one score, every other in a row: a
+    # page of two is the better one and every tie of the second, past the first batch too.
+    texts = ["mango pear"]
+    texts += ["mango pear plum" if n % 2 == 0 else "pear mango plum" for n in range(100)]
+    ix = index_of([[*texts, "kiwi lime fig", "kiwi lime fig"]])
+    with ix.searcher() as found:
+        page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=2))
+        assert set(page) == {0, *range(1, 101, 2)}
+        assert len(set(page.values())) == 2
