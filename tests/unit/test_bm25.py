@@ -371,3 +371,13 @@ def test_a_lone_phrase_s_page_keeps_the_ties_of_its_last_below_a_better_first():
         page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=2))
         assert set(page) == {0, *range(1, 101, 2)}
         assert len(set(page.values())) == 2
+
+
+def test_a_lone_phrase_s_page_checks_each_batch_whole():
+    # 300 candidates of one score, every other in a row, a page of 24: its ties run through
+    # batches of 96, 192 and more, and every candidate of each is checked.
+    texts = ["mango pear plum" if n % 2 == 0 else "pear mango plum" for n in range(300)]
+    ix = index_of([[*texts, "kiwi lime fig"]])
+    with ix.searcher() as found:
+        page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=24))
+        assert set(page) == set(range(0, 300, 2))
