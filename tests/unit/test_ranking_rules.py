@@ -98,6 +98,7 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     assert (out["bm25"], out["bm25_best"], out["cosine"], out["floor"]) == (1.0, 4.0, 0.25, 0.15)
     assert out["matched"] == ["deploy"]
     assert out["fusion"] == "words held" and "rrf" not in out
+    assert out["calibrated"] is True
     # A hit with no keyword match was given no weight: all of it on the cosine.
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
     assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
@@ -226,6 +227,23 @@ def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
 
     assert fuse([("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5)]
     assert fuse([("a", 1.0)], [("a", 0.5)], {"a": 1.0}) == [("a", 1.0)]
+    # Whatever its share of the best BM25 (here a quarter, below its cosine).
+    assert fuse([("b", 4.0), ("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5), ("b", 0.0)]
+
+
+def test_an_rrf_hit_explains_the_rule_s_weights_and_its_two_ranks():
+    # A rule read from input: its name a new string, not the literal the code holds.
+    rule = Fusion("".join(["r", "r", "f"]), 0.3, 5)
+    out = explained(
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, weight=1.0, ranks=(1, 3), rule=rule
+    )
+    assert out["weights"] == {"keyword": 0.3, "semantic": 0.7}
+    assert out["fusion"] == "rrf"
+    assert out["rrf"] == {"k": 5, "keyword_rank": 1, "semantic_rank": 3}
+    assert out["calibrated"] is True
+    # A hit in one ranking only: the other rank is None.
+    one = explained("hybrid", "deploy", "x", None, 4.0, 0.25, 0.15, ranks=(None, 2), rule=rule)
+    assert one["rrf"] == {"k": 5, "keyword_rank": None, "semantic_rank": 2}
 
 
 @pytest.mark.semantic
@@ -339,3 +357,16 @@ def test_a_page_breaks_equal_cosines_by_id_with_rows_the_journal_added():
     assert semantic == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
     page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3)
     assert page.ranked == fuse([], semantic, {}) == semantic
+
+
+@pytest.mark.semantic
+def test_a_page_divides_by_a_best_keyword_score_below_one():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.25, "b": 0.125})
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5)
+    whole = fuse([("a", 0.5), ("b", 0.25)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
+    assert page.ranked == whole == [("a", 1.0), ("b", 0.5)]
