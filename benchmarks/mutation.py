@@ -109,10 +109,41 @@ MODULES = [
         "bm25",
         "lantern_git/index/bm25.py",
         None,
+        # The scorer asked directly first (test_bm25: in-memory indexes, a second for all),
+        # then the store's searches that score: the formula, scopes, word forms, pages, new
+        # segments in one process. Not the files' CLI and MCP tests (--explain's output,
+        # a process each, no other path of the scorer) nor their index-refresh tests.
         (
+            "tests/unit/test_bm25.py",
+            "tests/surfaces/test_search_explain.py::test_keyword_scores_are_the_documented_bm25_over_the_records_searched",
+            "tests/surfaces/test_search_explain.py::test_scoped_prefix_and_and_queries_are_scored_with_the_scopes_statistics",
+            "tests/surfaces/test_search_explain.py::test_a_question_mark_ending_a_word_is_punctuation",
+            "tests/surfaces/test_search_explain.py::test_a_chunk_explains_the_words_its_source_title_holds",
+            "tests/library/test_word_forms.py::test_a_word_finds_its_other_forms",
+            "tests/library/test_word_forms.py::test_the_form_as_typed_ranks_above_a_stem_only_match",
+            "tests/library/test_word_forms.py::test_source_chunks_find_word_forms",
+            "tests/library/test_word_forms.py::test_a_phrase_matches_its_words_in_any_form_and_only_in_order",
+            "tests/library/test_word_forms.py::test_a_stem_beside_its_word_does_not_make_a_record_longer",
+            "tests/library/test_search_index.py::test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_matching_all",
+            "tests/library/test_search_index.py::test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id",
+            "tests/library/test_search_index.py::test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
+        ),
+        120,
+    ),
+    # The rest of ranking.py's functions (the hybrid's weights, its page, --explain's parts):
+    # with `fusion` below, every function of the file, without the whole file's 638 mutants
+    # at once (its constants, FLOORS and FUSIONS, are the whole-file run's).
+    Module(
+        "hybrid",
+        "lantern_git/index/ranking.py",
+        ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused"),
+        (
+            "tests/unit/test_ranking_rules.py",
+            "tests/library/test_semantic.py::test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
+            "tests/library/test_semantic.py::test_a_hybrid_page_breaks_equal_sums_by_the_semantic_order_then_keyword_only_hits_by_id",
+            "tests/library/test_semantic.py::test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings",
+            "tests/library/test_hybrid_fusion.py",
             "tests/surfaces/test_search_explain.py",
-            "tests/library/test_word_forms.py",
-            "tests/library/test_search_index.py",
         ),
         240,
     ),
@@ -298,7 +329,9 @@ MODULES = [
         # The crashes that go through the journal: every step of a one-file write, both
         # sides of the ref for a removal, a bulk import and the sources' writes (the file's
         # other 40 cases repeat those paths, and its index and git-state tests never write).
+        # First the same states asked in process (seconds, not a minute: most mutants die there).
         (
+            "tests/robustness/test_journal_recovery.py",
             "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-objects]",
             "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-journal]",
             "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-first-file]",
@@ -450,10 +483,13 @@ def score(module: Module) -> Score:
         results = dict(db.results)
         items = {item.job_id: item for item in db.work_items}
         pending = sum(1 for _ in db.pending_work_items)
+    # A mutant cosmic-ray could not write (its ExceptionReplacer fails on some tuples of
+    # exceptions) is incompetent: no test ran against it, so it is neither killed nor counted.
     ran = {
         job: r
         for job, r in results.items()
         if r.worker_outcome not in (WorkerOutcome.SKIPPED, WorkerOutcome.NO_TEST)
+        and r.test_outcome != TestOutcome.INCOMPETENT
     }
     survivors = []
     for job, result in ran.items():

@@ -190,10 +190,11 @@ def _merge_fields(
     record = _build(ours.id, merged, _extra_order(b, o, t))
     try:
         return record.validated(), conflicts
-    except ValidationError:
-        # Every value came from a valid side, so this should not happen; if it does, the
-        # later side as a whole is still a valid, deterministic answer.
-        return _later(ours, theirs), conflicts
+    except ValidationError as err:
+        # Cannot happen: every value comes from a valid side, and the unions are cut at the
+        # validator's own limits. Were it to, nothing sound can be written, and one side
+        # chosen whole would drop the other's changes without a word.
+        raise MergeError(f"cannot merge: the merged record is not valid ({err.message})") from None
 
 
 def _two_sided(key: str, base: Any, ours: Any, theirs: Any, ours_at: int, theirs_at: int) -> Any:
@@ -254,12 +255,6 @@ def _build(record_id: str, values: dict[str, Any], extra_order: list[str]) -> Re
             known[listed] = tuple(known[listed])
     extra = {k: values[k] for k in extra_order if k in values}
     return Record(id=record_id, content=values["content"], extra=extra, **known)
-
-
-def _later(ours: Record, theirs: Record) -> Record:
-    if ours.updated_at != theirs.updated_at:
-        return ours if ours.updated_at > theirs.updated_at else theirs
-    return max(ours, theirs, key=lambda r: r.to_markdown())
 
 
 def _shown(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -71,7 +71,7 @@ def test_two_sided_number_takes_the_later_side():
     theirs = side(base, priority=10, updated_at=T0 + 20)
     result = merge(base, ours, theirs)
     assert parsed(result.text).priority == 10
-    assert [c.field for c in result.conflicts] == ["priority"]
+    assert result.fields == ("priority",)
     conflict = result.conflicts[0]
     assert (conflict.base, conflict.ours, conflict.theirs, conflict.merged) == (50, 90, 10, 10)
 
@@ -182,6 +182,147 @@ def test_a_side_keeps_its_own_formatting_when_the_merge_equals_it():
     assert result.text == max(ours, theirs)
 
 
+def test_a_two_sided_merge_keeps_the_base_file_s_own_formatting():
+    base = base_record()
+    # A comment written by hand into the base: neither side's text equals the merge, so the
+    # base's text is rewritten line by line and the comment stays.
+    base_text = base.to_markdown().replace("priority: 50\n", "priority: 50  # set by hand\n")
+    ours = replace(base, urgency=30, updated_at=T0 + 5).validated().rewrite(base_text)
+    theirs = replace(base, confidence=0.5, updated_at=T0 + 7).validated().rewrite(base_text)
+    text = merge_records(base_text, ours, theirs, record_path(base.id)).text
+    assert text == base_text.replace("urgency: 0\n", "urgency: 30\n").replace(
+        "confidence: 1.0\n", "confidence: 0.5\n"
+    ).replace(f"updated_at: {T0}\n", f"updated_at: {T0 + 7}\n")
+
+
+def test_the_united_source_refs_keep_the_first_200():
+    base = base_record(source_refs=("base-ref",))
+    ours_refs = [f"a-{n:03}" for n in range(120)]
+    theirs_refs = [f"b-{n:03}" for n in range(120)]
+    ours = side(base, source_refs=("base-ref", *ours_refs), updated_at=T0 + 1)
+    theirs = side(base, source_refs=("base-ref", *theirs_refs), updated_at=T0 + 2)
+    merged = parsed(merge(base, ours, theirs).text)
+    # The base's ref first, then the others sorted, cut at 200 (docs/sync.md).
+    assert merged.source_refs == ("base-ref", *ours_refs, *theirs_refs[:79])
+
+
+def test_the_united_entities_keep_the_first_100():
+    base = base_record(entities=("person:ana",))
+    ours_keys = [f"person:a{n:02}" for n in range(60)]
+    theirs_keys = [f"project:b{n:02}" for n in range(60)]
+    ours = side(base, entities=("person:ana", *ours_keys), updated_at=T0 + 1)
+    theirs = side(base, entities=("person:ana", *theirs_keys), updated_at=T0 + 2)
+    result = merge(base, ours, theirs)
+    assert parsed(result.text).entities == ("person:ana", *ours_keys, *theirs_keys[:39])
+    assert result.fields == ("entities",)
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        # absent < numbers < text, whichever side holds which
+        (None, -1, -1),
+        (-1, None, -1),
+        (5, "a", "a"),
+        ("a", 5, "a"),
+        (0, "a", "a"),
+        (0.5, "a", "a"),
+        (2.5, 10, 10),
+    ],
+)
+def test_a_tie_on_an_unknown_key_ranks_absent_then_numbers_then_text(ours, theirs, expected):
+    base = base_record(extra={"x": 1})
+    sides = [
+        side(base, extra={} if value is None else {"x": value}, updated_at=T0 + 4)
+        for value in (ours, theirs)
+    ]
+    result = merge(base, *sides)
+    assert parsed(result.text).extra.get("x") == expected
+    assert result.fields == ("x",)
+
+
+def test_a_map_written_in_another_key_order_is_the_same_value():
+    base = base_record(extra={"x": {"a": 0}})
+    ours = side(base, extra={"x": {"a": 1, "b": 2}}, priority=60, updated_at=T0 + 4)
+    theirs = side(base, extra={"x": {"b": 2, "a": 1}}, urgency=30, updated_at=T0 + 4)
+    result = merge(base, ours, theirs)
+    assert result.conflicts == ()
+    assert parsed(result.text).extra == {"x": {"a": 1, "b": 2}}
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        # text < anything else (a list, a map), whichever side holds which
+        (["a"], "z", ["a"]),
+        ("z", {"a": 1}, {"a": 1}),
+        # lists by their YAML text, by code point ("é" after "z")
+        (["b"], ["a", "z"], ["b"]),
+        (["z"], ["é"], ["é"]),
+        # ... each on one line, however long: wrapped, the first would break at its space and
+        # sort before the second, whose two spaces YAML does not break
+        (["a" * 90 + " b"], ["a" * 90 + "  c"], ["a" * 90 + " b"]),
+        (["a" * 90 + "  c"], ["a" * 90 + " b"], ["a" * 90 + " b"]),
+    ],
+)
+def test_a_tie_between_lists_or_maps_ranks_them_above_text(ours, theirs, expected):
+    base = base_record(extra={"x": 1})
+    sides = [side(base, extra={"x": value}, updated_at=T0 + 4) for value in (ours, theirs)]
+    result = merge(base, *sides)
+    assert parsed(result.text).extra["x"] == expected
+    assert result.fields == ("x",)
+
+
+def test_a_tie_between_nan_and_a_number_is_decided_the_same_either_way():
+    base = base_record(extra={"x": 1})
+    nan = side(base, extra={"x": float("nan")}, updated_at=T0 + 4)
+    five = side(base, extra={"x": 5}, updated_at=T0 + 4)
+    assert merge(base, nan, five).text == merge(base, five, nan).text
+
+
+def test_a_merge_and_its_conflicts_are_values_that_cannot_be_changed():
+    base = base_record()
+    ours = side(base, priority=90, updated_at=T0 + 1)
+    theirs = side(base, priority=10, updated_at=T0 + 2)
+    result = merge(base, ours, theirs)
+    with pytest.raises(FrozenInstanceError):
+        result.conflicts[0].merged = 90  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        result.text = ours  # type: ignore[misc]
+
+
+def test_a_conflict_over_a_map_reads_as_json_maps():
+    base = base_record(extra={"x": {"a": 0}})
+    ours = side(base, extra={"x": {"a": 1}}, updated_at=T0 + 1)
+    theirs = side(base, extra={"x": {"a": 2}}, updated_at=T0 + 2)
+    (conflict,) = merge(base, ours, theirs).conflicts
+    assert conflict.to_dict() == {
+        "field": "x",
+        "base": {"a": 0},
+        "ours": {"a": 1},
+        "theirs": {"a": 2},
+        "merged": {"a": 2},
+    }
+
+
+def test_a_conflict_reads_as_json_with_each_side_named():
+    record = base_record()
+    ours = replace(record, priority=70, updated_at=T0 + 5).to_markdown()
+    theirs = replace(record, priority=30, source_refs=("x",), updated_at=T0 + 9).to_markdown()
+    result = merge_records(None, ours, theirs, record_path(record.id))
+    assert [c.to_dict("local", "remote") for c in result.conflicts] == [
+        # Against no base, what it held is null; a list of refs is a JSON list.
+        {"field": "priority", "base": None, "local": 70, "remote": 30, "merged": 30},
+        {
+            "field": "source_refs",
+            "base": None,
+            "local": ["session:1"],
+            "remote": ["x"],
+            "merged": ["session:1", "x"],
+        },
+    ]
+
+
 # ---------------------------------------------------------------------------- invalid sides
 
 
@@ -203,9 +344,49 @@ def test_a_side_whose_id_does_not_match_the_path_is_invalid():
     assert parsed(result.text).priority == 1
 
 
+def test_sides_that_hold_different_ids_do_not_merge_without_a_path():
+    one = base_record().to_markdown()
+    other = Record.new(kind="fact", content="something else", now=T0).to_markdown()
+    for ours, theirs in ((one, other), (other, one)):
+        with pytest.raises(MergeError, match="the two sides hold different record ids"):
+            merge_records(None, ours, theirs)
+    # The same id on both sides merges, path or no path.
+    assert merge_records(None, one, one).text == one
+
+
 def test_no_valid_side_raises():
-    with pytest.raises(MergeError, match="neither side is a valid record"):
+    with pytest.raises(MergeError, match="neither side is a valid record") as caught:
         merge(base_record(), "garbage\n", b"\xff\xfe not utf-8")
+    # A store failure (exit 1), not invalid input: the files are as git left them.
+    assert (caught.value.code, caught.value.exit_code) == ("merge_failed", 1)
+    # The file is named first; without a path, the message starts with what happened.
+    assert caught.value.message.startswith(f"{record_path(base_record().id)}: cannot merge: ")
+    with pytest.raises(MergeError) as caught:
+        merge_records(None, "garbage\n", "junk\n")
+    assert caught.value.message.startswith("cannot merge: neither side is a valid record")
+
+
+@pytest.mark.parametrize("above", [False, True])
+def test_a_base_of_another_record_counts_as_empty_without_a_path(above):
+    record = base_record()
+    # A foreign record whose id sorts above (or below) the merged one's.
+    foreign = next(
+        other
+        for n in range(100)
+        if (
+            (other := Record.new(kind="fact", content=f"another {n}", priority=90, now=T0)).id
+            > record.id
+        )
+        == above
+    )
+    ours = side(record, priority=90, updated_at=T0 + 1)
+    theirs = side(record, urgency=20, updated_at=T0 + 1)
+    result = merge_records(foreign.to_markdown(), ours, theirs)
+    merged = parsed(result.text)
+    # Against no base, priority is two-sided (the larger on a tie); the foreign base's 90
+    # would have made it one-sided, theirs.
+    assert (merged.id, merged.priority, merged.urgency) == (record.id, 90, 20)
+    assert set(result.fields) == {"priority", "urgency"}
 
 
 def test_an_invalid_base_counts_as_empty():

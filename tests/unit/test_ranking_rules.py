@@ -124,6 +124,7 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     assert (out["bm25"], out["bm25_best"], out["cosine"], out["floor"]) == (1.0, 4.0, 0.25, 0.15)
     assert out["matched"] == ["deploy"]
     assert out["fusion"] == "words held" and "rrf" not in out
+    assert out["calibrated"] is True
     # A hit with no keyword match was given no weight: all of it on the cosine.
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
     assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
@@ -252,6 +253,23 @@ def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
 
     assert fuse([("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5)]
     assert fuse([("a", 1.0)], [("a", 0.5)], {"a": 1.0}) == [("a", 1.0)]
+    # Whatever its share of the best BM25 (here a quarter, below its cosine).
+    assert fuse([("b", 4.0), ("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5), ("b", 0.0)]
+
+
+def test_an_rrf_hit_explains_the_rule_s_weights_and_its_two_ranks():
+    # A rule read from input: its name a new string, not the literal the code holds.
+    rule = Fusion("".join(["r", "r", "f"]), 0.3, 5)
+    out = explained(
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, weight=1.0, ranks=(1, 3), rule=rule
+    )
+    assert out["weights"] == {"keyword": 0.3, "semantic": 0.7}
+    assert out["fusion"] == "rrf"
+    assert out["rrf"] == {"k": 5, "keyword_rank": 1, "semantic_rank": 3}
+    assert out["calibrated"] is True
+    # A hit in one ranking only: the other rank is None.
+    one = explained("hybrid", "deploy", "x", None, 4.0, 0.25, 0.15, ranks=(None, 2), rule=rule)
+    assert one["rrf"] == {"k": 5, "keyword_rank": None, "semantic_rank": 2}
 
 
 @pytest.mark.semantic
@@ -280,6 +298,7 @@ def test_a_mode_read_from_input_is_compared_by_its_value():
     assert all(typed[m] is not m for m in typed)
     keyword = explained(typed["keyword"], "deploy", "deploy", 1.0, 1.0, None, None)
     assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
+    assert "calibrated" not in keyword and "bm25_best" not in keyword
     semantic = explained(typed["semantic"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
     assert semantic["weights"] == {"keyword": 0.0, "semantic": 1.0}
     hybrid = explained(typed["hybrid"], "deploy", "deploy", 1.0, 2.0, 0.5, 0.15, weight=1.0)
@@ -327,3 +346,53 @@ def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
     assert fused == expected
     # Ties do happen here, so the order among them is asked.
     assert len({score for _, score in fused}) < len(fused)
+
+
+@pytest.mark.semantic
+def test_a_hit_whose_keyword_part_lifts_it_onto_the_page_is_kept_by_the_shortlist():
+    """The page's estimate weighs the cosine by what the keyword weight leaves (1 - w): a hit
+    with a small keyword weight, a cosine just under another's and the best BM25 is first."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"x": 0.5, "y": 0.53125, "z": 0.25})
+    rows = np.arange(3, dtype=np.int64)
+    whole = fuse([("x", 2.0)], [("y", 0.53125), ("x", 0.5), ("z", 0.25)], {"x": 0.125})
+    # max(0.5, 0.125 * 2.0 / 2.0 + 0.875 * 0.5)
+    assert whole == [("x", 0.5625), ("y", 0.53125), ("z", 0.25)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["x", "y", "z"], [0], [2.0], [0.125], end, 0.0)
+        assert page.ranked == whole[:end], end
+
+
+@pytest.mark.semantic
+def test_a_page_breaks_equal_cosines_by_id_with_rows_the_journal_added():
+    """A row added after the vectors were written (a journal entry) comes after the base rows
+    but takes its id's place among them in a tie, as the semantic ranking places it."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+    from lantern_git.index.vectors import rank
+
+    vectors, query = unit_rows({"b": 0.5, "c": 0.5})
+    entry = {"drop": [], "ids": ["a"], "digests": ["d"], "texts": ["t"], "generation": "1"}
+    vectors.apply(entry, np.asarray([[0.5, 0.75**0.5]], dtype=np.float32))
+    rows = np.arange(3, dtype=np.int64)
+    semantic = rank(vectors, query, rows)
+    assert semantic == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
+    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3)
+    assert page.ranked == fuse([], semantic, {}) == semantic
+
+
+@pytest.mark.semantic
+def test_a_page_divides_by_a_best_keyword_score_below_one():
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.25, "b": 0.125})
+    rows = np.arange(2, dtype=np.int64)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5)
+    whole = fuse([("a", 0.5), ("b", 0.25)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
+    assert page.ranked == whole == [("a", 1.0), ("b", 0.5)]
