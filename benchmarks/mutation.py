@@ -177,6 +177,7 @@ MODULES = [
         ),
         (
             "tests/unit/test_bm25_bounds.py",
+            "tests/unit/test_bm25.py",
             "tests/library/test_bm25_pruned_page.py",
             "tests/library/test_search_index.py",
             "tests/library/test_word_forms.py",
