@@ -995,8 +995,8 @@ def recover(git: GitRepo, journal_dir: str, *, clear_locks: bool = True) -> str 
         locks = _existing_locks(git, ref_name)
         remedy = f"remove {', '.join(locks)} and " if locks else ""
         raise GitError(
-            f"cannot finish repairing an interrupted {op} ({err}); if no git command is "
-            f"running, {remedy}run lantern again"
+            f"cannot finish repairing an interrupted {op} ({_os_error_text(err)}); if no git "
+            f"command is running, {remedy}run lantern again"
         ) from None
     _remove_temporaries(git.root, files)
     os.unlink(journal_path)

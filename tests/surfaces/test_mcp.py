@@ -765,6 +765,9 @@ def test_mcp_names_its_store_and_author_on_stderr(store_path):
 
 def test_status_tool_answers_what_lantern_status_json_prints(store_path):
     lantern("memory", "add", "Ana likes tea", "--kind", "preference", "--store", str(store_path))
+    # A CLI write leaves indexing to the next command, whose status says it built the index:
+    # that first status settles it, and the two answers after it are of the same store.
+    assert cli_json("status", store_path=store_path)["index"] == "rebuilt"
     expected = cli_json("status", store_path=store_path)
 
     async def body(client):
