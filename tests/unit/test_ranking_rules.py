@@ -396,3 +396,13 @@ def test_a_page_divides_by_a_best_keyword_score_below_one():
     page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5)
     whole = fuse([("a", 0.5), ("b", 0.25)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
     assert page.ranked == whole == [("a", 1.0), ("b", 0.5)]
+
+
+def test_a_noise_floor_is_rounded_to_six_places_as_every_floor_is():
+    from lantern_git.index.ranking import floor, floors
+
+    margin = floors("e5").noise
+    assert margin is not None
+    got = floor("e5", False, noise=0.1234567)
+    assert got == round(0.1234567 + margin, 6)
+    assert got != round(0.1234567 + margin, 5) and got != round(0.1234567 + margin, 7)
