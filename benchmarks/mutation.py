@@ -57,6 +57,38 @@ class Module:
     # Seconds one mutant's test run may take before it counts as killed (a mutant that loops):
     # about three times the tests' own time on a busy two-core machine.
     timeout: float
+    # Functions left to another module of the same file (its own, faster tests): the file's
+    # rest is this module's, so the two together mutate every line once.
+    excluded: tuple[str, ...] = ()
+
+
+# Functions with a module of their own (and its own, faster tests) inside a file that a
+# whole-file module covers too: the whole-file module leaves them out (``excluded``).
+HYBRID_FUNCTIONS = ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused")
+FUSION_FUNCTIONS = ("floors", "calibrated", "floor", "fusion", "fuse_rrf")
+BM25_PRUNED_FUNCTIONS = (
+    "_read",
+    "_idfs",
+    "length_norms",
+    "shortest_norm",
+    "_bulk",
+    "_wanted",
+    "score_bound",
+    "document_scores",
+    "heavier_than",
+    "weight_layers",
+    "_kept_layers",
+    "level_floor",
+    "raised_bounds",
+    "page_cutoff",
+    "lower_level",
+    "_pruned",
+    "_score_best_first",
+    "_score_into",
+    "word_levels",
+    "floor",
+    "raised_count",
+)
 
 
 MODULES = [
@@ -90,6 +122,8 @@ MODULES = [
         ("tests/unit/test_merge.py",),
         180,
     ),
+    # ranking.py's constants and the functions `hybrid` and `fusion` below leave (those have
+    # their own, faster modules), so the three together mutate the whole file once.
     Module(
         "ranking",
         "lantern_git/index/ranking.py",
@@ -104,7 +138,10 @@ MODULES = [
             "tests/surfaces/test_search_explain.py",
         ),
         240,
+        excluded=HYBRID_FUNCTIONS + FUSION_FUNCTIONS,
     ),
+    # bm25.py but the pruned keyword page (`bm25_pruned` below): the formula, the Whoosh path,
+    # the statistics of a scope and the choice to prune.
     Module(
         "bm25",
         "lantern_git/index/bm25.py",
@@ -127,16 +164,17 @@ MODULES = [
             "tests/library/test_search_index.py::test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_matching_all",
             "tests/library/test_search_index.py::test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id",
             "tests/library/test_search_index.py::test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
+            "tests/library/test_bm25_pruned_page.py",
         ),
         120,
+        excluded=BM25_PRUNED_FUNCTIONS,
     ),
     # The rest of ranking.py's functions (the hybrid's weights, its page, --explain's parts):
-    # with `fusion` below, every function of the file, without the whole file's 638 mutants
-    # at once (its constants, FLOORS and FUSIONS, are the whole-file run's).
+    # with `fusion` below and `ranking`'s rest, every line of the file once.
     Module(
         "hybrid",
         "lantern_git/index/ranking.py",
-        ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused"),
+        HYBRID_FUNCTIONS,
         (
             "tests/unit/test_ranking_rules.py",
             "tests/library/test_semantic.py::test_hybrid_is_a_weighted_sum_of_the_best_normalised_bm25_and_the_cosine",
@@ -148,33 +186,11 @@ MODULES = [
         240,
     ),
     # A keyword page's pruning (the bounds, the layers of weights, best-first scoring) and
-    # the bulk path it rests on, asked directly: the whole file's run above predates them.
+    # the bulk path it rests on, asked directly (`bm25` above has the rest of the file).
     Module(
         "bm25_pruned",
         "lantern_git/index/bm25.py",
-        (
-            "_read",
-            "_idfs",
-            "length_norms",
-            "shortest_norm",
-            "_bulk",
-            "_wanted",
-            "score_bound",
-            "document_scores",
-            "heavier_than",
-            "weight_layers",
-            "_kept_layers",
-            "level_floor",
-            "raised_bounds",
-            "page_cutoff",
-            "lower_level",
-            "_pruned",
-            "_score_best_first",
-            "_score_into",
-            "word_levels",
-            "floor",
-            "raised_count",
-        ),
+        BM25_PRUNED_FUNCTIONS,
         (
             "tests/unit/test_bm25_bounds.py",
             "tests/unit/test_bm25.py",
@@ -189,7 +205,7 @@ MODULES = [
     Module(
         "fusion",
         "lantern_git/index/ranking.py",
-        ("floors", "calibrated", "floor", "fusion", "fuse_rrf"),
+        FUSION_FUNCTIONS,
         ("tests/unit/test_ranking_rules.py",),
         60,
     ),
@@ -444,12 +460,14 @@ def skip_inert(module: Module, session: Path) -> None:
 
     path = ROOT / module.path
     spans = function_lines(path, module.functions) if module.functions else None
+    others = function_lines(path, module.excluded) if module.excluded else []
     inert = inert_spans(path)
     with use_db(str(session)) as db:
         skipped = []
         for item in db.work_items:
             start, end = tuple(item.mutations[0].start_pos), tuple(item.mutations[0].end_pos)
             outside = spans is not None and not any(a <= start[0] and end[0] <= b for a, b in spans)
+            outside = outside or any(a <= start[0] and end[0] <= b for a, b in others)
             if outside or any(a <= start and end <= b for a, b in inert):
                 skipped.append(item.job_id)
         if skipped:
@@ -615,6 +633,8 @@ def main() -> int:
     if args.list:
         for module in chosen:
             scope = ", ".join(module.functions) if module.functions else "the whole file"
+            if module.excluded:
+                scope += " but " + ", ".join(module.excluded)
             print(f"{module.name:14} {count(module):4} mutants  {module.path} ({scope})")
         return 0
     if not args.survivors:
