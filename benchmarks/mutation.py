@@ -91,6 +91,26 @@ BM25_PRUNED_FUNCTIONS = (
 )
 
 
+# The store's searches that score, for bm25.py's two modules: the formula, scopes, word forms,
+# pages, new segments in one process. Not the files' CLI and MCP tests (--explain's output, a
+# process each, no other path of the scorer), nor their index-refresh and rebuild tests (a
+# survivor ran 100 s of them against 10 s of these).
+BM25_STORE_SEARCHES = (
+    "tests/surfaces/test_search_explain.py::test_keyword_scores_are_the_documented_bm25_over_the_records_searched",
+    "tests/surfaces/test_search_explain.py::test_scoped_prefix_and_and_queries_are_scored_with_the_scopes_statistics",
+    "tests/surfaces/test_search_explain.py::test_a_question_mark_ending_a_word_is_punctuation",
+    "tests/surfaces/test_search_explain.py::test_a_chunk_explains_the_words_its_source_title_holds",
+    "tests/library/test_word_forms.py::test_a_word_finds_its_other_forms",
+    "tests/library/test_word_forms.py::test_the_form_as_typed_ranks_above_a_stem_only_match",
+    "tests/library/test_word_forms.py::test_source_chunks_find_word_forms",
+    "tests/library/test_word_forms.py::test_a_phrase_matches_its_words_in_any_form_and_only_in_order",
+    "tests/library/test_word_forms.py::test_a_stem_beside_its_word_does_not_make_a_record_longer",
+    "tests/library/test_search_index.py::test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_matching_all",
+    "tests/library/test_search_index.py::test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id",
+    "tests/library/test_search_index.py::test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
+)
+
+
 MODULES = [
     # The rule's own tests: the surfaces' (CLI, MCP) take two minutes on a busy machine.
     Module(
@@ -146,25 +166,12 @@ MODULES = [
         "bm25",
         "lantern_git/index/bm25.py",
         None,
-        # The scorer asked directly first (test_bm25: in-memory indexes, a second for all),
-        # then the store's searches that score: the formula, scopes, word forms, pages, new
-        # segments in one process. Not the files' CLI and MCP tests (--explain's output,
-        # a process each, no other path of the scorer) nor their index-refresh tests.
+        # The scorer asked directly first (in-memory indexes, seconds for all), then the
+        # store's searches that score.
         (
             "tests/unit/test_bm25.py",
-            "tests/surfaces/test_search_explain.py::test_keyword_scores_are_the_documented_bm25_over_the_records_searched",
-            "tests/surfaces/test_search_explain.py::test_scoped_prefix_and_and_queries_are_scored_with_the_scopes_statistics",
-            "tests/surfaces/test_search_explain.py::test_a_question_mark_ending_a_word_is_punctuation",
-            "tests/surfaces/test_search_explain.py::test_a_chunk_explains_the_words_its_source_title_holds",
-            "tests/library/test_word_forms.py::test_a_word_finds_its_other_forms",
-            "tests/library/test_word_forms.py::test_the_form_as_typed_ranks_above_a_stem_only_match",
-            "tests/library/test_word_forms.py::test_source_chunks_find_word_forms",
-            "tests/library/test_word_forms.py::test_a_phrase_matches_its_words_in_any_form_and_only_in_order",
-            "tests/library/test_word_forms.py::test_a_stem_beside_its_word_does_not_make_a_record_longer",
-            "tests/library/test_search_index.py::test_a_record_matching_some_of_the_words_scores_above_zero_and_below_one_matching_all",
-            "tests/library/test_search_index.py::test_search_pages_are_slices_of_the_whole_ranking_with_ties_broken_by_id",
-            "tests/library/test_search_index.py::test_search_in_one_process_finds_what_each_new_segment_and_rebuild_holds",
             "tests/library/test_bm25_pruned_page.py",
+            *BM25_STORE_SEARCHES,
         ),
         120,
         excluded=BM25_PRUNED_FUNCTIONS,
@@ -195,8 +202,7 @@ MODULES = [
             "tests/unit/test_bm25_bounds.py",
             "tests/unit/test_bm25.py",
             "tests/library/test_bm25_pruned_page.py",
-            "tests/library/test_search_index.py",
-            "tests/library/test_word_forms.py",
+            *BM25_STORE_SEARCHES,
         ),
         240,
     ),
