@@ -179,3 +179,49 @@ def test_a_page_of_a_common_word_scores_a_few_documents_and_matches_every_postin
     # 600 match; the page is among the 30 holding alpha more than once.
     assert 10 <= len(page) < 30
     assert 0 < len(scored_docs) <= 30
+
+
+def test_a_pruned_page_never_scores_a_document_deleted_after_its_segment_was_read():
+    # Two segments (the second's documents numbered from 5); the word's heaviest posting is in
+    # the second. A long-running process read the postings before the deletion and keeps
+    # them, deleted document included: the page must still leave it out.
+    once = ["alpha", "pad", "pad", "pad", "pad"]
+    ix = build([[once] * 5, [once] * 3 + [["alpha"] * 5, ["alpha"] * 3 + ["pad"] * 2]], set())
+    query = query_of([("alpha", 1.0)])
+    with ix.searcher() as searcher, every_page_pruned():
+        assert [doc for _, doc in bm25.scored(searcher, query, None, None, 1)] == [8]
+    writer = ix.writer()
+    writer.delete_document(8)
+    writer.commit(merge=False)
+    with ix.searcher() as searcher, every_page_pruned():
+        assert searcher.reader().has_deletions()
+        page = bm25.scored(searcher, query, None, None, 1)
+        assert [doc for _, doc in page] == [9]
+        assert sorted(page) == page_of_every_posting(searcher, query, None, None, 1)
+
+
+def pruned(searcher: Any, query: Any, end: int) -> tuple[list[int], list[float]] | None:
+    """The pruned scorer's answer for a page of ``query`` over the whole index (None: it gave
+    up)."""
+    parts = bm25.plain_parts(query)
+    read = bm25._read(searcher, parts)
+    stats = bm25.statistics(searcher, None)
+    idfs = bm25._idfs(searcher, parts, stats, read)
+    return bm25._pruned(read, parts, idfs, stats, bm25._wanted(None, None), end)
+
+
+def test_pruning_gives_up_where_its_bounds_are_loose_and_the_page_is_still_exact():
+    # 600 records of one length, holding the word 1 to 40 times: a bound at a weight is that
+    # weight's very score, and the first batch settles the page.
+    records = [["alpha"] * (n % 40 + 1) + ["pad"] * (39 - n % 40) for n in range(600)]
+    shares = [records[at : at + 200] for at in range(0, 600, 200)]
+    query = query_of([("alpha", 1.0)])
+    with build(shares, set()).searcher() as searcher:
+        assert pruned(searcher, query, 10) is not None
+    # One record of the word alone makes each segment's shortest length norm tiny, so every
+    # bound is far above the others' scores: the levels must come down nearly to the bottom,
+    # raising most postings again and again, more work than scoring each posting once.
+    with build([[["alpha"]] + shares[0], *shares[1:]], set()).searcher() as searcher:
+        assert pruned(searcher, query, 10) is None
+        page = sorted(bm25.scored(searcher, query, None, None, 10))
+        assert page == page_of_every_posting(searcher, query, None, None, 10)
