@@ -170,11 +170,15 @@ def test_a_phrase_scores_its_words_where_they_stand_in_a_row(searcher):
     assert both == pytest.approx(want, abs=1e-6)
 
 
-@pytest.mark.parametrize("text", ["mango", "mango kiwi", "mango AND pear", "mango AND kiwi"])
+@pytest.mark.parametrize(
+    "text", ["mango", "mango kiwi", "mango AND pear", "mango AND kiwi", "m*", "l* OR p*"]
+)
 def test_a_page_keeps_the_best_and_every_tie_with_the_last(searcher, text):
     query = text_query(text)
     whole = scores(bm25.scored(searcher, query, None))
     ranked = sorted(whole.values(), reverse=True)
+    if text.endswith("*"):  # Whoosh's own search: pages above a third score, and a tie
+        assert len(set(ranked)) >= 3 and len(set(ranked)) < len(ranked)
     for end in range(1, len(ranked) + 2):
         page = scores(bm25.scored(searcher, query, None, end=end))
         last = ranked[min(end, len(ranked)) - 1]
@@ -381,3 +385,39 @@ def test_a_lone_phrase_s_page_checks_each_batch_whole():
     with ix.searcher() as found:
         page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=24))
         assert set(page) == set(range(0, 300, 2))
+
+
+def test_a_lone_phrase_s_page_reads_positions_in_doubling_batches_of_four_pages_or_64(
+    monkeypatch,
+):
+    # 200 candidates holding both words, the shorter the better (each one word longer than
+    # the one before; Whoosh stores lengths past ~100 in coarser steps, so some tie); those
+    # ranked 0-9 and 100-109 hold them in a row (400 others make the words rare enough for
+    # scores a word apart to differ in six places). Checking goes best first, a batch at a
+    # time (four times the page, at least 64, then twice the batch before), and stops once
+    # the page is full and the next candidate scores below its last.
+    texts = [
+        ("mango pear" if rank % 100 < 10 else "pear mango") + " plum" * rank for rank in range(200)
+    ]
+    ix = index_of([texts + ["kiwi"] * 400])
+    read: list[int] = []
+    positions = whoosh_compat.term_positions
+
+    def counted(reader, fieldname, word, docnums):
+        if word == "mango":
+            read.extend(docnums)
+        return positions(reader, fieldname, word, docnums)
+
+    monkeypatch.setattr(whoosh_compat, "term_positions", counted)
+    query = text_query('"mango pear"')
+    with ix.searcher() as found:
+        whole = scores(bm25.scored(found, query, None))
+        assert set(whole) == {*range(10), *range(100, 110)}
+        ranked = sorted(whole.values(), reverse=True)
+        # A page of 10 is full in the first 64; one of 16 needs the second batch (128, up to
+        # rank 191); one of 20 reads 80, then the rest.
+        for end, reads in ((10, 64), (16, 192), (20, 200)):
+            read.clear()
+            page = scores(bm25.scored(found, query, None, end=end))
+            assert page == {d: s for d, s in whole.items() if s >= ranked[end - 1]}, end
+            assert len(read) == reads and len(set(read)) == reads, end
