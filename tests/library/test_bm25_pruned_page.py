@@ -225,3 +225,29 @@ def test_pruning_gives_up_where_its_bounds_are_loose_and_the_page_is_still_exact
         assert pruned(searcher, query, 10) is None
         page = sorted(bm25.scored(searcher, query, None, None, 10))
         assert page == page_of_every_posting(searcher, query, None, None, 10)
+
+
+def test_pruning_scores_its_first_batch_of_twice_the_page_best_bound_first(monkeypatch):
+    # 40 records hold the word five times, 200 once: a page of 3 scores the raised records
+    # in batches of twice the page (6 here, with the least batch lowered to 1), the first
+    # before the page's last score is known, then the rest whose bound reaches it.
+    batches: list[int] = []
+    real = bm25.document_scores
+
+    def counting(terms, docs, norms):
+        batches.append(len(docs))
+        return real(terms, docs, norms)
+
+    monkeypatch.setattr(bm25, "document_scores", counting)
+    monkeypatch.setattr(bm25, "BATCH_AT_LEAST", 1)
+    records = [["alpha"] * 5] * 40 + [["alpha"] * 1 + ["pad"] * 4] * 200
+    query = query_of([("alpha", 1.0)])
+    with build([records], set()).searcher() as searcher:
+        found = pruned(searcher, query, 3)
+        assert found is not None and len(found[0]) == 40
+        # 6; then the rest best bound first from the top, in doubling batches: 6 (the first
+        # batch's again, scored already, so not scored twice), 12 and the 22 left.
+        assert batches == [6, 12, 22]
+        assert sorted(bm25.scored(searcher, query, None, None, 3)) == page_of_every_posting(
+            searcher, query, None, None, 3
+        )
