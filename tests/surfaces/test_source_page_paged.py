@@ -77,3 +77,19 @@ def test_the_page_links_to_the_next_and_previous_citing_records(path):
         plain = client.get(f"/sources/{source_id}").text
         assert 'id="citing-pages"' not in plain
         assert len(re.findall(r'<li><a href="/records/', plain)) == 5
+
+
+def test_the_citing_records_checks_are_check_refs_without_the_cited_text(store):
+    # The page marks the cited lines in the version it shows, so its checks leave out the
+    # text each reference cites (one record's own page shows it: check_refs).
+    _, lines = cited(store)
+    records = [store.get(record_id) for record_id in lines]
+    together = store.sources.check_refs_of(records)
+    for record, checks in zip(records, together, strict=True):
+        alone = store.sources.check_refs(record)
+        assert [ref for ref, _ in checks] == [ref for ref, _ in alone] == list(record.source_refs)
+        for (_, found), (_, with_text) in zip(checks, alone, strict=True):
+            n = lines[record.id]
+            assert with_text.text == f"line {n}\n" and with_text.lines == (n, n)
+            assert found.text is None and found.lines == (n, n)
+            assert (found.problem, found.detail) == (with_text.problem, with_text.detail)
