@@ -179,6 +179,12 @@ def test_a_page_of_a_common_word_scores_a_few_documents_and_matches_every_postin
     # 600 match; the page is among the 30 holding alpha more than once.
     assert 10 <= len(page) < 30
     assert 0 < len(scored_docs) <= 30
+    # A page of one is pruned too.
+    scored_docs.clear()
+    with common_word_index().searcher() as searcher:
+        page = sorted(bm25.scored(searcher, query, None, None, 1))
+        assert page == page_of_every_posting(searcher, query, None, None, 1)
+    assert 0 < len(scored_docs) <= 30
 
 
 def test_a_pruned_page_never_scores_a_document_deleted_after_its_segment_was_read():

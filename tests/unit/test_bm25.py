@@ -235,15 +235,31 @@ def test_only_words_and_phrases_joined_by_or_take_the_bulk_path(text, parts):
         Q.Or([Q.Term("content", "kiwi"), Q.Term("content", "fig")], boost=2.0),
         Q.Or([Q.Term("content", "kiwi"), Q.Term("content", "fig")], scale=0.5),
         Q.Term("content", "kiwi", boost=0.0),
+        Q.Term("content", "kiwi", boost=-1.0),
         Q.Term("content", b"kiwi"),
         Q.Phrase("content", ["mango", b"pear"]),
         Q.Phrase("content", []),
         Q.Phrase("content", ["mango", "pear"], slop=0),
+        Q.Phrase("content", ["mango", "pear"], boost=0.5),
         Q.Or([Q.Term("content", "kiwi"), Q.And([Q.Term("content", "fig")])]),
     ],
 )
 def test_a_query_whoosh_must_score_is_left_to_it(query):
     assert bm25.plain_parts(query) is None
+
+
+def test_a_scope_s_statistics_find_its_documents_in_a_segment_numbered_from_three():
+    # The same documents, the second segment from document 3: a scope's holders of a word
+    # are counted where they stand (segment's first number + number within it).
+    ix = index_of([DOCS[:3], DOCS[3:]])
+    with ix.searcher() as found:
+        assert [base for _, base in found.reader().leaf_readers()] == [0, 3]
+        scope = bm25.statistics(found, {5, 6, 7})
+        assert scope.df(found, "lime") == 2  # documents 5 and 7, not 1
+        assert scope.df(found, "mango") == 2  # documents 6 and 7 (its stem)
+        query = [("mango", 1.0), ("mangoes", 1.0)]
+        got = scores(bm25.scored(found, text_query("mang*"), {5, 6, 7}))
+        assert got == pytest.approx(expected(query, [5, 6, 7]), abs=1e-6)
 
 
 def test_the_statistics_of_no_documents_and_of_some(searcher):

@@ -11,8 +11,10 @@ mutation of any of them either breaks one of these or makes a page differ there)
 from __future__ import annotations
 
 import pytest
+from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.fields import TEXT, Schema
 
-from lantern_git.index import bm25
+from lantern_git.index import bm25, whoosh_compat
 from lantern_git.index.bm25 import (
     BOUND_MARGIN,
     Layers,
@@ -214,3 +216,33 @@ def test_a_page_is_pruned_for_words_alone_from_prune_from_postings_on(monkeypatc
     assert not bm25.worth_pruning([(("alpha",), 1.0)], segments)  # 4
     assert not bm25.worth_pruning([(("alpha", "beta"), 1.0)], segments)  # a phrase
     assert not bm25.worth_pruning([*words, (("alpha", "beta"), 1.0)], segments)
+
+
+def test_a_query_of_5000_postings_or_more_is_pruned_and_one_of_fewer_is_not():
+    # docs/search.md: fewer postings than 5,000 in a query are scored every one.
+    def segment(count: int) -> bm25._Segment:
+        return bm25._Segment(None, 0, {"alpha": (range(count), [1.0] * count)})
+
+    words = [(("alpha",), 1.0)]
+    assert bm25.worth_pruning(words, [segment(5_000)])
+    assert not bm25.worth_pruning(words, [segment(4_999)])
+    assert bm25.worth_pruning(words, [segment(2_500), segment(2_500)])
+
+
+def test_kept_layers_count_their_raised_postings_and_one_toward_the_budget():
+    # Layers of a word with no posting above its lowest weight still count one, so that
+    # such layers, however many words and segments have them, stay within the budget.
+    bm25._layers.clear()
+    ix = whoosh_compat.memory_index(Schema(content=TEXT(analyzer=SpaceSeparatedTokenizer())))
+    writer = ix.writer()
+    for words in (["alpha"], ["alpha", "gamma"], ["alpha"] * 3, ["beta"] * 2, ["beta"] * 2):
+        writer.add_document(content=" ".join(words))
+    writer.commit()
+    with ix.searcher() as searcher:
+        (reader, _), *_ = searcher.reader().leaf_readers()
+        for word, raised in (("alpha", 1), ("beta", 0)):
+            before = bm25._layers.currsize
+            postings = whoosh_compat.term_postings(reader, bm25.FIELD, word)
+            layers = bm25._kept_layers(reader, (word,), postings)
+            assert len(layers.ids) == raised
+            assert bm25._layers.currsize - before == raised + 1
