@@ -257,3 +257,35 @@ def test_pruning_scores_its_first_batch_of_twice_the_page_best_bound_first(monke
         assert sorted(bm25.scored(searcher, query, None, None, 3)) == page_of_every_posting(
             searcher, query, None, None, 3
         )
+
+
+def test_levels_come_down_until_the_floor_halves_its_distance_to_the_page_s_last_score(
+    monkeypatch,
+):
+    # Records of ten words holding the word 1 to 9 times (one each, and 100 once), and one
+    # record of the word alone: its length norm (K1 * (1 - B + B * 1 / avg), ~0.39) bounds
+    # every level, while the others' is ~1.21. A page of one:
+    # - level 9: nothing above it; down one level, to 8.
+    # - level 8: the record holding it 9 times scores 19.8 / 10.21 = 1.940 (times the idf),
+    #   below the floor at 8 (17.6 / 8.39 = 2.097): down to halfway, 2.019, which takes
+    #   levels 7 (2.084), 6 (2.066), 5 (2.041) and 4 (2.004).
+    # - level 4: the floor 2.004 still above 1.940: halfway is 1.972; level 3 (1.947).
+    # - level 3: halfway 1.944: level 2 (1.841), below the page's last score: done.
+    visited: list[list[float]] = []
+    real = bm25.raised_bounds
+
+    def recording(terms, levels, min_norm):
+        visited.append(list(levels))
+        return real(terms, levels, min_norm)
+
+    monkeypatch.setattr(bm25, "raised_bounds", recording)
+    padded_to_ten = [["alpha"] * n + ["pad"] * (10 - n) for n in range(1, 10)]
+    records = [*padded_to_ten, *[["alpha"] + ["pad"] * 9] * 100, ["alpha"]]
+    query = query_of([("alpha", 1.0)])
+    with build([records], set()).searcher() as searcher:
+        found = pruned(searcher, query, 1)
+        assert found is not None
+        assert visited == [[9.0], [8.0], [4.0], [3.0], [2.0]]
+        assert sorted(bm25.scored(searcher, query, None, None, 1)) == page_of_every_posting(
+            searcher, query, None, None, 1
+        )

@@ -159,6 +159,9 @@ def test_a_words_levels_run_from_its_heaviest_weight_to_its_segments_heaviest_lo
     other = weight_layers([0, 1, 2], [2.0, 3.0, 2.0])
     assert word_levels([one, other]) == [4.0, 3.0, 2.0]
     assert word_levels([one, Layers([], [], 0.0)]) == [4.0, 2.0, 1.0]
+    # A weight above one segment's lowest but below another's lowest is no level.
+    light = weight_layers([0, 1, 2], [1.0, 1.5, 4.0])
+    assert word_levels([light, other]) == [4.0, 3.0, 2.0]
     assert word_levels([Layers([], [], 0.0)]) == []
 
 
