@@ -27,6 +27,7 @@ byte for byte. Only PyYAML (through record.py) is imported, so the git merge dri
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -235,7 +236,8 @@ def _order(value: Any) -> tuple[Any, ...]:
     if value in (MISSING, None):
         return ()
     # NaN, equal to nothing (itself included), is no number to order by.
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+    nan = isinstance(value, float) and math.isnan(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not nan:
         return (0, value, _canonical(value))
     if isinstance(value, str):
         return (1, value)
