@@ -28,17 +28,18 @@ byte for byte. Only PyYAML (through record.py) is imported, so the git merge dri
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.fields import FIELD_ORDER, MAX_SOURCE_REFS
 from ..errors import LanternError, ValidationError
+from .entity_keys import MAX_RECORD_ENTITIES
 from .record import Record
 from .record_file import expected_id, parse
 
-STATUS_PRECEDENCE = {"active": 0, "archived": 1, "superseded": 2}
-# Fields whose two-sided changes follow their own rule rather than "later updated_at wins".
-_SPECIAL = ("status", "created_at", "updated_at", "source_refs", "entities")
+# A two-sided status change keeps the later of these (a record replaced or retired stays so).
+STATUS_PRECEDENCE = ("active", "archived", "superseded")
 
 
 class _Missing:
@@ -115,16 +116,15 @@ def merge_records(
     ours_text, theirs_text = _text(ours), _text(theirs)
     ours_rec, theirs_rec = parse_side(ours, record_path), parse_side(theirs, record_path)
     where = f"{path}: " if path else ""
-    if ours_rec is None and theirs_rec is None:
-        raise MergeError(
-            f"{where}cannot merge: neither side is a valid record; fix the file by hand "
-            "(lantern check shows what is wrong)"
-        )
-    if ours_rec is None and theirs_rec is not None:
+    if ours_rec is None:
+        if theirs_rec is None:
+            raise MergeError(
+                f"{where}cannot merge: neither side is a valid record; fix the file by hand "
+                "(lantern check shows what is wrong)"
+            )
         return RecordMerge(theirs_text, theirs_rec, invalid_side="ours")
-    if theirs_rec is None and ours_rec is not None:
+    if theirs_rec is None:
         return RecordMerge(ours_text, ours_rec, invalid_side="theirs")
-    assert ours_rec is not None and theirs_rec is not None
     if ours_rec.id != theirs_rec.id:
         raise MergeError(f"{where}cannot merge: the two sides hold different record ids")
     base_rec = parse_side(base, record_path)
@@ -145,37 +145,28 @@ def _fields(record: Record | None) -> dict[str, Any]:
     """Every key of a record as a flat mapping; absent optional fields are left out."""
     if record is None:
         return {}
-    values: dict[str, Any] = {}
-    for key in FIELD_ORDER[1:]:
-        value = getattr(record, key)
-        if value is None or value == ():
-            continue
-        values[key] = value
-    values["content"] = record.content
-    for key, value in record.extra.items():
-        values[key] = value
-    return values
+    known = {key: getattr(record, key) for key in FIELD_ORDER}
+    present = {key: value for key, value in known.items() if value not in (None, ())}
+    return {**present, "content": record.content, **record.extra}
 
 
 def _same(a: Any, b: Any) -> bool:
-    if a is MISSING or b is MISSING:
-        return a is b
-    return type(a) is type(b) and _canonical(a) == _canonical(b)
+    return _canonical(a) == _canonical(b)
 
 
 def _merge_fields(
     base: Record | None, ours: Record, theirs: Record
 ) -> tuple[Record, list[FieldConflict]]:
     b, o, t = _fields(base), _fields(ours), _fields(theirs)
+    # updated_at is bookkeeping every write bumps: always the later, never a two-sided change.
+    o["updated_at"] = t["updated_at"] = max(ours.updated_at, theirs.updated_at)
+    extra_order = _extra_order(b, o, t)
     # Visit keys in an order that does not depend on which side is "ours" (symmetry).
-    keys = [*FIELD_ORDER[1:], "content", *_extra_order(b, o, t)]
+    keys = [*FIELD_ORDER, "content", *extra_order]
     merged: dict[str, Any] = {}
     conflicts: list[FieldConflict] = []
     for key in keys:
         bv, ov, tv = b.get(key, MISSING), o.get(key, MISSING), t.get(key, MISSING)
-        if key == "updated_at":
-            merged[key] = max(ov, tv)
-            continue
         if _same(ov, tv):
             value = ov
         elif _same(ov, bv):
@@ -187,7 +178,7 @@ def _merge_fields(
             conflicts.append(FieldConflict(key, _shown(bv), _shown(ov), _shown(tv), _shown(value)))
         if value is not MISSING:
             merged[key] = value
-    record = _build(ours.id, merged, _extra_order(b, o, t))
+    record = _build(merged, extra_order)
     try:
         return record.validated(), conflicts
     except ValidationError as err:
@@ -198,38 +189,68 @@ def _merge_fields(
 
 
 def _two_sided(key: str, base: Any, ours: Any, theirs: Any, ours_at: int, theirs_at: int) -> Any:
-    if key == "status":
-        return max(ours, theirs, key=lambda s: (STATUS_PRECEDENCE.get(s, -1), s))
-    if key == "created_at":
-        return min(ours, theirs)
-    if key in ("source_refs", "entities"):
-        union = [*(() if ours is MISSING else ours), *(() if theirs is MISSING else theirs)]
-        present = set(union)
-        kept = [r for r in dict.fromkeys(() if base is MISSING else base) if r in present]
-        rest = sorted(present - set(kept))
-        return tuple([*kept, *rest][: MAX_SOURCE_REFS if key == "source_refs" else 100])
-    if ours_at != theirs_at:
-        return ours if ours_at > theirs_at else theirs
+    if key in _VALUE_RULES:
+        return _VALUE_RULES[key](base, ours, theirs)
+    if ours_at > theirs_at:
+        return ours
+    if theirs_at > ours_at:
+        return theirs
     return max(ours, theirs, key=_order)
+
+
+def _higher_status(base: Any, ours: Any, theirs: Any) -> Any:
+    return max(ours, theirs, key=STATUS_PRECEDENCE.index)
+
+
+def _earlier(base: Any, ours: Any, theirs: Any) -> Any:
+    return min(ours, theirs)
+
+
+def _union(cap: int) -> Callable[[Any, Any, Any], tuple[str, ...]]:
+    """The rule for a list: the base's entries still held, in base order, then the others
+    sorted; the first ``cap`` of them (the validator's limit)."""
+
+    def unite(base: Any, ours: Any, theirs: Any) -> tuple[str, ...]:
+        present = {*_entries(ours), *_entries(theirs)}
+        kept = [entry for entry in dict.fromkeys(_entries(base)) if entry in present]
+        return tuple([*kept, *sorted(present.difference(kept))][:cap])
+
+    return unite
+
+
+def _entries(value: Any) -> Any:
+    return () if value is MISSING else value
+
+
+# Fields whose two-sided changes follow their own rule rather than "later updated_at wins".
+_VALUE_RULES: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "status": _higher_status,
+    "created_at": _earlier,
+    "source_refs": _union(MAX_SOURCE_REFS),
+    "entities": _union(MAX_RECORD_ENTITIES),
+}
 
 
 def _order(value: Any) -> tuple[Any, ...]:
     """A total order over field values: absent < numbers < text < anything else."""
-    if value is MISSING or value is None:
-        return (0, 0, "")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and math.isnan(value):
-            return (3, 0, _canonical(value))
-        return (1, value, _canonical(value))
+    if value in (MISSING, None):
+        return ()
+    # NaN, equal to nothing (itself included), is no number to order by.
+    nan = isinstance(value, float) and math.isnan(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not nan:
+        return (0, value, _canonical(value))
     if isinstance(value, str):
-        return (2, 0, value)
-    return (3, 0, _canonical(value))
+        return (1, value)
+    return (2, _canonical(value))
 
 
 def _canonical(value: Any) -> str:
+    """A text two values share exactly when they are the same value of the same type."""
+    if value is MISSING:
+        return "absent"
     if isinstance(value, str):
         return "s:" + value
-    if isinstance(value, (int, float, bool)) or value is None:
+    if isinstance(value, (int, float)):
         return "n:" + repr(value)
     if isinstance(value, tuple):
         value = list(value)
@@ -244,17 +265,13 @@ def _extra_order(b: dict[str, Any], o: dict[str, Any], t: dict[str, Any]) -> lis
     """Unknown keys in the base's order, then any new ones sorted by name."""
     known = {*FIELD_ORDER, "content"}
     base_keys = [k for k in b if k not in known]
-    new = sorted({k for k in (*o, *t) if k not in known} - set(base_keys))
-    return [*base_keys, *new]
+    return [*base_keys, *sorted({*o, *t}.difference(known, b))]
 
 
-def _build(record_id: str, values: dict[str, Any], extra_order: list[str]) -> Record:
-    known = {k: values[k] for k in FIELD_ORDER[1:] if k in values}
-    for listed in ("source_refs", "entities"):
-        if listed in known:
-            known[listed] = tuple(known[listed])
+def _build(values: dict[str, Any], extra_order: list[str]) -> Record:
+    known = {k: values[k] for k in FIELD_ORDER if k in values}
     extra = {k: values[k] for k in extra_order if k in values}
-    return Record(id=record_id, content=values["content"], extra=extra, **known)
+    return Record(content=values["content"], extra=extra, **known)
 
 
 def _shown(value: Any) -> Any:

@@ -280,6 +280,17 @@ def test_a_tie_between_nan_and_a_number_is_decided_the_same_either_way():
     assert merge(base, nan, five).text == merge(base, five, nan).text
 
 
+def test_a_tie_with_an_integer_too_large_for_a_float_orders_it_as_a_number():
+    # 10**400 has no float (math.isnan refuses it); it still ranks as a number: above a
+    # smaller one, below text, either way round.
+    huge = 10**400
+    base = base_record(extra={"x": 1})
+    for other, expected in ((5, huge), ("a", "a")):
+        sides = [side(base, extra={"x": value}, updated_at=T0 + 4) for value in (huge, other)]
+        assert parsed(merge(base, *sides).text).extra["x"] == expected
+        assert parsed(merge(base, *reversed(sides)).text).extra["x"] == expected
+
+
 def test_a_merge_and_its_conflicts_are_values_that_cannot_be_changed():
     base = base_record()
     ours = side(base, priority=90, updated_at=T0 + 1)
