@@ -519,8 +519,10 @@ UNANCHORED = (
     "store's floor (probes' best among the records + margin)",
     "lower of the store's floor and the fixed one",
     "best hit leading the runner-up by a margin",
-    "lower of the fixed floor and the query's noise level + margin (lantern's)",
+    "lower of the fixed floor and the query's noise level + margin (lantern's for wordllama)",
 )
+# e5's rule, each record's own level, was chosen by benchmarks/floor_rules.py over these folds
+# and the tuning pairs (docs/search.md, "A record's own level")
 
 
 def unanchored_report(folds: dict, questions: list[dict], queries, passages) -> str:
@@ -662,7 +664,12 @@ def unanchored_report(folds: dict, questions: list[dict], queries, passages) -> 
             *rows,
             f"All folds: fixed floor {chosen('top', None):.3f}, noise margin"
             f" {chosen('noise', None):.3f} (lantern ships, for {name}:"
-            f" {None if shipped is None else (shipped.alone, shipped.noise)})",
+            f" {None if shipped is None else (shipped.alone, shipped.noise)}"
+            + (
+                "; its margin is over each record's own level: python benchmarks/floor_rules.py)"
+                if shipped is not None and shipped.centred
+                else ")"
+            ),
         ]
     )
 

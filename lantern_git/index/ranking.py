@@ -65,17 +65,25 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Floors:
     """An embedder's similarity floors: with a lexical anchor (``floor``), and without one: the
-    lower of ``alone`` and the query's best cosine with the :data:`PROBES` plus ``noise``
-    (None: ``alone`` only)."""
+    lower of ``alone`` and the query's level over the :data:`PROBES` plus ``noise`` (None:
+    ``alone`` only). ``centred``: the level is the mean of both texts' levels, the query's mean
+    cosine with the probe words and the record's mean cosine with them searched as queries
+    (:func:`record_floors`); else the query's best cosine with them alone (:func:`floor`)."""
 
     floor: float
     alone: float
     noise: float | None = None
+    centred: bool = False
 
 
 # Calibrated with benchmarks/retrieval.py (--cv, --calibrate), by the embedder's name (its
 # LANTERN_EMBEDDER / lantern.yaml name). An embedder not listed has no floor (NO_FLOORS).
-FLOORS = {"wordllama": Floors(0.15, 0.36, 0.137), "e5": Floors(0.80, 0.84, 0.005)}
+# e5's floor without a word in common is centred on both texts' levels (docs/search.md, "A
+# record's own level"): chosen by the folds of benchmarks/floor_rules.py, tuning pairs included.
+FLOORS = {
+    "wordllama": Floors(0.15, 0.36, 0.137),
+    "e5": Floors(0.80, 0.84, 0.040, centred=True),
+}
 NO_FLOORS = Floors(0.0, 0.0)
 
 # Words in no record of either benchmark set: what a query with no lexical anchor looks like.
@@ -110,6 +118,27 @@ def floor(embedder: str, anchored: bool, noise: float | None = None) -> float:
     if noise is None or found.noise is None:
         return found.alone
     return round(min(found.alone, noise + found.noise), 6)
+
+
+def record_floors(embedder: str, level: float, levels: np.ndarray) -> np.ndarray:
+    """Each record's own floor under a centred embedder (:class:`Floors`), for a query sharing
+    no word with the records searched: the lower of ``alone`` and ``noise`` above the mean of
+    the query's ``level`` (its mean cosine with the :data:`PROBES`) and the record's
+    (``levels``: each record's mean cosine with the probe words searched as queries), rounded
+    to 6 places. A record that sits high on everything (a short one, under e5) must reach
+    higher, and a query that sits high on everything (a single word) is not held to the level
+    of a probe word that happens to lie close to it."""
+    import numpy as np
+
+    found = floors(embedder)
+    assert found.noise is not None and found.centred, embedder
+    own = np.round(found.noise + (level + levels) / 2.0, 6)
+    return np.minimum(own, found.alone)
+
+
+def centred(embedder: str, anchored: bool) -> bool:
+    """Whether a search's floor is each record's own (:func:`record_floors`)."""
+    return not anchored and floors(embedder).centred
 
 
 def needs_noise(embedder: str, anchored: bool) -> bool:

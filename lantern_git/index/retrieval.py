@@ -149,6 +149,8 @@ class Trace:
     rule: ranking.Fusion = ranking.WORDS_HELD
     # RRF: each shown hit's (keyword rank, semantic rank), None where it is not in one
     ranks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    # A centred embedder's search sharing no word with the records: each hit's own floor
+    floors: dict[str, float] = field(default_factory=dict)
 
     def explained(self, key: str, content: str) -> dict[str, Any]:
         """One shown hit's ``explain`` object."""
@@ -159,7 +161,7 @@ class Trace:
             self.bm25.get(key),
             self.best,
             self.cosines.get(key),
-            self.floor,
+            self.floors.get(key, self.floor),
             self.weights.get(key, 0.0),
             self.calibrated,
             self.ranks.get(key),
@@ -204,12 +206,30 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     # embedder's fixed one and its noise level (its cosines with the probe words) plus a margin
     anchored = bool(matches.numbers)
     noise = None
-    if ranking.needs_noise(corpus.embedder, anchored):
-        noise = vectors.noise(wanted, ranking.PROBES)
-    floor = ranking.floor(corpus.embedder, anchored, noise)
+    own: dict[str, float] = {}
+    if ranking.centred(corpus.embedder, anchored):
+        # Each record's own floor: the candidates under theirs are left out here, so the
+        # rankings below need none (and no keyword match can bring one back: there is none)
+        import numpy as np
+
+        level = vectors.noise(wanted, ranking.PROBES, mean=True)
+        floors = ranking.record_floors(
+            corpus.embedder, level, vectors.levels(current, candidates, ranking.PROBES)
+        )
+        cosines = np.round(current.scores(wanted)[candidates].astype(np.float64), 6)
+        kept = cosines >= floors
+        candidates = candidates[kept]
+        if request.explain:
+            own = dict(zip((current.ids[r] for r in candidates.tolist()), floors[kept].tolist()))
+        floor = 0.0
+    else:
+        if ranking.needs_noise(corpus.embedder, anchored):
+            noise = vectors.noise(wanted, ranking.PROBES)
+        floor = ranking.floor(corpus.embedder, anchored, noise)
     trace = Trace(
         request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)
     )
+    trace.floors = own
     trace.rule = rule
     # Each keyword match's weight in hybrid mode: the share of the query's words it holds
     shares: list[float] = []

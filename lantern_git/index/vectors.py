@@ -121,6 +121,9 @@ class VectorSet:
         self._by_hash: dict[str, int] | None = None
         # (the index's ids by document number, each document's row or -1): see ``rows_of_docs``
         self._doc_rows: tuple[Sequence[str], np.ndarray] | None = None
+        # Each row's mean cosine with the probe words as searches (``levels``), by the probes'
+        # key; computed once per set and rows taken in
+        self._levels: tuple[str, np.ndarray] | None = None
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of every row with ``vector`` (a unit vector): one pass over the map, on one
@@ -133,6 +136,18 @@ class VectorSet:
                 more = np.asarray(self.extra @ vector, dtype=np.float32)
                 scores = np.concatenate([scores, more])
         return scores
+
+    def levels(self, probes: np.ndarray, key: str) -> np.ndarray:
+        """Every row's mean cosine with ``probes`` (unit rows; ``key`` names them): one
+        product with the whole set, kept until rows are added, so a long-running process pays
+        it once: one matrix-vector product, as a search's own."""
+        kept = self._levels
+        count = len(self.ids)
+        if kept is None or kept[0] != key or len(kept[1]) != count:
+            mean = probes.mean(axis=0)  # the mean of the cosines is the cosine with the mean
+            found = np.asarray(self.scores(mean.astype(np.float32)), dtype=np.float64)
+            kept = self._levels = (key, found)
+        return kept[1]
 
     def rows_of_docs(
         self, ids_by_docnum: Sequence[str], docs: Iterable[int], ordered: bool = True
@@ -376,16 +391,25 @@ class Vectors:
         row: np.ndarray = unit_rows(embed([text]), self.embedder.dim)[0]
         return row
 
-    def noise(self, query: np.ndarray, probes: Sequence[str]) -> float:
-        """The query's noise level: its best cosine with the ``probes`` (``ranking.PROBES``,
-        words in no record, embedded as records are), which sets the floor of a search sharing
-        no word with the texts searched (``ranking.floor``)."""
-        return round(float(np.max(self._probes(probes) @ query)), 6)
+    def noise(self, query: np.ndarray, probes: Sequence[str], mean: bool = False) -> float:
+        """The query's noise level: its best (``mean``: its mean) cosine with the ``probes``
+        (``ranking.PROBES``, words in no record, embedded as records are), which sets the floor
+        of a search sharing no word with the texts searched (``ranking.floor``)."""
+        cosines = self._probes(probes) @ query
+        return round(float(np.mean(cosines) if mean else np.max(cosines)), 6)
 
-    def _probes(self, probes: Sequence[str]) -> np.ndarray:
+    def levels(self, vectors: VectorSet, rows: np.ndarray, probes: Sequence[str]) -> np.ndarray:
+        """Each of these rows' mean cosine with the ``probes`` embedded as searches are: how
+        close the text sits to searches it has nothing to do with (``ranking.record_floors``)."""
+        made = self._probes(probes, query=True)
+        found: np.ndarray = vectors.levels(made, self.fingerprint + "\n".join(probes))[rows]
+        return found
+
+    def _probes(self, probes: Sequence[str], query: bool = False) -> np.ndarray:
         import hashlib
 
-        key = hashlib.sha1("\n".join((self.fingerprint, *probes)).encode("utf-8")).hexdigest()
+        parts = (self.fingerprint, *(("query",) if query else ()), *probes)
+        key = hashlib.sha1("\n".join(parts).encode("utf-8")).hexdigest()
         made = _PROBE_VECTORS.get(key)
         if made is not None:
             return made
@@ -397,7 +421,10 @@ class Vectors:
         except (OSError, ValueError):  # none yet, or torn: made again
             made = None
         if made is None:
-            made = unit_rows(self.embedder.embed(list(probes)), self.embedder.dim)
+            embed = self.embedder.embed
+            if query:
+                embed = getattr(self.embedder, "embed_query", None) or embed
+            made = unit_rows(embed(list(probes)), self.embedder.dim)
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path + ".tmp", "wb") as handle:

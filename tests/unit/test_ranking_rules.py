@@ -34,7 +34,7 @@ from lantern_git.index.ranking import (
 
 def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place():
     assert floors("wordllama") == Floors(0.15, 0.36, 0.137) and calibrated("wordllama")
-    assert floors("e5") == Floors(0.80, 0.84, 0.005) and calibrated("e5")
+    assert floors("e5") == Floors(0.80, 0.84, 0.040, centred=True) and calibrated("e5")
     # An embedder with no calibration has no floor, never another model's.
     assert floors("an-embedder-with-no-calibration") == NO_FLOORS == Floors(0.0, 0.0)
     assert not calibrated("an-embedder-with-no-calibration")
@@ -48,13 +48,11 @@ def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place(
     ("embedder", "noise", "wanted"),
     [
         # the query's best cosine with the probe words, plus the embedder's margin...
-        ("e5", 0.81, 0.815),
         ("wordllama", 0.1, 0.237),
         # ...unless the fixed floor without a word in common is lower
-        ("e5", 0.9, 0.84),
         ("wordllama", 0.3, 0.36),
         # not measured: the fixed floor
-        ("e5", None, 0.84),
+        ("wordllama", None, 0.36),
         # an embedder with no calibration: no floor, whatever its noise
         ("an-embedder-with-no-calibration", 0.5, 0.0),
     ],
@@ -401,8 +399,22 @@ def test_a_page_divides_by_a_best_keyword_score_below_one():
 def test_a_noise_floor_is_rounded_to_six_places_as_every_floor_is():
     from lantern_git.index.ranking import floor, floors
 
-    margin = floors("e5").noise
+    margin = floors("wordllama").noise
     assert margin is not None
-    got = floor("e5", False, noise=0.1234567)
+    got = floor("wordllama", False, noise=0.1234567)
     assert got == round(0.1234567 + margin, 6)
     assert got != round(0.1234567 + margin, 5) and got != round(0.1234567 + margin, 7)
+
+
+def test_a_centred_floor_is_each_records_own_above_the_mean_of_both_levels():
+    """e5 without a word in common: 0.040 above the mean of the query's level and the
+    record's, or the fixed 0.84 when that is lower; rounded to 6 places."""
+    import numpy as np
+
+    from lantern_git.index.ranking import centred, record_floors
+
+    got = record_floors("e5", 0.80, np.asarray([0.70, 0.78, 0.86, 0.95, 0.7812345678]))
+    assert got.tolist() == [0.79, 0.83, 0.84, 0.84, round(0.04 + (0.80 + 0.7812345678) / 2, 6)]
+    assert centred("e5", anchored=False) and not centred("e5", anchored=True)
+    assert not centred("wordllama", anchored=False)
+    assert not centred("an-embedder-with-no-calibration", anchored=False)
