@@ -14,6 +14,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from whoosh import query as Q
@@ -286,6 +287,26 @@ def test_levels_come_down_until_the_floor_halves_its_distance_to_the_page_s_last
         found = pruned(searcher, query, 1)
         assert found is not None
         assert visited == [[9.0], [8.0], [4.0], [3.0], [2.0]]
+        assert sorted(bm25.scored(searcher, query, None, None, 1)) == page_of_every_posting(
+            searcher, query, None, None, 1
+        )
+
+
+@pytest.mark.parametrize("once", [64, 69])
+def test_pruning_gives_up_once_twice_its_work_passes_every_posting(once):
+    # Records of 20 words: 10 hold the word 3 times, 20 twice, ``once`` once; and one of 6
+    # words holding it once (the shortest length norm). A page of one, by levels:
+    # - 3: nothing above it; down to 2.
+    # - 2: the 10 above it raised (work 10) and scored as a batch (work 20); the floor at 2
+    #   still stands above their score, so down to 1.
+    # - 1: the 30 above it raised: work 50, against 95 postings (``once`` 64) or 100 (69).
+    # Past half of every posting it gives up (None) and the page scores them all.
+    records = [["alpha"] * 3 + ["pad"] * 17] * 10 + [["alpha"] * 2 + ["pad"] * 18] * 20
+    records += [["alpha"] + ["pad"] * 19] * once + [["alpha"] + ["pad"] * 5]
+    query = query_of([("alpha", 1.0)])
+    with build([records], set()).searcher() as searcher:
+        found = pruned(searcher, query, 1)
+        assert (found is None) == (len(records) < 2 * 50)
         assert sorted(bm25.scored(searcher, query, None, None, 1)) == page_of_every_posting(
             searcher, query, None, None, 1
         )
