@@ -129,6 +129,12 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
     assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
     assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
+    # The rule is told by its value: one built anew is the same rule.
+    again = explained(
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held")
+    )
+    assert again["weights"] == {"keyword": 0.5, "semantic": 0.5}
+    assert again["fusion"] == "words held" and "rrf" not in again
 
 
 def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
@@ -159,9 +165,6 @@ def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
     assert page.ranked == [("near", 0.5)]
     # A page of no length holds nothing.
     assert fuse_page(vectors, query, rows, ids, [], [], [], 0, 0.0).ranked == []
-    # No floor given is no floor.
-    page = fuse_page(vectors, query, rows, ids, [], [], [], 5)
-    assert page.ranked == [("near", 0.5)]
 
 
 @pytest.mark.semantic
@@ -180,7 +183,7 @@ def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
     # Hits that all score 0, with no cosine: a page shorter than them still holds its first.
     vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
     rows = np.arange(3, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2)
+    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2, 0.0)
     assert page.ranked == [("a", 0.0), ("b", 0.0)]
 
 
@@ -257,6 +260,13 @@ def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
     assert fuse([("b", 4.0), ("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5), ("b", 0.0)]
 
 
+def test_an_id_only_the_semantic_ranking_holds_counts_its_cosine_whatever_its_weight():
+    from lantern_git.index.ranking import fuse
+
+    assert fuse([], [("a", 0.5)], {"a": 1.0}) == [("a", 0.5)]
+    assert fuse([("b", 2.0)], [("a", 0.5)], {"a": 0.5, "b": 1.0}) == [("b", 1.0), ("a", 0.5)]
+
+
 def test_an_rrf_hit_explains_the_rule_s_weights_and_its_two_ranks():
     # A rule read from input: its name a new string, not the literal the code holds.
     rule = Fusion("".join(["r", "r", "f"]), 0.3, 5)
@@ -280,12 +290,12 @@ def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking
 
     vectors, query = unit_rows({"a": 0.25, "b": 0.125})
     rows = np.arange(2, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5, 0.0)
     assert page.best == 2.234568
     assert page.bm25 == {"a": 2.234568, "b": 1.0}
     # A hit with no vector ("c") is shown and scored with its score rounded the same way.
     ids, docs, scores = ["a", "b", "c"], [0, 1, 2], [2.2345678, 1.0, 1.2345678]
-    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5)
+    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5, 0.0)
     assert more.bm25["c"] == 1.234568
     assert dict(more.ranked)["c"] == round(1.234568 / 2.234568, 6)
     whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
@@ -381,7 +391,7 @@ def test_a_page_breaks_equal_cosines_by_id_with_rows_the_journal_added():
     rows = np.arange(3, dtype=np.int64)
     semantic = rank(vectors, query, rows)
     assert semantic == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
-    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3)
+    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3, 0.0)
     assert page.ranked == fuse([], semantic, {}) == semantic
 
 
@@ -393,7 +403,7 @@ def test_a_page_divides_by_a_best_keyword_score_below_one():
 
     vectors, query = unit_rows({"a": 0.25, "b": 0.125})
     rows = np.arange(2, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5, 0.0)
     whole = fuse([("a", 0.5), ("b", 0.25)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
     assert page.ranked == whole == [("a", 1.0), ("b", 0.5)]
 
@@ -406,3 +416,73 @@ def test_a_noise_floor_is_rounded_to_six_places_as_every_floor_is():
     got = floor("e5", False, noise=0.1234567)
     assert got == round(0.1234567 + margin, 6)
     assert got != round(0.1234567 + margin, 5) and got != round(0.1234567 + margin, 7)
+
+
+class IdsRead(list[str]):
+    """A vector set's ids that note which rows' ids were read: the rows a page scored."""
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__(ids)
+        self.rows: set[int] = set()
+
+    def __getitem__(self, row: Any) -> Any:
+        self.rows.add(row)
+        return super().__getitem__(row)
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("best", [None, 0.5, 1024.0])
+def test_a_page_scores_only_the_candidates_near_its_last_score(best):
+    """The page's claim: of many candidates, only those within rounding of the page's last
+    score (here none but the page's own: the scores lie 1/8192 apart and more) are scored
+    exactly and have their ids looked up. ``best``: semantic candidates only (None), or
+    keyword hits with no cosine whose shares of a best BM25 of 0.5 or 1024 cluster at 0.5."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    count = 300
+    names = [f"r{n:03d}" for n in range(count)]
+    # Places 1 to 300 dealt in an order unlike the ids'
+    place = {name: (n * 77) % count + 1 for n, name in enumerate(names)}
+    if best is None:
+        vectors, query = unit_rows({name: place[name] / 4096 for name in names})
+        docs: list[int] = []
+        scores: list[float] = []
+        expected = {name: round(place[name] / 4096, 6) for name in names}
+    else:
+        vectors, query = unit_rows(dict.fromkeys(names, 0.0))
+        docs = list(range(count))
+        # The best BM25 (place 300) and the rest at half of it plus place/8192 of it
+        raw = {n: best * (1.0 if p == count else 0.5 + p / 8192) for n, p in place.items()}
+        scores = [raw[name] for name in names]
+        # Each BM25 rounded as the keyword ranking rounds it, then divided by the best
+        expected = {name: round(round(raw[name], 6) / best, 6) for name in names}
+    whole = sorted(expected.items(), key=lambda item: -item[1])
+    rows = np.arange(count, dtype=np.int64)
+    for end in (1, 2, 7, 150, 299):
+        vectors.ids = IdsRead(names)
+        page = fuse_page(vectors, query, rows, names, docs, scores, [1.0] * len(docs), end, 0.0)
+        assert page.ranked == whole[:end], end
+        assert vectors.ids.rows == {names.index(key) for key, _ in whole[:end]}, end
+
+
+@pytest.mark.semantic
+def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie():
+    """Two keyword hits whose sums lie either side of 0.5, less than rounding apart: both
+    score 0.5, and the tie goes by id to ``a``, whose sum is the lower. The page of two must
+    hold it, though its unrounded sum is below the other's."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
+    rows = np.arange(3, dtype=np.int64)
+    # a: 3 of 5 words, 0.6 * 0.833333 = 0.4999998; b: 3 of 4, 0.75 * 0.666667 = 0.50000025
+    docs, scores, weights = [2, 1, 0], [1.0, 0.666667, 0.833333], [1.0, 0.75, 0.6]
+    keyword = [("c", 1.0), ("a", 0.833333), ("b", 0.666667)]
+    whole = fuse(keyword, [], {"a": 0.6, "b": 0.75, "c": 1.0})
+    assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
+        assert page.ranked == whole[:end], end
