@@ -280,7 +280,7 @@ def fuse_page(
     rows = candidates
     chosen = np.round(vectors.scores(query)[rows].astype(np.float64), 6)
     # At least the floor, and above 0 whatever the floor (a floor of 0 is no floor)
-    keep = (chosen >= floor) & (chosen > 0)
+    keep = np.logical_and(chosen >= floor, chosen > 0)
     rows, chosen = rows[keep], chosen[keep]
     # Per row: its rounded cosine if it is a semantic candidate (NaN if not), its BM25 and
     # keyword weight if it matched a word (NaN if not), and its fused score (-inf: not a

@@ -10,6 +10,7 @@ them unasked). The formula's parts need no numpy; the page's tests (marked seman
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import pytest
@@ -431,38 +432,54 @@ class IdsRead(list[str]):
 
 
 @pytest.mark.semantic
-@pytest.mark.parametrize("best", [None, 0.5, 1024.0])
-def test_a_page_scores_only_the_candidates_near_its_last_score(best):
+@pytest.mark.parametrize(
+    ("cosines", "best"), [(True, None), (False, 0.5), (False, 1024.0), (True, 4.0)]
+)
+def test_a_page_scores_only_the_candidates_near_its_last_score(cosines, best):
     """The page's claim: of many candidates, only those within rounding of the page's last
-    score (here none but the page's own: the scores lie 1/8192 apart and more) are scored
-    exactly and have their ids looked up. ``best``: semantic candidates only (None), or
-    keyword hits with no cosine whose shares of a best BM25 of 0.5 or 1024 cluster at 0.5."""
+    score (here none but the page's own: the scores lie 1e-4 apart and more) are scored
+    exactly and have their ids looked up. Semantic candidates only; keyword hits with no
+    cosine whose shares of a best BM25 of 0.5 or 1024 cluster just above 0.5; and hits that
+    are both, each with a keyword weight of 0.5."""
     import numpy as np
 
     from lantern_git.index.ranking import fuse_page
 
     count = 300
     names = [f"r{n:03d}" for n in range(count)]
-    # Places 1 to 300 dealt in an order unlike the ids'
+    # Places 1 to 300 dealt in two orders unlike the ids'
     place = {name: (n * 77) % count + 1 for n, name in enumerate(names)}
+    other = {name: (n * 131) % count + 1 for n, name in enumerate(names)}
+    cosine = {name: place[name] / 4096 if cosines else 0.0 for name in names}
+    vectors, query = unit_rows(cosine)
+    docs: list[int] = []
+    raw: dict[str, float] = {}
+    weight = 1.0
     if best is None:
-        vectors, query = unit_rows({name: place[name] / 4096 for name in names})
-        docs: list[int] = []
-        scores: list[float] = []
-        expected = {name: round(place[name] / 4096, 6) for name in names}
-    else:
-        vectors, query = unit_rows(dict.fromkeys(names, 0.0))
-        docs = list(range(count))
+        expected = {name: round(cosine[name], 6) for name in names}
+    elif not cosines:
         # The best BM25 (place 300) and the rest at half of it plus place/8192 of it
         raw = {n: best * (1.0 if p == count else 0.5 + p / 8192) for n, p in place.items()}
-        scores = [raw[name] for name in names]
         # Each BM25 rounded as the keyword ranking rounds it, then divided by the best
         expected = {name: round(round(raw[name], 6) / best, 6) for name in names}
+    else:
+        weight = 0.5
+        raw = {name: best * other[name] / count for name in names}
+        expected = {}
+        for name in names:
+            counted = round(cosine[name], 6)
+            share = round(raw[name], 6) / best
+            expected[name] = round(max(counted, 0.5 * share + 0.5 * counted), 6)
+    if raw:
+        docs = list(range(count))
+    scores = [raw[name] for name in names] if raw else []
     whole = sorted(expected.items(), key=lambda item: -item[1])
+    apart = [high[1] - low[1] for high, low in itertools.pairwise(whole)]
+    assert min(apart) > 1e-4
     rows = np.arange(count, dtype=np.int64)
     for end in (1, 2, 7, 150, 299):
         vectors.ids = IdsRead(names)
-        page = fuse_page(vectors, query, rows, names, docs, scores, [1.0] * len(docs), end, 0.0)
+        page = fuse_page(vectors, query, rows, names, docs, scores, [weight] * len(docs), end, 0.0)
         assert page.ranked == whole[:end], end
         assert vectors.ids.rows == {names.index(key) for key, _ in whole[:end]}, end
 
@@ -482,6 +499,15 @@ def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie():
     docs, scores, weights = [2, 1, 0], [1.0, 0.666667, 0.833333], [1.0, 0.75, 0.6]
     keyword = [("c", 1.0), ("a", 0.833333), ("b", 0.666667)]
     whole = fuse(keyword, [], {"a": 0.6, "b": 0.75, "c": 1.0})
+    assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
+        assert page.ranked == whole[:end], end
+    # Sums that differ only by the BM25's rounding, which a small best (0.01) magnifies 100
+    # times: a's BM25 0.0049996 and b's 0.0050004 both round to 0.005, half the best.
+    docs, scores, weights = [2, 1, 0], [0.01, 0.0050004, 0.0049996], [1.0, 1.0, 1.0]
+    keyword = [("c", 0.01), ("a", 0.005), ("b", 0.005)]
+    whole = fuse(keyword, [], {"a": 1.0, "b": 1.0, "c": 1.0})
     assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
     for end in (1, 2, 3):
         page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
