@@ -125,11 +125,11 @@ class Fusion:
     cosine scale (a ranking a candidate is not in adds 0)."""
 
     rule: str
-    weight: float = 0.0
-    k: int = 0
+    weight: float
+    k: int
 
 
-WORDS_HELD = Fusion("words held")
+WORDS_HELD = Fusion("words held", 0.0, 0)  # each hit's weight is its own (no rule weight, no k)
 # Chosen by the folds of benchmarks/retrieval.py --cv, per embedder, among the rules that keep
 # every fold's lexical questions at keyword's recall (docs/search.md, "Fusion per embedder"):
 # with e5's cosines, crowded into 0.75-0.9, the weight by words held lost a keyword query of the

@@ -17,6 +17,7 @@ import pytest
 
 from lantern_git.index.ranking import (
     FLOORS,
+    FUSIONS,
     NO_FLOORS,
     WORDS_HELD,
     Floors,
@@ -132,7 +133,7 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
     # The rule is told by its value: one built anew is the same rule.
     again = explained(
-        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held")
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held", 0.0, 0)
     )
     assert again["weights"] == {"keyword": 0.5, "semantic": 0.5}
     assert again["fusion"] == "words held" and "rrf" not in again
@@ -340,8 +341,32 @@ def test_rrf_breaks_equal_scores_by_the_semantic_order():
 
 def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_held():
     assert fusion("e5") == Fusion("rrf", 0.3, 5)
-    assert fusion("wordllama") == WORDS_HELD == Fusion("words held")
+    assert fusion("wordllama") == WORDS_HELD == Fusion("words held", 0.0, 0)
     assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
+    # Every search shares these objects: one caller changing them would change everyone's rule.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FUSIONS["e5"].weight = 0.5  # type: ignore[misc]
+
+
+def test_the_ranking_rules_load_without_numpy():
+    """A keyword search reads the floors and the explain object from here: loading them
+    must not load numpy (the CLI starts lean; numpy is for semantic and hybrid searches)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, lantern_git.index.ranking; print('numpy' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.stdout.strip() == "False"
 
 
 def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
