@@ -170,6 +170,25 @@ def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
 
 
 @pytest.mark.semantic
+def test_a_floor_below_zero_still_keeps_only_cosines_above_zero():
+    """A query's noise floor is its best cosine with the probe words plus a margin, which a
+    query unlike every probe could take below 0: a floor never lets in a cosine of 0 or less
+    (nothing in common), in the page as in the semantic ranking."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+    from lantern_git.index.vectors import rank
+
+    cosines = {"near": 0.5, "orthogonal": 0.0, "slightly": -0.125, "opposite": -0.5}
+    vectors, query = unit_rows(cosines)
+    ids = sorted(cosines)
+    rows = np.arange(len(ids), dtype=np.int64)
+    assert rank(vectors, query, rows, floor=-0.25) == [("near", 0.5)]
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5, -0.25)
+    assert page.ranked == [("near", 0.5)]
+
+
+@pytest.mark.semantic
 def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
     import numpy as np
 
