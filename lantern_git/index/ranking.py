@@ -154,11 +154,11 @@ class Fusion:
     cosine scale (a ranking a candidate is not in adds 0)."""
 
     rule: str
-    weight: float = 0.0
-    k: int = 0
+    weight: float
+    k: int
 
 
-WORDS_HELD = Fusion("words held")
+WORDS_HELD = Fusion("words held", 0.0, 0)  # each hit's weight is its own (no rule weight, no k)
 # Chosen by the folds of benchmarks/retrieval.py --cv, per embedder, among the rules that keep
 # every fold's lexical questions at keyword's recall (docs/search.md, "Fusion per embedder"):
 # with e5's cosines, crowded into 0.75-0.9, the weight by words held lost a keyword query of the
@@ -195,7 +195,7 @@ def fuse_rrf(
 def keyword_weight(held: int, words: int) -> float:
     """A hybrid hit's keyword weight: the share of the query's ``words`` (as typed) that it
     holds, ``held`` of them; rounded to 6 places, as the formula and ``--explain`` use it."""
-    return round(held / words, 6) if words > 0 else 0.0
+    return round(held / words, 6) if words else 0.0
 
 
 def semantic_weight(keyword: float) -> float:
@@ -234,14 +234,16 @@ def explained(
     semantic_rank)``."""
     from .analysis import matched_words, typed_words
 
-    if mode == "keyword":
-        parts = {"keyword": 1.0, "semantic": 0.0}
-    elif mode == "semantic":
-        parts = {"keyword": 0.0, "semantic": 1.0}
-    elif rule.rule == "rrf":
-        parts = {"keyword": rule.weight, "semantic": semantic_weight(rule.weight)}
+    # Keyword and semantic mode weigh one part each; any other mode is hybrid
+    one_part = {"keyword": (1.0, 0.0), "semantic": (0.0, 1.0)}
+    hybrid = mode not in one_part
+    if not hybrid:
+        keyword_part, semantic_part = one_part[mode]
+    elif rule == WORDS_HELD:
+        keyword_part, semantic_part = weight, semantic_weight(weight)
     else:
-        parts = {"keyword": weight, "semantic": semantic_weight(weight)}
+        keyword_part, semantic_part = rule.weight, semantic_weight(rule.weight)
+    parts = {"keyword": keyword_part, "semantic": semantic_part}
     out: dict[str, Any] = {
         "mode": mode,
         "bm25": 0.0 if bm25 is None else bm25,
@@ -253,10 +255,10 @@ def explained(
     }
     if mode != "keyword":
         out["calibrated"] = calibrated
-    if mode == "hybrid":
+    if hybrid:
         out["bm25_best"] = best
         out["fusion"] = rule.rule
-        if rule.rule == "rrf":
+        if rule != WORDS_HELD:
             keyword_rank, semantic_rank = ranks or (None, None)
             out["rrf"] = {"k": rule.k, "keyword_rank": keyword_rank, "semantic_rank": semantic_rank}
     return out
@@ -284,7 +286,7 @@ def fuse_page(
     keyword_scores: list[float],
     keyword_weights: list[float],
     end: int,
-    floor: float = 0.0,
+    floor: float,
 ) -> Fused:
     """The first ``end`` of ``fuse(keyword, vectors.rank(vectors, query, candidates, floor=floor),
     weights)``, same ids, scores and order, where ``candidates`` are rows (``rows_of_docs``, in
@@ -299,12 +301,15 @@ def fuse_page(
     the margin kept (2e-6, and the BM25's rounding scaled by ``1 / best``), so no
     candidate further below the ``end``-th can reach the page. A search thus never rounds,
     sorts or looks up the ids of the thousands of matches that a common word has."""
+    import math
+
     import numpy as np
 
     count = len(vectors.ids)
     rows = candidates
     chosen = np.round(vectors.scores(query)[rows].astype(np.float64), 6)
-    keep = chosen >= floor if floor > 0 else chosen > 0
+    # At least the floor, and above 0 whatever the floor (a floor of 0 is no floor)
+    keep = np.logical_and(chosen >= floor, chosen > 0)
     rows, chosen = rows[keep], chosen[keep]
     # Per row: its rounded cosine if it is a semantic candidate (NaN if not), its BM25 and
     # keyword weight if it matched a word (NaN if not), and its fused score (-inf: not a
@@ -312,10 +317,10 @@ def fuse_page(
     cosine_of = np.full(count, np.nan)
     cosine_of[rows] = chosen
     fused = np.full(count, -np.inf)
-    fused[rows] = np.maximum(chosen, 0.0)
+    fused[rows] = chosen
     raw = np.asarray(keyword_scores, dtype=np.float64)
     best = round(float(raw.max()), 6) if len(raw) else None
-    divisor = best if best is not None and best > 0 else 1.0
+    divisor = best or 1.0  # no keyword hit, or all scored 0
     bm25_of = np.full(count, np.nan)
     weight_of = np.full(count, np.nan)
     alone: list[tuple[str, float, float]] = []  # keyword hits with no vector (rare)
@@ -327,18 +332,15 @@ def fuse_page(
         at, found, weight = at[has], raw[has], weights[has]
         bm25_of[at] = found
         weight_of[at] = weight
-        counted = np.where(np.isnan(cosine_of[at]), 0.0, np.maximum(cosine_of[at], 0.0))
-        fused[at] = np.maximum(
-            counted, weight * np.round(found, 6) / divisor + np.round(1.0 - weight, 6) * counted
-        )
+        counted = np.nan_to_num(cosine_of[at], nan=0.0)
+        # An estimate: the rounding is left to the exact scores below (the margin covers it)
+        fused[at] = np.maximum(counted, weight * found / divisor + (1.0 - weight) * counted)
         alone = [
             (ids_by_docnum[int(d)], float(s), float(w))
             for d, s, w in zip(docs[~has], raw[~has], weights[~has])
         ]
-    shortlist = np.flatnonzero(fused > -np.inf)
-    if end <= 0:
-        shortlist = shortlist[:0]
-    elif len(shortlist) > end:
+    shortlist = np.flatnonzero(np.isfinite(fused))
+    if len(shortlist) > end:
         values = fused[shortlist]
         nth = -np.partition(-values, end - 1)[end - 1]
         # Rounding (numpy's and Python's, of the BM25 and of the sum) moves a score by less
@@ -348,29 +350,30 @@ def fuse_page(
     keys = vectors.order_keys() if len(vectors.extra) else None
     ids = vectors.ids
     scored = []
+    unplaced = (math.inf,)  # after every semantic candidate's (-cosine, order)
     shown: dict[str, float] = {}
     weighed: dict[str, float] = {}
     for row in shortlist.tolist():
         key = ids[row]
         cosine = float(cosine_of[row])
-        placed = cosine == cosine  # not NaN: a semantic candidate
+        placed = not math.isnan(cosine)  # a semantic candidate
         bm25 = float(bm25_of[row])
-        if bm25 == bm25:
+        if not math.isnan(bm25):
             rounded = round(bm25, 6)
             shown[key], weighed[key] = rounded, float(weight_of[row])
             total = _fused(weighed[key], rounded / divisor, cosine if placed else None)
-        else:
-            total = _fused(0.0, 0.0, cosine)
+        else:  # a semantic candidate alone: its cosine, rounded and above 0 already
+            total = cosine
         # fuse's ties: the semantic ranking's order (cosine, then the row's place in id
-        # order), those it leaves out after, then the id
-        tie = (0, -cosine, row if keys is None else float(keys[row])) if placed else (1, 0.0, 0)
+        # order), those it leaves out after (a cosine is finite), then the id
+        tie = (-cosine, row if keys is None else float(keys[row])) if placed else unplaced
         scored.append((-total, tie, key))
     for key, bm25, kept in alone:
         rounded = round(bm25, 6)
         shown[key], weighed[key] = rounded, kept
-        scored.append((-_fused(kept, rounded / divisor, None), (1, 0.0, 0), key))
+        scored.append((-_fused(kept, rounded / divisor, None), unplaced, key))
     scored.sort()
-    page = [(key, -score) for score, _, key in scored[: max(end, 0)]]
+    page = [(key, -score) for score, _, key in scored[:end]]
     on_page = [key for key, _ in page if key in shown]
     return Fused(page, {k: shown[k] for k in on_page}, best, {k: weighed[k] for k in on_page})
 
@@ -387,15 +390,16 @@ def fuse(
     (:func:`keyword_weight`; 0 for an id the keyword ranking does not hold); best first,
     ties by the semantic ranking's order, then id. An id the semantic ranking leaves out has
     a cosine of 0 here: its keyword part."""
-    best = keyword[0][1] if keyword and keyword[0][1] > 0 else 1.0
+    # The best is the first; when it is 0 every score is, and any divisor gives 0
+    best = keyword[0][1] if keyword and keyword[0][1] else 1.0
     bm25 = dict(keyword)
     cosines = dict(semantic)
     places = {key: place for place, (key, _) in enumerate(semantic)}
     ordered = []
     for key in bm25.keys() | cosines.keys():
+        # An id with no keyword share counts its cosine alone whatever its weight (0 to 1)
         share = bm25[key] / best if key in bm25 else 0.0
-        weight = weights.get(key, 0.0) if key in bm25 else 0.0
-        ordered.append((key, _fused(weight, share, cosines.get(key))))
+        ordered.append((key, _fused(weights.get(key, 0.0), share, cosines.get(key))))
     unplaced = len(semantic)
     ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
     return ordered

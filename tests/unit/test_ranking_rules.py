@@ -10,12 +10,14 @@ them unasked). The formula's parts need no numpy; the page's tests (marked seman
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import pytest
 
 from lantern_git.index.ranking import (
     FLOORS,
+    FUSIONS,
     NO_FLOORS,
     WORDS_HELD,
     Floors,
@@ -127,6 +129,12 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
     assert alone["weights"] == {"keyword": 0.0, "semantic": 1.0}
     assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
+    # The rule is told by its value: one built anew is the same rule.
+    again = explained(
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held", 0.0, 0)
+    )
+    assert again["weights"] == {"keyword": 0.5, "semantic": 0.5}
+    assert again["fusion"] == "words held" and "rrf" not in again
 
 
 def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
@@ -157,8 +165,24 @@ def test_with_no_floor_a_cosine_of_zero_or_below_is_no_semantic_candidate():
     assert page.ranked == [("near", 0.5)]
     # A page of no length holds nothing.
     assert fuse_page(vectors, query, rows, ids, [], [], [], 0, 0.0).ranked == []
-    # No floor given is no floor.
-    page = fuse_page(vectors, query, rows, ids, [], [], [], 5)
+
+
+@pytest.mark.semantic
+def test_a_floor_below_zero_still_keeps_only_cosines_above_zero():
+    """A query's noise floor is its best cosine with the probe words plus a margin, which a
+    query unlike every probe could take below 0: a floor never lets in a cosine of 0 or less
+    (nothing in common), in the page as in the semantic ranking."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+    from lantern_git.index.vectors import rank
+
+    cosines = {"near": 0.5, "orthogonal": 0.0, "slightly": -0.125, "opposite": -0.5}
+    vectors, query = unit_rows(cosines)
+    ids = sorted(cosines)
+    rows = np.arange(len(ids), dtype=np.int64)
+    assert rank(vectors, query, rows, floor=-0.25) == [("near", 0.5)]
+    page = fuse_page(vectors, query, rows, ids, [], [], [], 5, -0.25)
     assert page.ranked == [("near", 0.5)]
 
 
@@ -178,7 +202,7 @@ def test_keyword_scores_of_zero_are_divided_by_one_as_the_whole_ranking_does():
     # Hits that all score 0, with no cosine: a page shorter than them still holds its first.
     vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
     rows = np.arange(3, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2)
+    page = fuse_page(vectors, query, rows, ["a", "b", "c"], [2, 0, 1], [0.0] * 3, [1.0] * 3, 2, 0.0)
     assert page.ranked == [("a", 0.0), ("b", 0.0)]
 
 
@@ -255,6 +279,13 @@ def test_a_keyword_hit_given_no_weight_counts_its_cosine_alone():
     assert fuse([("b", 4.0), ("a", 1.0)], [("a", 0.5)], {}) == [("a", 0.5), ("b", 0.0)]
 
 
+def test_an_id_only_the_semantic_ranking_holds_counts_its_cosine_whatever_its_weight():
+    from lantern_git.index.ranking import fuse
+
+    assert fuse([], [("a", 0.5)], {"a": 1.0}) == [("a", 0.5)]
+    assert fuse([("b", 2.0)], [("a", 0.5)], {"a": 0.5, "b": 1.0}) == [("b", 1.0), ("a", 0.5)]
+
+
 def test_an_rrf_hit_explains_the_rule_s_weights_and_its_two_ranks():
     # A rule read from input: its name a new string, not the literal the code holds.
     rule = Fusion("".join(["r", "r", "f"]), 0.3, 5)
@@ -278,12 +309,12 @@ def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking
 
     vectors, query = unit_rows({"a": 0.25, "b": 0.125})
     rows = np.arange(2, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [2.2345678, 1.0], [1.0, 1.0], 5, 0.0)
     assert page.best == 2.234568
     assert page.bm25 == {"a": 2.234568, "b": 1.0}
     # A hit with no vector ("c") is shown and scored with its score rounded the same way.
     ids, docs, scores = ["a", "b", "c"], [0, 1, 2], [2.2345678, 1.0, 1.2345678]
-    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5)
+    more = fuse_page(vectors, query, rows, ids, docs, scores, [1.0] * 3, 5, 0.0)
     assert more.bm25["c"] == 1.234568
     assert dict(more.ranked)["c"] == round(1.234568 / 2.234568, 6)
     whole = fuse([("a", 2.234568), ("b", 1.0)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
@@ -327,8 +358,32 @@ def test_rrf_breaks_equal_scores_by_the_semantic_order():
 
 def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_held():
     assert fusion("e5") == Fusion("rrf", 0.3, 5)
-    assert fusion("wordllama") == WORDS_HELD == Fusion("words held")
+    assert fusion("wordllama") == WORDS_HELD == Fusion("words held", 0.0, 0)
     assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
+    # Every search shares these objects: one caller changing them would change everyone's rule.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FUSIONS["e5"].weight = 0.5  # type: ignore[misc]
+
+
+def test_the_ranking_rules_load_without_numpy():
+    """A keyword search reads the floors and the explain object from here: loading them
+    must not load numpy (the CLI starts lean; numpy is for semantic and hybrid searches)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, lantern_git.index.ranking; print('numpy' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.stdout.strip() == "False"
 
 
 def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
@@ -379,7 +434,7 @@ def test_a_page_breaks_equal_cosines_by_id_with_rows_the_journal_added():
     rows = np.arange(3, dtype=np.int64)
     semantic = rank(vectors, query, rows)
     assert semantic == [("a", 0.5), ("b", 0.5), ("c", 0.5)]
-    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3)
+    page = fuse_page(vectors, query, rows, ["b", "c", "a"], [], [], [], 3, 0.0)
     assert page.ranked == fuse([], semantic, {}) == semantic
 
 
@@ -391,7 +446,7 @@ def test_a_page_divides_by_a_best_keyword_score_below_one():
 
     vectors, query = unit_rows({"a": 0.25, "b": 0.125})
     rows = np.arange(2, dtype=np.int64)
-    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5)
+    page = fuse_page(vectors, query, rows, ["a", "b"], [0, 1], [0.5, 0.25], [1.0, 1.0], 5, 0.0)
     whole = fuse([("a", 0.5), ("b", 0.25)], [("a", 0.25), ("b", 0.125)], {"a": 1, "b": 1})
     assert page.ranked == whole == [("a", 1.0), ("b", 0.5)]
 
@@ -418,3 +473,98 @@ def test_a_centred_floor_is_each_records_own_above_the_mean_of_both_levels():
     assert centred("e5", anchored=False) and not centred("e5", anchored=True)
     assert not centred("wordllama", anchored=False)
     assert not centred("an-embedder-with-no-calibration", anchored=False)
+
+
+class IdsRead(list[str]):
+    """A vector set's ids that note which rows' ids were read: the rows a page scored."""
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__(ids)
+        self.rows: set[int] = set()
+
+    def __getitem__(self, row: Any) -> Any:
+        self.rows.add(row)
+        return super().__getitem__(row)
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize(
+    ("cosines", "best"), [(True, None), (False, 0.5), (False, 1024.0), (True, 4.0)]
+)
+def test_a_page_scores_only_the_candidates_near_its_last_score(cosines, best):
+    """The page's claim: of many candidates, only those within rounding of the page's last
+    score (here none but the page's own: the scores lie 1e-4 apart and more) are scored
+    exactly and have their ids looked up. Semantic candidates only; keyword hits with no
+    cosine whose shares of a best BM25 of 0.5 or 1024 cluster just above 0.5; and hits that
+    are both, each with a keyword weight of 0.5."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    count = 300
+    names = [f"r{n:03d}" for n in range(count)]
+    # Places 1 to 300 dealt in two orders unlike the ids'
+    place = {name: (n * 77) % count + 1 for n, name in enumerate(names)}
+    other = {name: (n * 131) % count + 1 for n, name in enumerate(names)}
+    cosine = {name: place[name] / 4096 if cosines else 0.0 for name in names}
+    vectors, query = unit_rows(cosine)
+    docs: list[int] = []
+    raw: dict[str, float] = {}
+    weight = 1.0
+    if best is None:
+        expected = {name: round(cosine[name], 6) for name in names}
+    elif not cosines:
+        # The best BM25 (place 300) and the rest at half of it plus place/8192 of it
+        raw = {n: best * (1.0 if p == count else 0.5 + p / 8192) for n, p in place.items()}
+        # Each BM25 rounded as the keyword ranking rounds it, then divided by the best
+        expected = {name: round(round(raw[name], 6) / best, 6) for name in names}
+    else:
+        weight = 0.5
+        raw = {name: best * other[name] / count for name in names}
+        expected = {}
+        for name in names:
+            counted = round(cosine[name], 6)
+            share = round(raw[name], 6) / best
+            expected[name] = round(max(counted, 0.5 * share + 0.5 * counted), 6)
+    if raw:
+        docs = list(range(count))
+    scores = [raw[name] for name in names] if raw else []
+    whole = sorted(expected.items(), key=lambda item: -item[1])
+    apart = [high[1] - low[1] for high, low in itertools.pairwise(whole)]
+    assert min(apart) > 1e-4
+    rows = np.arange(count, dtype=np.int64)
+    for end in (1, 2, 7, 150, 299):
+        vectors.ids = IdsRead(names)
+        page = fuse_page(vectors, query, rows, names, docs, scores, [weight] * len(docs), end, 0.0)
+        assert page.ranked == whole[:end], end
+        assert vectors.ids.rows == {names.index(key) for key, _ in whole[:end]}, end
+
+
+@pytest.mark.semantic
+def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie():
+    """Two keyword hits whose sums lie either side of 0.5, less than rounding apart: both
+    score 0.5, and the tie goes by id to ``a``, whose sum is the lower. The page of two must
+    hold it, though its unrounded sum is below the other's."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
+    rows = np.arange(3, dtype=np.int64)
+    # a: 3 of 5 words, 0.6 * 0.833333 = 0.4999998; b: 3 of 4, 0.75 * 0.666667 = 0.50000025
+    docs, scores, weights = [2, 1, 0], [1.0, 0.666667, 0.833333], [1.0, 0.75, 0.6]
+    keyword = [("c", 1.0), ("a", 0.833333), ("b", 0.666667)]
+    whole = fuse(keyword, [], {"a": 0.6, "b": 0.75, "c": 1.0})
+    assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
+        assert page.ranked == whole[:end], end
+    # Sums that differ only by the BM25's rounding, which a small best (0.01) magnifies 100
+    # times: a's BM25 0.0049996 and b's 0.0050004 both round to 0.005, half the best.
+    docs, scores, weights = [2, 1, 0], [0.01, 0.0050004, 0.0049996], [1.0, 1.0, 1.0]
+    keyword = [("c", 0.01), ("a", 0.005), ("b", 0.005)]
+    whole = fuse(keyword, [], {"a": 1.0, "b": 1.0, "c": 1.0})
+    assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
+    for end in (1, 2, 3):
+        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
+        assert page.ranked == whole[:end], end
