@@ -98,23 +98,33 @@ start = time.perf_counter()
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
                      file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status),
+      usage.ru_utime + usage.ru_stime)
 """
+# CPU time (user + system) of each process run_process ran, its waited-for children included
+# (the freshness check's finds): on a loaded machine wall times swing, CPU times much less.
+CPU_TIMES: list[float] = []
 
 
 def run_process(argv, cwd=None):
-    """Wall time and peak RSS (MB) of one whole process."""
+    """Wall time and peak RSS (MB) of one whole process; its CPU time goes to CPU_TIMES."""
     proc = subprocess.run(
         [PY, "-c", LAUNCHER, *argv], cwd=cwd, env=ENV, capture_output=True, check=False
     )
     err = proc.stderr.decode(errors="replace")
     try:
-        elapsed, peak_kb, code = proc.stdout.split()
+        elapsed, peak_kb, code, cpu = proc.stdout.split()
     except ValueError:
         raise RuntimeError(f"{' '.join(argv)}: launcher failed: {err[-2000:]}") from None
     if int(code) != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({int(code)}): {err[-2000:]}")
+    CPU_TIMES.append(float(cpu))
     return float(elapsed), int(peak_kb) / 1024.0
+
+
+def cpu_of(count):
+    """The CPU times of the last ``count`` processes run_process ran."""
+    return CPU_TIMES[-count:]
 
 
 def warm_bytecode(root):
@@ -292,12 +302,22 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     # -- whole processes
     warm_bytecode(root)
     floor = [run_process(IMPORT_FLOOR)[0] for _ in range(slow_reps)]
+    floor_cpu = cpu_of(slow_reps)
     cli_list = [
         run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "50"])
         for _ in range(slow_reps)
     ]
     rows.append(
         ("lantern memory list --limit 50", n, [t for t, _ in cli_list], "import floor", floor)
+    )
+    rows.append(
+        (
+            "lantern memory list --limit 50, CPU",
+            n,
+            cpu_of(slow_reps),
+            "import floor, CPU",
+            floor_cpu,
+        )
     )
     extras.setdefault("peak_list_mb", {})[n] = max(mb for _, mb in cli_list)
     offset = 2 * reps
@@ -309,6 +329,7 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
 
     ours = timed(cli_add, slow_reps)
     rows.append(("lantern memory add", n, ours, "import floor", floor))
+    rows.append(("lantern memory add, CPU", n, cpu_of(slow_reps), "import floor, CPU", floor_cpu))
     extras.setdefault("cli_add", {})[n] = ours
 
     # -- the same two commands while a watching process (lantern mcp, lantern serve) runs:
@@ -471,6 +492,8 @@ TARGETS = {
     "first command in a fresh clone": (3.0, (100_000,)),
     "lantern memory list --limit 50": (2.0, (10_000, 100_000)),
     "lantern memory add": (2.0, (10_000, 100_000)),
+    "lantern memory list --limit 50, CPU": (2.0, (10_000, 100_000)),
+    "lantern memory add, CPU": (2.0, (10_000, 100_000)),
     "lantern memory list --limit 50, a server watching": (2.0, (10_000, 100_000)),
     "lantern memory add, a server watching": (2.0, (10_000, 100_000)),
     "lantern --help": (5.0, None),
