@@ -54,8 +54,15 @@ PEER = {
     "cli_write_s": 9.4,
     "peak_mb": 265.0,
 }
-ENV = dict(os.environ, LANTERN_AUTHOR="Bench <bench@example.com>", PYTHONDONTWRITEBYTECODE="1")
+ENV = dict(os.environ, LANTERN_AUTHOR="Bench <bench@example.com>")
 ENV.pop("LANTERN_STORE", None)
+# Every measured process runs from compiled bytecode, lantern's and its dependencies' alike, as
+# an installed lantern does (pip compiles it at install): with PYTHONDONTWRITEBYTECODE, an
+# editable checkout compiled lantern's ~85 modules in every CLI process (0.1-0.3 s) while the
+# import floor read its libraries' bytecode from site-packages. The bytecode goes to a folder
+# of the run (``main`` sets PYTHONPYCACHEPREFIX), not into the checkout, and ``warm_bytecode``
+# writes it before the first timed process.
+ENV.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 # ---------------------------------------------------------------- measuring
@@ -91,23 +98,40 @@ start = time.perf_counter()
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
                      file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status),
+      usage.ru_utime + usage.ru_stime)
 """
+# CPU time (user + system) of each process run_process ran, its waited-for children included
+# (the freshness check's finds): on a loaded machine wall times swing, CPU times much less.
+CPU_TIMES: list[float] = []
 
 
 def run_process(argv, cwd=None):
-    """Wall time and peak RSS (MB) of one whole process."""
+    """Wall time and peak RSS (MB) of one whole process; its CPU time goes to CPU_TIMES."""
     proc = subprocess.run(
         [PY, "-c", LAUNCHER, *argv], cwd=cwd, env=ENV, capture_output=True, check=False
     )
     err = proc.stderr.decode(errors="replace")
     try:
-        elapsed, peak_kb, code = proc.stdout.split()
+        elapsed, peak_kb, code, cpu = proc.stdout.split()
     except ValueError:
         raise RuntimeError(f"{' '.join(argv)}: launcher failed: {err[-2000:]}") from None
     if int(code) != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({int(code)}): {err[-2000:]}")
+    CPU_TIMES.append(float(cpu))
     return float(elapsed), int(peak_kb) / 1024.0
+
+
+def cpu_of(count):
+    """The CPU times of the last ``count`` processes run_process ran."""
+    return CPU_TIMES[-count:]
+
+
+def warm_bytecode(root):
+    """Compile what the timed processes import, once, before any is timed (``ENV``)."""
+    run_process(IMPORT_FLOOR)
+    run_process([*LANTERN, "--help"])
+    run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "1"])
 
 
 def git(root, *args):
@@ -276,13 +300,24 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     commit_base = base
 
     # -- whole processes
+    warm_bytecode(root)
     floor = [run_process(IMPORT_FLOOR)[0] for _ in range(slow_reps)]
+    floor_cpu = cpu_of(slow_reps)
     cli_list = [
         run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "50"])
         for _ in range(slow_reps)
     ]
     rows.append(
         ("lantern memory list --limit 50", n, [t for t, _ in cli_list], "import floor", floor)
+    )
+    rows.append(
+        (
+            "lantern memory list --limit 50, CPU",
+            n,
+            cpu_of(slow_reps),
+            "import floor, CPU",
+            floor_cpu,
+        )
     )
     extras.setdefault("peak_list_mb", {})[n] = max(mb for _, mb in cli_list)
     offset = 2 * reps
@@ -294,6 +329,7 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
 
     ours = timed(cli_add, slow_reps)
     rows.append(("lantern memory add", n, ours, "import floor", floor))
+    rows.append(("lantern memory add, CPU", n, cpu_of(slow_reps), "import floor, CPU", floor_cpu))
     extras.setdefault("cli_add", {})[n] = ours
 
     # -- the same two commands while a watching process (lantern mcp, lantern serve) runs:
@@ -456,6 +492,8 @@ TARGETS = {
     "first command in a fresh clone": (3.0, (100_000,)),
     "lantern memory list --limit 50": (2.0, (10_000, 100_000)),
     "lantern memory add": (2.0, (10_000, 100_000)),
+    "lantern memory list --limit 50, CPU": (2.0, (10_000, 100_000)),
+    "lantern memory add, CPU": (2.0, (10_000, 100_000)),
     "lantern memory list --limit 50, a server watching": (2.0, (10_000, 100_000)),
     "lantern memory add, a server watching": (2.0, (10_000, 100_000)),
     "lantern --help": (5.0, None),
@@ -726,6 +764,7 @@ def semantic_report(results: list[dict]) -> str:
 def run_semantic(sizes: list[int], reps: int, base_dir: str, keep: bool) -> int:
     """Search speed by mode at each size, embedding time and the hybrid search's peak RSS."""
     work = tempfile.mkdtemp(prefix="semantic-", dir=base_dir)
+    ENV["PYTHONPYCACHEPREFIX"] = os.path.join(work, "bytecode")
     results: list[dict] = []
     started = time.perf_counter()
     try:
@@ -792,6 +831,7 @@ def main(argv=None) -> int:
     if args.semantic:
         return run_semantic(sizes, args.reps, base_dir, args.keep)
     work = tempfile.mkdtemp(prefix="run-", dir=base_dir)
+    ENV["PYTHONPYCACHEPREFIX"] = os.path.join(work, "bytecode")
     rows: list = []
     extras: dict = {"load": os.getloadavg()}
     started = time.perf_counter()

@@ -39,7 +39,14 @@ FIELD = "content"
 AS_WRITTEN_WEIGHT = 0.1
 
 # Words repeat across records; a bounded cache keeps a rebuild from stemming each one again.
-_stem = functools.lru_cache(maxsize=1 << 16)(stem)
+_stem_cached = functools.lru_cache(maxsize=1 << 16)(stem)
+
+
+def _stem(word: str) -> str:
+    # A word of digits is its own stem (Porter2's rules end in letters): numbers, most of them
+    # in one record each (ids, counts, times), need no stemming and would push the words that
+    # do repeat out of the cache.
+    return word if word.isdigit() else _stem_cached(word)
 
 
 class StemAlongside(Filter):

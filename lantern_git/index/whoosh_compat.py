@@ -604,6 +604,8 @@ POSTINGS_WRITER_HAS = (
 FIELD_WRITER_HAS = ("_postwriter",)
 # Values of ID and KEYWORD fields whose terms a direct writer keeps
 ANALYZED_KEPT = 50_000
+# Sets of keys given to a direct writer's add_document whose sorted field names it keeps
+FIELD_SETS_KEPT = 64
 
 
 @functools.lru_cache(maxsize=1)
@@ -637,6 +639,8 @@ def _direct_writer() -> type:
             self._length_codes: dict[str, bytearray] = {}
             # (field, value) -> the field's terms for the value, for fields of repeated values
             self._analyzed: dict[tuple[str, Any], list[Any]] = {}
+            # the keys a document gave -> (its field names, sorted; whether any is "_...")
+            self._fieldnames_of: dict[tuple[str, ...], tuple[list[str], bool]] = {}
 
         def add_document(self, **fields: Any) -> None:
             self._check_state()
@@ -645,8 +649,19 @@ def _direct_writer() -> type:
             docnum = self.docnum
             docboost = self._doc_boost(fields)
             analyzed = self._analyzed
-            fieldnames = sorted(name for name in fields if not name.startswith("_"))
-            self._check_fields(schema, fieldnames)
+            # Every document of a rebuild names the same fields: sorted and checked once, and
+            # with no "_..." key given (a boost, a stored value of its own) each field's boost
+            # is the document's and its stored value its value.
+            given = tuple(fields)
+            known = self._fieldnames_of.get(given)
+            if known is None:
+                fieldnames = sorted(name for name in fields if not name.startswith("_"))
+                self._check_fields(schema, fieldnames)
+                special = any(name.startswith("_") for name in fields)
+                if len(self._fieldnames_of) < FIELD_SETS_KEPT:
+                    self._fieldnames_of[given] = (fieldnames, special)
+            else:
+                fieldnames, special = known
             perdocwriter.start_doc(docnum)
             try:
                 for fieldname in fieldnames:
@@ -656,7 +671,9 @@ def _direct_writer() -> type:
                     field = schema[fieldname]
                     length = 0
                     if field.indexed:
-                        fieldboost = self._field_boost(fields, fieldname, docboost)
+                        fieldboost = (
+                            self._field_boost(fields, fieldname, docboost) if special else docboost
+                        )
                         terms = self._terms.get(fieldname)
                         if terms is None:
                             terms = self._terms[fieldname] = {}
@@ -688,7 +705,7 @@ def _direct_writer() -> type:
                                 codes = self._length_codes[fieldname] = bytearray()
                             codes.extend(bytes(docnum - len(codes)))
                             codes.append(length_to_byte(length))
-                    customval = fields.get(f"_stored_{fieldname}", value)
+                    customval = fields.get(f"_stored_{fieldname}", value) if special else value
                     perdocwriter.add_field(
                         fieldname, field, customval if field.stored else None, length
                     )

@@ -166,3 +166,20 @@ def test_without_the_internals_it_drives_a_build_takes_whoosh_s_writer(monkeypat
         assert type(writer) is SegmentWriter
     finally:
         writer.cancel()
+
+
+def test_documents_with_whoosh_s_boost_and_stored_keys_are_written_as_whoosh_writes_them():
+    """A rebuild's documents name the same fields each time (sorted once, no boosts); one
+    that gives Whoosh's per-document keys, between plain ones, still gets its boosts and its
+    own stored value."""
+    docs = documents(
+        [(f"deploy window n{n}", "fact", "global", "active", None, []) for n in range(6)]
+    )
+    docs[1]["_boost"] = 2.5
+    docs[3]["_content_boost"] = 4.0
+    docs[4]["_stored_doc"] = '{"stored": "apart"}'
+    files, answers = written(docs, direct=True)
+    assert (files, answers) == written(docs, direct=False)
+    scores = dict(answers[0])
+    plain = scores[docs[0]["path"]]
+    assert scores[docs[1]["path"]] > plain and scores[docs[3]["path"]] > plain

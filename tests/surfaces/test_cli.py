@@ -312,6 +312,17 @@ def test_short_ids_grow_until_unambiguous(run):
     assert one_json(run("memory", "show", a["id"][: common + 1], "--json"))["id"] == a["id"]
 
 
+def test_short_ids_step_over_other_files_beside_a_record(run, store_path):
+    record = add(run, "Only one record here.")
+    folder = store_path / os.path.dirname(record_path(record["id"]))
+    # Names that sort right beside the record's file and share 12 of its characters, but are no
+    # record files: a short id is decided by the record files around it only.
+    for name in (record["id"][:12] + "0000.txt", record["id"][:12] + "ffff.md~", ".hidden"):
+        (folder / name).write_text("not a record\n")
+    (shown,) = [line.split()[0] for line in run("memory", "list").stdout.splitlines()[1:]]
+    assert shown == record["id"][:7]
+
+
 def test_search_text_has_a_score_column(run):
     add(run, "The deploy host is zettabyte.")
     lines = run("memory", "search", "zettabyte").stdout.splitlines()
