@@ -665,7 +665,12 @@ def status_lines(info: dict[str, Any]) -> list[str]:
         else:
             floors = info["floors"]
             alone = f"{floors['alone']:g} without"
-            if floors.get("noise") is not None:
+            if floors.get("centred"):
+                alone += (
+                    f" (or {floors['noise']:g} above the mean of the query's and each record's"
+                    " noise levels, if lower)"
+                )
+            elif floors.get("noise") is not None:
                 alone += f" (or the query's noise level + {floors['noise']:g}, if lower)"
             lines.append(f"floors:   cosine {floors['floor']:g} with a word in common, {alone}")
     else:

@@ -717,6 +717,8 @@ class Workspace:
                 info["floors"] = {"floor": found.floor, "alone": found.alone}
                 if found.noise is not None:  # the lower of alone and the query's noise level + it
                     info["floors"]["noise"] = found.noise
+                    # Over the mean of the query's and each record's levels: a floor per record
+                    info["floors"]["centred"] = found.centred
         info.update(self.git.branch_info())
         return info
 

@@ -115,11 +115,22 @@ def test_wordllama_keeps_its_floors_and_says_they_are_calibrated(store, store_pa
     assert hits and all(hit["explain"]["floor"] == 0.15 for hit in hits)
     assert all(hit["explain"]["calibrated"] is True for hit in hits)
     status = json.loads(run(store_path, "status", "--json", embedder="wordllama"))
-    assert status["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137}
+    assert status["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137, "centred": False}
     assert (
         "floors:   cosine 0.15 with a word in common, 0.36 without"
         " (or the query's noise level + 0.137, if lower)"
     ) in run(store_path, "status", embedder="wordllama")
+
+
+@pytest.mark.semantic
+def test_e5_s_status_says_its_floor_without_a_shared_word_is_each_records_own(store, store_path):
+    fill(store)
+    status = json.loads(run(store_path, "status", "--json", embedder="e5"))
+    assert status["floors"] == {"floor": 0.8, "alone": 0.84, "noise": 0.04, "centred": True}
+    assert (
+        "floors:   cosine 0.8 with a word in common, 0.84 without (or 0.04 above the mean of"
+        " the query's and each record's noise levels, if lower)"
+    ) in run(store_path, "status", embedder="e5")
 
 
 @pytest.mark.semantic
