@@ -170,6 +170,7 @@ MODULES = [
         # store's searches that score.
         (
             "tests/unit/test_bm25.py",
+            "tests/unit/test_bm25_bounds.py",
             "tests/library/test_bm25_pruned_page.py",
             *BM25_STORE_SEARCHES,
         ),
