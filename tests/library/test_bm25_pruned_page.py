@@ -235,7 +235,8 @@ def test_pruning_gives_up_where_its_bounds_are_loose_and_the_page_is_still_exact
 
 
 def test_pruning_scores_its_first_batch_of_twice_the_page_best_bound_first(monkeypatch):
-    # 40 records hold the word five times, 200 once: a page of 3 scores the raised records
+    # 40 records hold the word five times, 200 once (tying, of one length, at their weight):
+    # a page of 3 is the 40, and it scores the raised records
     # in batches of twice the page (6 here, with the least batch lowered to 1), the first
     # before the page's last score is known, then the rest whose bound reaches it.
     batches: list[int] = []
@@ -247,7 +248,8 @@ def test_pruning_scores_its_first_batch_of_twice_the_page_best_bound_first(monke
 
     monkeypatch.setattr(bm25, "document_scores", counting)
     monkeypatch.setattr(bm25, "BATCH_AT_LEAST", 1)
-    records = [["alpha"] * 5] * 40 + [["alpha"] * 1 + ["pad"] * 4] * 200
+    # 2,000 records without the word make it rare: scores above 1, where a bound's scale shows.
+    records = [["alpha"] * 5] * 40 + [["alpha"] * 1 + ["pad"] * 4] * 200 + [["pad"] * 5] * 2000
     query = query_of([("alpha", 1.0)])
     with build([records], set()).searcher() as searcher:
         found = pruned(searcher, query, 3)
