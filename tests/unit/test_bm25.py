@@ -233,6 +233,7 @@ def test_only_words_and_phrases_joined_by_or_take_the_bulk_path(text, parts):
         Q.Or([Q.Term("content", "kiwi"), Q.Term("name", "kiwi")]),
         Q.Term("name", "kiwi"),
         Q.Or([Q.Term("content", "kiwi"), Q.Term("content", "fig")], boost=2.0),
+        Q.Or([Q.Term("content", "kiwi"), Q.Term("content", "fig")], boost=0.5),
         Q.Or([Q.Term("content", "kiwi"), Q.Term("content", "fig")], scale=0.5),
         Q.Term("content", "kiwi", boost=0.0),
         Q.Term("content", "kiwi", boost=-1.0),
@@ -437,3 +438,16 @@ def test_a_lone_phrase_s_page_reads_positions_in_doubling_batches_of_four_pages_
             page = scores(bm25.scored(found, query, None, end=end))
             assert page == {d: s for d, s in whole.items() if s >= ranked[end - 1]}, end
             assert len(read) == reads and len(set(read)) == reads, end
+
+
+def test_a_lone_phrase_s_page_reads_on_while_the_next_candidate_ties_its_last():
+    # A page of 4: documents 0-3 hold the phrase in a row, of lengths 2 to 5 (each better than
+    # the next); 4-63 hold both words apart, of length 5; 64 holds the phrase, of length 5 too,
+    # so it ties the page's last and comes right after the first batch (64 candidates).
+    texts = ["mango pear" + " plum" * n for n in range(4)]
+    texts += ["pear mango plum plum plum"] * 60 + ["mango pear plum plum plum"]
+    ix = index_of([texts + ["kiwi"] * 100])
+    with ix.searcher() as found:
+        page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=4))
+    assert set(page) == {0, 1, 2, 3, 64}
+    assert page[64] == page[3] and len({page[0], page[1], page[2], page[3]}) == 4
