@@ -56,6 +56,8 @@ def test_the_shortest_norm_is_the_least_codes_norm_in_either_order_of_norms():
     uneven = [0.3, 1.5, 0.9, 1.4]
     assert shortest_norm([1, 2, 3], uneven) == 0.9
     assert shortest_norm([1, 3], uneven) == 1.4
+    # Rising two codes apart but falling one apart: still uneven.
+    assert shortest_norm([1, 2], [0.1, 3.0, 2.0]) == 2.0
 
 
 def test_a_documents_score_sums_the_words_it_holds_in_the_querys_order():
@@ -115,6 +117,13 @@ def test_a_raised_bound_is_the_floor_plus_what_each_heavier_weight_adds():
     # A higher level raises only what weighs more than it.
     assert set(raised_bounds(terms, [2.0, 1.0], 0.5)) == {1, 3}
     assert raised_bounds(terms, [3.0, 4.0], 0.5) == {}
+    # A first word with nothing above its level leaves the next word's raised documents.
+    assert set(raised_bounds(terms, [3.0, 1.0], 0.5)) == {3}
+    # Far above its level (a long shortest length), a weight adds more than the level's bound.
+    long_terms = [(1.0, weight_layers([0, 1], [1.0, 20.0]))]
+    far = raised_bounds(long_terms, [1.0], 3.0)
+    assert far[1] == pytest.approx(score_bound(1.0, 20.0, 3.0))
+    assert score_bound(1.0, 20.0, 3.0) > 2 * score_bound(1.0, 1.0, 3.0)
 
 
 def test_every_raised_bound_is_at_least_the_score_of_its_document():
@@ -132,6 +141,7 @@ def test_a_page_cutoff_is_the_end_th_best_rounded_or_none_with_fewer():
     assert page_cutoff([0.5, 2.0000004, 1.0, 3.0], 2) == 2.0
     assert page_cutoff([0.5, 1.0], 3) is None
     assert page_cutoff([0.5, 1.0, 0.25], 3) == 0.25
+    assert page_cutoff([0.1234567, 0.9], 2) == 0.123457  # six places, as a page rounds
     assert BOUND_MARGIN > 5e-7  # above what rounding moves a score
 
 
