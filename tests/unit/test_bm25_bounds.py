@@ -238,6 +238,7 @@ def test_a_query_of_5000_postings_or_more_is_pruned_and_one_of_fewer_is_not():
 
     words = [(("alpha",), 1.0)]
     assert bm25.worth_pruning(words, [segment(5_000)])
+    assert bm25.worth_pruning(words, [segment(6_000)])
     assert not bm25.worth_pruning(words, [segment(4_999)])
     assert bm25.worth_pruning(words, [segment(2_500), segment(2_500)])
 
