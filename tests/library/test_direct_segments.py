@@ -8,6 +8,8 @@ search the same: these tests write both ways through the index's real schema and
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh import query as Q
@@ -58,7 +60,9 @@ def documents(drawn) -> list[dict]:
 def written(docs: list[dict], direct: bool) -> tuple[dict, list]:
     """The segment's files (by name without its id) and what a few queries answer."""
     storage = RamStorage()
-    ix = storage.create_index(search._schema(), "records")
+    # Whoosh's own writer spills to a folder named after the index in the system's temporary
+    # folder, which a test in another process would share and remove: a name of this process.
+    ix = storage.create_index(search._schema(), f"records{os.getpid()}")
     writer = whoosh_compat._direct_writer()(ix) if direct else SegmentWriter(ix)
     for doc in docs:
         writer.add_document(**doc)

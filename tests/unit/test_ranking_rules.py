@@ -461,6 +461,7 @@ def test_a_noise_floor_is_rounded_to_six_places_as_every_floor_is():
     assert got != round(0.1234567 + margin, 5) and got != round(0.1234567 + margin, 7)
 
 
+@pytest.mark.semantic  # numpy, which only the semantic extra installs
 def test_a_centred_floor_is_each_records_own_above_the_mean_of_both_levels():
     """e5 without a word in common: 0.040 above the mean of the query's level and the
     record's, or the fixed 0.84 when that is lower; rounded to 6 places."""
