@@ -8,12 +8,9 @@ search the same: these tests write both ways through the index's real schema and
 
 from __future__ import annotations
 
-import os
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh import query as Q
-from whoosh.filedb.filestore import RamStorage
 from whoosh.writing import SegmentWriter
 
 from lantern_git.index import search, whoosh_compat
@@ -59,10 +56,10 @@ def documents(drawn) -> list[dict]:
 
 def written(docs: list[dict], direct: bool) -> tuple[dict, list]:
     """The segment's files (by name without its id) and what a few queries answer."""
-    storage = RamStorage()
-    # Whoosh's own writer spills to a folder named after the index in the system's temporary
-    # folder, which a test in another process would share and remove: a name of this process.
-    ix = storage.create_index(search._schema(), f"records{os.getpid()}")
+    # Its writers' temporary files in a folder of its own: stock RamStorage shares one per
+    # index name across processes, and a writer that finishes removes it.
+    ix = whoosh_compat.memory_index(search._schema())
+    storage = ix.storage
     writer = whoosh_compat._direct_writer()(ix) if direct else SegmentWriter(ix)
     for doc in docs:
         writer.add_document(**doc)
