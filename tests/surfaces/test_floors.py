@@ -51,7 +51,6 @@ def fill(store) -> None:
         store.add(content, kind=kind, scope=scope)
 
 
-@pytest.mark.semantic
 def own_floor(query: str, record: str) -> float:
     """A record's own floor under e5 for a search sharing no word with the records (docs/
     search.md, "A record's own level"): 0.040 above the mean of the query's mean cosine with
