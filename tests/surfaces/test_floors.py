@@ -113,23 +113,32 @@ def test_wordllama_keeps_its_floors_and_says_they_are_calibrated(store, store_pa
     hits = searched(store_path, "Ana answers", "hybrid", "wordllama")
     assert hits and all(hit["explain"]["floor"] == 0.15 for hit in hits)
     assert all(hit["explain"]["calibrated"] is True for hit in hits)
-    status = json.loads(run(store_path, "status", "--json", embedder="wordllama"))
-    assert status["floors"] == {"floor": 0.15, "alone": 0.36, "noise": 0.137, "centred": False}
-    assert (
+    status_says(
+        store_path,
+        "wordllama",
+        {"floor": 0.15, "alone": 0.36, "noise": 0.137, "centred": False},
         "floors:   cosine 0.15 with a word in common, 0.36 without"
-        " (or the query's noise level + 0.137, if lower)"
-    ) in run(store_path, "status", embedder="wordllama")
+        " (or the query's noise level + 0.137, if lower)",
+    )
+
+
+def status_says(store_path, embedder: str, floors: dict, line: str) -> None:
+    """``lantern status`` under ``embedder``: its floors in the JSON and its line in the text."""
+    status = json.loads(run(store_path, "status", "--json", embedder=embedder))
+    assert status["floors"] == floors
+    assert line in run(store_path, "status", embedder=embedder)
 
 
 @pytest.mark.semantic
 def test_e5_s_status_says_its_floor_without_a_shared_word_is_each_records_own(store, store_path):
     fill(store)
-    status = json.loads(run(store_path, "status", "--json", embedder="e5"))
-    assert status["floors"] == {"floor": 0.8, "alone": 0.84, "noise": 0.04, "centred": True}
-    assert (
+    status_says(
+        store_path,
+        "e5",
+        {"floor": 0.8, "alone": 0.84, "noise": 0.04, "centred": True},
         "floors:   cosine 0.8 with a word in common, 0.84 without (or 0.04 above the mean of"
-        " the query's and each record's noise levels, if lower)"
-    ) in run(store_path, "status", embedder="e5")
+        " the query's and each record's noise levels, if lower)",
+    )
 
 
 @pytest.mark.semantic
