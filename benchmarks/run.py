@@ -332,8 +332,8 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
     rows.append(("lantern memory add, CPU", n, cpu_of(slow_reps), "import floor, CPU", floor_cpu))
     extras.setdefault("cli_add", {})[n] = ours
 
-    # -- the same two commands while a watching process (lantern mcp, lantern serve) runs:
-    # they read its journal instead of sweeping every file
+    # -- the same two commands while `lantern index watch` runs (as lantern mcp and lantern
+    # serve watch while they run): they read its journal instead of sweeping every file
     with watching(root):
         cli_list = [
             run_process([*LANTERN, "--store", root, "memory", "list", "--limit", "50"])
@@ -341,7 +341,7 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
         ][1:]  # the first reads a journal it has no position in yet: a sweep
         rows.append(
             (
-                "lantern memory list --limit 50, a server watching",
+                "lantern memory list --limit 50, lantern index watch running",
                 n,
                 [t for t, _ in cli_list],
                 "import floor",
@@ -350,7 +350,9 @@ def bench_size(root: str, n: int, reps: int, rows: list, extras: dict, first: bo
         )
         offset += slow_reps
         ours = timed(cli_add, slow_reps)
-        rows.append(("lantern memory add, a server watching", n, ours, "import floor", floor))
+        rows.append(
+            ("lantern memory add, lantern index watch running", n, ours, "import floor", floor)
+        )
     if first:
         helps = [run_process([*LANTERN, "--help"])[0] for _ in range(slow_reps)]
         bare = [run_process([PY, "-c", "pass"])[0] for _ in range(slow_reps)]
@@ -417,31 +419,19 @@ def bench_clone(
     shutil.rmtree(clone, ignore_errors=True)
 
 
-WATCHER = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from lantern_git.store import Store
-store = Store.open(sys.argv[2], watch=True)
-store.list(limit=1)
-print("ready", flush=True)
-sys.stdin.read()
-store.close()
-"""
-
-
 @contextlib.contextmanager
 def watching(root: str):
-    """A process that keeps the store open with a watch (as lantern mcp and lantern serve do),
-    so that it publishes the watch's journal, until the block ends."""
+    """``lantern index watch`` on the store (the journal ``lantern mcp`` and ``lantern serve``
+    also keep while they run), until the block ends."""
     proc = subprocess.Popen(
-        [PY, "-c", WATCHER, REPO, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV
+        [*LANTERN, "--store", root, "index", "watch"], stdout=subprocess.PIPE, env=ENV
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"lantern index watch: watching")
         yield
     finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
+        proc.terminate()
         proc.wait(timeout=60)
 
 
@@ -494,8 +484,8 @@ TARGETS = {
     "lantern memory add": (2.0, (10_000, 100_000)),
     "lantern memory list --limit 50, CPU": (2.0, (10_000, 100_000)),
     "lantern memory add, CPU": (2.0, (10_000, 100_000)),
-    "lantern memory list --limit 50, a server watching": (2.0, (10_000, 100_000)),
-    "lantern memory add, a server watching": (2.0, (10_000, 100_000)),
+    "lantern memory list --limit 50, lantern index watch running": (2.0, (10_000, 100_000)),
+    "lantern memory add, lantern index watch running": (2.0, (10_000, 100_000)),
     "lantern --help": (5.0, None),
     "refresh after a pull of 100 records": (1 / 20, (100_000,)),
     "second list in a fresh clone": (1.2, None),

@@ -493,6 +493,56 @@ def index_embed(as_json: bool, store_path: str | None) -> None:
     render.emit(store.embed(), as_json, render.embed_lines)
 
 
+@index_group.command("watch")
+@common
+def index_watch(as_json: bool, store_path: str | None) -> None:
+    """Watch the record files, so that other commands on this store need not check each one.
+
+    Without a watching process, every command first checks every record file for changes
+    (about 0.1 s of a command at 100,000 records). While this runs, they read what changed
+    from its journal instead, as `git status` asks git's fsmonitor; `lantern mcp` and
+    `lantern serve` keep the same journal while they run. Prints one line once it watches
+    (--json: one JSON object with the store and the process id), then runs until interrupted
+    (Ctrl-C or SIGTERM). Exits 1 where file-system notifications are unavailable or another
+    process keeps the store's journal already."""
+    import os
+    import signal
+    import threading
+
+    from ..errors import NoStore, StoreError
+
+    store = support.open_store(store_path)
+    if not store.exists:
+        raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
+    stop = threading.Event()
+    try:
+        if not store.index.watch():
+            raise StoreError(
+                "cannot watch the record files: file-system notifications are unavailable "
+                "here (no inotify, or its limit of watches reached: fs.inotify.max_user_watches)",
+                code="watch_unavailable",
+            )
+        if not store.index.publishing:
+            raise StoreError(
+                f"another process keeps {store.root}'s journal already (lantern mcp, lantern "
+                "serve or lantern index watch): commands on this store read it while it runs",
+                code="already_watched",
+            )
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda *_: stop.set())
+        if as_json:
+            import json
+
+            click.echo(json.dumps({"watching": store.root, "pid": os.getpid()}))
+        else:
+            click.echo(f"lantern index watch: watching {store.root} (stop with Ctrl-C)")
+        # A timed wait: the signal handler runs on the main thread between waits.
+        while not stop.wait(1.0):
+            pass
+    finally:
+        store.close()
+
+
 from . import lifecycle  # noqa: E402 - commands register onto the groups above
 
 lifecycle.register(cli, memory)

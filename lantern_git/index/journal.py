@@ -149,6 +149,11 @@ class Publisher:
         if live >= 0:
             os.close(live)
 
+    @property
+    def live(self) -> bool:
+        """Whether it still holds the lock and writes the journal (a full disk ends that)."""
+        return self._live >= 0
+
     def changed(self, path: str) -> None:
         self._write(["P " + json.dumps(path)])
 

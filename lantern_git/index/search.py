@@ -449,6 +449,13 @@ class SearchIndex(DerivedIndex[RefreshReport]):
             self._watcher = watcher
         return True
 
+    @property
+    def publishing(self) -> bool:
+        """Whether this process's watch keeps the journal that one-shot commands beside it read
+        (:mod:`lantern_git.index.journal`): False where it does not watch, or another process
+        (``lantern mcp``, ``lantern serve``, ``lantern index watch``) keeps the journal."""
+        return self._watcher is not None and self._watcher.publishing
+
     def stop_watching(self) -> None:
         watcher, self._watcher = self._watcher, None
         if watcher is not None:

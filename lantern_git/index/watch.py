@@ -177,6 +177,12 @@ class Watcher:
     def running(self) -> bool:
         return self._observer is not None and self._observer.is_alive()
 
+    @property
+    def publishing(self) -> bool:
+        """Whether this watch keeps the journal the one-shot commands beside it read (False
+        where another process keeps it, or it could not be kept)."""
+        return self._journal is not None and self._journal.live
+
     # -- the watcher thread
 
     def _handle(self, event: Any) -> None:
