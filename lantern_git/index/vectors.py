@@ -137,15 +137,21 @@ class VectorSet:
                 scores = np.concatenate([scores, more])
         return scores
 
-    def levels(self, probes: np.ndarray, key: str) -> np.ndarray:
-        """Every row's mean cosine with ``probes`` (unit rows; ``key`` names them): one
-        product with the whole set, kept until rows are added, so a long-running process pays
-        it once: one matrix-vector product, as a search's own."""
+    def levels(self, probes: np.ndarray, key: str, best: bool = False) -> np.ndarray:
+        """Every row's mean (``best``: best) cosine with ``probes`` (unit rows; ``key`` names
+        them), kept until rows are added, so a long-running process pays it once: the mean is
+        one matrix-vector product, as a search's own; the best one per probe (28)."""
         kept = self._levels
         count = len(self.ids)
+        key += "\nbest" if best else "\nmean"
         if kept is None or kept[0] != key or len(kept[1]) != count:
-            mean = probes.mean(axis=0)  # the mean of the cosines is the cosine with the mean
-            found = np.asarray(self.scores(mean.astype(np.float32)), dtype=np.float64)
+            if best:
+                found = np.full(count, -np.inf)
+                for probe in probes:  # one row of cosines at a time: no count x 28 matrix
+                    found = np.maximum(found, self.scores(probe.astype(np.float32)))
+            else:
+                mean = probes.mean(axis=0)  # the mean of the cosines is the cosine with the mean
+                found = np.asarray(self.scores(mean.astype(np.float32)), dtype=np.float64)
             kept = self._levels = (key, found)
         return kept[1]
 
@@ -398,11 +404,15 @@ class Vectors:
         cosines = self._probes(probes) @ query
         return round(float(np.mean(cosines) if mean else np.max(cosines)), 6)
 
-    def levels(self, vectors: VectorSet, rows: np.ndarray, probes: Sequence[str]) -> np.ndarray:
-        """Each of these rows' mean cosine with the ``probes`` embedded as searches are: how
-        close the text sits to searches it has nothing to do with (``ranking.record_floors``)."""
+    def levels(
+        self, vectors: VectorSet, rows: np.ndarray, probes: Sequence[str], best: bool = False
+    ) -> np.ndarray:
+        """Each of these rows' mean (``best``: best) cosine with the ``probes`` embedded as
+        searches are: how close the text sits to searches it has nothing to do with
+        (``ranking.record_floors``)."""
         made = self._probes(probes, query=True)
-        found: np.ndarray = vectors.levels(made, self.fingerprint + "\n".join(probes))[rows]
+        key = self.fingerprint + "\n".join(probes)
+        found: np.ndarray = vectors.levels(made, key, best)[rows]
         return found
 
     def _probes(self, probes: Sequence[str], query: bool = False) -> np.ndarray:
