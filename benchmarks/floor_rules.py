@@ -17,9 +17,10 @@ printed last with the margins of all folds only when asked (``HELD_OUT=1``): it 
 and a rule is chosen by the other columns before it is looked at. Embeddings are cached by text
 (LANTERN_FLOOR_CACHE, default ~/.cache/lantern-floor-rules).
 
-``DRAWS`` (default 3) is how many draws of four other records each question gets; ``ONLY`` names
-the rules to run, separated by ``|``; a second argument ``sent2`` words the probe sentences
-"Notes about the {probe}." instead of "The {probe} is here.".
+``--shipped`` runs only the rule lantern ships for the embedder (``retrieval.py --calibrate``
+runs it so). ``DRAWS`` (default 3) is how many draws of four other records each question gets;
+``ONLY`` names the rules to run, separated by ``|``; a second argument ``sent2`` words the probe
+sentences "Notes about the {probe}." instead of "The {probe} is here.".
 
 Rules: keep a record when its cosine reaches the fixed floor, or when its excess reaches the
 margin: ``W``: cosine - the query's best cosine with the probe words (lantern's before); ``S``: the
@@ -47,6 +48,7 @@ import numpy as np
 import retrieval
 import yaml
 
+from lantern_git.index import ranking
 from lantern_git.index.embedders import load_embedder
 from lantern_git.index.vectors import unit_rows
 
@@ -67,6 +69,7 @@ RULES: dict[str, tuple[str, int] | None] = {
     "Wmean + hubmean": ("Wmean", 2),
 }
 KINDS = ("W", "S", "WS", "W3", "Smean", "Wmean")
+DEFAULT_SENTENCE = "The {} is here."
 STEP = 0.001  # a floor or margin is set this far above the highest probe search it must refuse
 
 
@@ -351,17 +354,43 @@ def evaluate(
     )
 
 
+def shipped_rule(embedder: str) -> tuple[str, str] | None:
+    """The rule lantern ships for ``embedder`` (ranking.FLOORS) as one of :data:`RULES`, with the
+    probe sentence its query level reads (None: not calibrated, no floor)."""
+    if not ranking.calibrated(embedder):
+        return None
+    found = ranking.floors(embedder)
+    sentences = found.probe_text != "{}"
+    sentence = found.probe_text if sentences else DEFAULT_SENTENCE
+    if found.noise is None:
+        return "fixed only", sentence
+    if not found.centred:
+        return ("S sentences" if sentences else "W (lantern's)"), sentence
+    if found.best:
+        return ("S + record hub (csls)" if sentences else "W + record hub (csls)"), sentence
+    return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("embedder", help="e5 or wordllama")
     parser.add_argument(
         "sentences", nargs="?", help='"sent2": probe sentences "Notes about the {probe}."'
     )
+    parser.add_argument(
+        "--shipped", action="store_true", help="only the rule lantern ships for the embedder"
+    )
     args = parser.parse_args()
+    shipped = shipped_rule(args.embedder) if args.shipped else None
+    if args.shipped and shipped is None:
+        print(f"{args.embedder}: not calibrated, no floor (ranking.FLOORS)")
+        return
     folder = os.environ.get("LANTERN_FLOOR_CACHE", DEFAULT_CACHE)
     os.makedirs(folder, exist_ok=True)
     cache = Cache(args.embedder, folder)
-    sentence = "Notes about the {}." if args.sentences == "sent2" else "The {} is here."
+    sentence = "Notes about the {}." if args.sentences == "sent2" else DEFAULT_SENTENCE
+    if shipped is not None:
+        sentence = shipped[1]
     probes = Probes(cache, sentence)
     data = load_data(cache, probes.word_passages.shape[1])
     noise = {
@@ -371,11 +400,17 @@ def main() -> None:
         for kind in KINDS
     }
     cosines = probe_cosines(data.folds, probes)
-    wanted = os.environ.get("ONLY", "").split("|")
+    wanted = [shipped[0]] if shipped else os.environ.get("ONLY", "").split("|")
     draws = int(os.environ.get("DRAWS", "3"))
     held_out = os.environ.get("HELD_OUT") == "1"
     for rule in [r for r in RULES if not wanted[0] or r in wanted]:
         print(evaluate(rule, data, probes, cosines, noise, draws, held_out), flush=True)
+    if shipped is not None:
+        found = ranking.floors(args.embedder)
+        print(
+            f"{args.embedder}: lantern ships {shipped[0]!r} (fixed floor {found.alone},"
+            f" margin {found.noise}; ranking.FLOORS), from the all-fold figures above"
+        )
 
 
 if __name__ == "__main__":
