@@ -39,6 +39,7 @@ wordllama, ``Wmean + hubmean`` for e5.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pickle
 import sys
@@ -484,9 +485,13 @@ def shipped_rule(embedder: str) -> tuple[str, str] | None:
         return "fixed only", sentence
     if not found.centred:
         return ("S sentences" if sentences else "W (lantern's)"), sentence
-    if found.best:
+    if math.isinf(found.beta):
         return ("S + record hub (csls)" if sentences else "W + record hub (csls)"), sentence
-    return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
+    if found.beta == 0.0:
+        return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
+    soft = f"probes soft best, beta={found.beta:g}"
+    assert not sentences and soft in RULES, (embedder, found)
+    return soft, sentence
 
 
 def main() -> None:

@@ -38,11 +38,12 @@ with the records searched has the embedder's ``floor``; one sharing none (a word
   a record must stand above what the two texts reach with words they have nothing to do with.
   The shipped embedders are ``centred`` (:func:`record_floors`): each record's floor is
   ``noise`` above the mean of the query's level and the record's (CSLS, Conneau et al. 2018),
-  e5's levels the texts' mean cosines with the probes, wordllama's their best, the query's over
-  probe sentences. Uncentred (a calibration of one's own), the level is the query's best cosine
-  with the probe words alone (:func:`floor`). ``noise`` is the margin that keeps each probe
-  word, searched itself, under the level the other 27 give it, in every store of the folds
-  below (whole folds, 5- and 20-record stores drawn from them, and the tuning pairs' stores).
+  e5's levels a soft best of the texts' cosines with the probes (``vectors.probe_level``,
+  beta 50), wordllama's their best, the query's over probe sentences. Uncentred (a
+  calibration of one's own), the level is the query's best cosine with the probe words alone
+  (:func:`floor`). ``noise`` is the margin that keeps each probe word, searched itself, under
+  the level the other 27 give it, in every store of the folds below (whole folds, 5- and
+  20-record stores drawn from them, and the tuning pairs' stores).
 
 Without a lexical anchor only the cosine speaks for a record, so such a query gets no hits
 unless a record stands out. Each shipped embedder's floors were calibrated by the same
@@ -57,6 +58,7 @@ model's: ``--explain`` and ``lantern status`` say so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,16 +74,17 @@ class Floors:
     """An embedder's similarity floors: with a lexical anchor (``floor``), and without one: the
     lower of ``alone`` and the query's level over the :data:`PROBES` plus ``noise`` (None:
     ``alone`` only). ``centred``: the level is the mean of both texts' levels, the query's
-    cosine with the probes (embedded as records, each worded by ``probe_text``) and the
-    record's cosine with the probe words searched as queries (:func:`record_floors`), each
-    text's mean cosine with them, or with ``best`` its best; else the query's best cosine with
-    the probes alone (:func:`floor`)."""
+    over the probes (embedded as records, each worded by ``probe_text``) and the record's over
+    the probe words searched as queries (:func:`record_floors`), each text's level read from
+    its cosines with them by ``beta`` (``vectors.probe_level``: 0 their mean, ``math.inf``
+    their best, between a soft best); else the query's best cosine with the probes alone
+    (:func:`floor`)."""
 
     floor: float
     alone: float
     noise: float | None = None
     centred: bool = False
-    best: bool = False
+    beta: float = 0.0
     probe_text: str = "{}"
 
 
@@ -89,11 +92,14 @@ class Floors:
 # benchmarks/retrieval.py --cv, the rest (a search sharing no word with the records) with
 # benchmarks/floor_rules.py, by the same criterion for each embedder, tuning pairs included
 # (docs/search.md, "A record's own level"). An embedder not listed has no floor (NO_FLOORS).
-# Both are centred on both texts' levels: e5's by their mean cosines with the probe words,
-# wordllama's by their best, the query's over probe sentences ("The quokka is here.").
+# Both are centred on both texts' levels: e5's by a soft best of their cosines with the probe
+# words (beta 50), wordllama's by their best, the query's over probe sentences ("The quokka is
+# here.").
 FLOORS = {
-    "wordllama": Floors(0.15, 0.40, 0.144, centred=True, best=True, probe_text="The {} is here."),
-    "e5": Floors(0.80, 0.84, 0.040, centred=True),
+    "wordllama": Floors(
+        0.15, 0.40, 0.144, centred=True, beta=math.inf, probe_text="The {} is here."
+    ),
+    "e5": Floors(0.80, 0.84, 0.033, centred=True, beta=50.0),
 }
 NO_FLOORS = Floors(0.0, 0.0)
 
@@ -141,9 +147,9 @@ def floor(embedder: str, anchored: bool, noise: float | None = None) -> float:
 def record_floors(embedder: str, level: float, levels: np.ndarray) -> np.ndarray:
     """Each record's own floor under a centred embedder (:class:`Floors`), for a query sharing
     no word with the records searched: the lower of ``alone`` and ``noise`` above the mean of
-    the query's ``level`` (its mean, or with ``best`` its best, cosine with the
-    :func:`query_probes`) and the record's (``levels``: each record's mean, or best, cosine
-    with the probe words searched as queries), rounded to 6 places. A record that sits high
+    the query's ``level`` (over the :func:`query_probes`) and the record's (``levels``: each
+    record's over the probe words searched as queries), each read by the embedder's ``beta``,
+    rounded to 6 places. A record that sits high
     on everything (a short one, under e5) must reach higher, and a query that sits high on
     everything (a single word) is not held to the level of a probe word that happens to lie
     close to it."""

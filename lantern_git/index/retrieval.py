@@ -212,9 +212,9 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         # rankings below need none (and no keyword match can bring one back: there is none)
         import numpy as np
 
-        best = ranking.floors(corpus.embedder).best
-        level = vectors.noise(wanted, ranking.query_probes(corpus.embedder), mean=not best)
-        levels = vectors.levels(current, candidates, ranking.PROBES, best=best)
+        beta = ranking.floors(corpus.embedder).beta
+        level = vectors.noise(wanted, ranking.query_probes(corpus.embedder), beta)
+        levels = vectors.levels(current, candidates, ranking.PROBES, beta)
         floors = ranking.record_floors(corpus.embedder, level, levels)
         cosines = np.round(current.scores(wanted)[candidates].astype(np.float64), 6)
         kept = cosines >= floors
