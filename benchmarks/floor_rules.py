@@ -3,6 +3,7 @@ leave-one-fold-out (issue 35; docs/search.md, "A record's own level").
 
     nice -n 5 python benchmarks/floor_rules.py e5           # or wordllama; DRAWS=3 for more draws
     ONLY="W (lantern's)|Wmean + hubmean" python benchmarks/floor_rules.py e5
+    HELD_OUT=1 ONLY="Wmean + hubmean" python benchmarks/floor_rules.py e5   # once, after choosing
 
 Folds: the recall set, each conversation, and the tuning pairs (benchmarks/paraphrases_tuning.yaml,
 ten pairs a fold, each pair's five records a store of their own). Each probe word (ranking.PROBES)
@@ -12,12 +13,14 @@ floor and margin are set, in each fold, just above what the other folds' probe s
 on the held-out fold it is measured: probe searches let in, the two sets' questions searched as if
 they shared no word (whole-fold R@5; among four other records, first and kept), and the tuning
 pairs' targets first and kept in their five. The held-out paraphrase set (paraphrases.yaml) is
-printed last with the margins of all folds: it chooses nothing. Embeddings are cached by text
+printed last with the margins of all folds only when asked (``HELD_OUT=1``): it chooses nothing,
+and a rule is chosen by the other columns before it is looked at. Embeddings are cached by text
 (LANTERN_FLOOR_CACHE, default ~/.cache/lantern-floor-rules).
 
-``DRAWS`` (default 3) is how many draws of four other records each question gets; ``ONLY`` names
-the rules to run, separated by ``|``; a second argument ``sent2`` words the probe sentences
-"Notes about the {probe}." instead of "The {probe} is here.".
+``--shipped`` runs only the rule lantern ships for the embedder (``retrieval.py --calibrate``
+runs it so). ``DRAWS`` (default 3) is how many draws of four other records each question gets;
+``ONLY`` names the rules to run, separated by ``|``; a second argument ``sent2`` words the probe
+sentences "Notes about the {probe}." instead of "The {probe} is here.".
 
 Rules: keep a record when its cosine reaches the fixed floor, or when its excess reaches the
 margin: ``W``: cosine - the query's best cosine with the probe words (lantern's before); ``S``: the
@@ -25,12 +28,18 @@ same with probe sentences; ``W3``: the mean of the query's best three; ``+ recor
 (query level + the record's best cosine with the probe words searched as queries) / 2; ``Wmean +
 hubmean``: cosine - (the query's mean cosine with the probe words + the record's mean cosine with
 them as queries) / 2: both texts' level over unrelated texts taken out (CSLS, Conneau et al. 2018,
-with every probe as the neighbourhood).
+with every probe as the neighbourhood). ``vocab ...`` and ``probes ...``: both texts' levels
+over a neighbourhood (:class:`Neighbourhood`): 506 common words (benchmarks/probe_vocabulary.txt),
+with or without the probe words, the mean of the k nearest, the k-th nearest, z-scores,
+centring, or the probe words alone with a soft best. ``FOLD_LEAKS=1`` names, on stderr, the
+folds whose probe searches a rule lets in. Shipped (ranking.FLOORS): ``S + record hub`` for
+wordllama, ``Wmean + hubmean`` for e5.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pickle
 import sys
@@ -44,15 +53,42 @@ import numpy as np
 import retrieval
 import yaml
 
+from lantern_git.index import ranking
 from lantern_git.index.embedders import load_embedder
 from lantern_git.index.vectors import unit_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "lantern-floor-rules")
 BATCH = 64
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """Both texts' levels over :data:`VOCABULARY` (the query's with its words embedded as
+    records, the record's with them embedded as searches): each text's mean cosine with its
+    ``k`` nearest (None: all; CSLS, Conneau et al. 2018), or with ``kth`` its ``k``-th nearest
+    (local scaling, Zelnik-Manor and Perona 2004), or with ``z`` each side's cosine as a z-score
+    over its cosines with all of them, the two averaged (mutual proximity's Gaussian form,
+    Schnitzer et al. 2012); or with ``centre`` no level: the cosine of the two vectors less
+    the vocabulary's centroid on their side (centring against hubness, Hara et al. 2015)."""
+
+    k: int | None = None
+    kth: bool = False
+    z: bool = False
+    centre: bool = False
+    # the 28 probe words among the vocabulary's (the one searched left out of its own levels)
+    with_probes: bool = False
+    # the probe words alone, no vocabulary (with the mean: "Wmean + hubmean" again, a check)
+    probes_only: bool = False
+    # a soft best: (1 / beta) log mean exp(beta cos), between the mean (beta -> 0) and the best
+    # (the inverted softmax's normaliser, Smith et al. 2017)
+    beta: float | None = None
+
+
 # Each rule: None (the fixed floor alone), or (the query's noise level, the record's level):
-# 0 none, 1 its best cosine with the probe queries, 2 its mean cosine with them.
-RULES: dict[str, tuple[str, int] | None] = {
+# 0 none, 1 its best cosine with the probe queries, 2 its mean cosine with them; or both
+# texts' levels over a neighbourhood of common words (:class:`Neighbourhood`).
+RULES: dict[str, tuple[str, int] | Neighbourhood | None] = {
     "fixed only": None,
     "W (lantern's)": ("W", 0),
     "S sentences": ("S", 0),
@@ -62,8 +98,28 @@ RULES: dict[str, tuple[str, int] | None] = {
     "S + record hub (csls)": ("S", 1),
     "Smean + hubmean (csls mean)": ("Smean", 2),
     "Wmean + hubmean": ("Wmean", 2),
+    "vocab mean, all": Neighbourhood(),
+    "vocab mean, k=50": Neighbourhood(50),
+    "vocab mean, k=20": Neighbourhood(20),
+    "vocab mean, k=10": Neighbourhood(10),
+    "vocab 10th nearest": Neighbourhood(10, kth=True),
+    "vocab z-scores": Neighbourhood(z=True),
+    "vocab centring": Neighbourhood(centre=True),
+    "probes + vocab mean, all": Neighbourhood(with_probes=True),
+    "probes + vocab mean, k=50": Neighbourhood(50, with_probes=True),
+    "probes + vocab mean, k=20": Neighbourhood(20, with_probes=True),
+    "probes mean (Wmean + hubmean again)": Neighbourhood(with_probes=True, probes_only=True),
+    "probes soft best, beta=10": Neighbourhood(with_probes=True, probes_only=True, beta=10.0),
+    "probes soft best, beta=20": Neighbourhood(with_probes=True, probes_only=True, beta=20.0),
+    "probes soft best, beta=30": Neighbourhood(with_probes=True, probes_only=True, beta=30.0),
+    "probes soft best, beta=50": Neighbourhood(with_probes=True, probes_only=True, beta=50.0),
+    "probes soft best, beta=100": Neighbourhood(with_probes=True, probes_only=True, beta=100.0),
+    "probes + vocab soft best, beta=30": Neighbourhood(with_probes=True, beta=30.0),
 }
+# benchmarks/probe_vocabulary.txt: common words, none of them a probe word (its header)
+VOCABULARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_vocabulary.txt")
 KINDS = ("W", "S", "WS", "W3", "Smean", "Wmean")
+DEFAULT_SENTENCE = "The {} is here."
 STEP = 0.001  # a floor or margin is set this far above the highest probe search it must refuse
 
 
@@ -117,6 +173,55 @@ class Probes:
         self.word_passages = cache.get(self.words)
         self.sentence_passages = cache.get([sentence.format(p) for p in self.words])
         self.queries = cache.get(self.words, query=True)
+        self.vocabulary: tuple[np.ndarray, np.ndarray] | None = None
+        if any(isinstance(spec, Neighbourhood) for spec in RULES.values()):
+            with open(VOCABULARY, encoding="utf-8") as handle:
+                words = [w.strip() for w in handle if w.strip() and not w.startswith("#")]
+            assert not set(words) & set(self.words)
+            self.vocabulary = (cache.get(words), cache.get(words, query=True))
+
+    def neighbourhood(
+        self, rows: np.ndarray, spec: Neighbourhood, query: bool, skip: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's level over the vocabulary and the spread of its cosines with it (rows
+        that are searches against the words as records, else the words as searches; skip: the
+        probe searched, left out when the probes are among the words)."""
+        assert self.vocabulary is not None
+        words = self.vocabulary[0] if query else self.vocabulary[1]
+        if spec.with_probes:
+            own = self.word_passages if query else self.queries
+            if skip is not None:
+                own = np.delete(own, skip, axis=0)
+            words = own if spec.probes_only else np.vstack([own, words])
+        x = np.atleast_2d(rows) @ words.T
+        if spec.beta is not None:
+            top = x.max(1, keepdims=True)
+            soft = top[:, 0] + np.log(np.exp(spec.beta * (x - top)).mean(1)) / spec.beta
+            return soft, np.ones(len(soft))
+        if spec.z or spec.k is None:
+            return x.mean(1), x.std(1)
+        nearest = -np.sort(-x, axis=1)[:, : spec.k]
+        level = nearest[:, -1] if spec.kth else nearest.mean(1)
+        return level, np.ones(len(level))
+
+    def vocab_excess(
+        self, spec: Neighbourhood, v: np.ndarray, records: np.ndarray, skip: int | None = None
+    ) -> np.ndarray:
+        """The records' excess over their floors under ``spec``: cos - the mean of the two
+        levels, or the mean of the two z-scores, or the centred cosine."""
+        assert self.vocabulary is not None
+        cos = records @ v
+        if spec.centre:
+            q = v - self.vocabulary[0].mean(0)
+            r = records - self.vocabulary[1].mean(0)
+            q /= np.linalg.norm(q)
+            return (r @ q) / np.linalg.norm(r, axis=1)
+        levels, spreads = self.neighbourhood(v, spec, query=True, skip=skip)
+        query = (levels[0], spreads[0])
+        level, spread = self.neighbourhood(records, spec, query=False, skip=skip)
+        if spec.z:
+            return 0.5 * ((cos - query[0]) / query[1] + (cos - level) / spread)
+        return cos - 0.5 * (query[0] + level)
 
     def noise_of(self, v: np.ndarray, kind: str, skip: int | None = None) -> float:
         """The query's level of kind ``kind`` (skip: a probe left out, the query being it)."""
@@ -154,9 +259,11 @@ class Probes:
         """Per record: its excess over its own threshold (keep iff excess >= margin)."""
         spec = RULES[rule]
         assert spec is not None
+        cos = records @ v
+        if isinstance(spec, Neighbourhood):
+            return self.vocab_excess(spec, v, records)
         kind, record_level = spec
         n = self.noise_of(v, kind)
-        cos = records @ v
         if record_level == 0:
             return cos - n
         if record_level == 1:
@@ -264,6 +371,7 @@ def evaluate(
     cosines: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     noise: dict[str, np.ndarray],
     draws: int,
+    show_held_out: bool = False,
 ) -> str:
     """One rule's line: its floors chosen leave-one-fold-out, then measured."""
     spec = RULES[rule]
@@ -271,7 +379,16 @@ def evaluate(
     for name, fold in data.folds.items():
         C, hub_skip, hubmean_skip = cosines[name]
         X = None
-        if spec is not None:
+        if isinstance(spec, Neighbourhood):
+            # the probes are not in the vocabulary: no probe is its own neighbour (and where
+            # they are added to it, the one searched is left out)
+            X = np.stack(
+                [
+                    probes.vocab_excess(spec, v, fold.matrix, skip=p)
+                    for p, v in enumerate(probes.queries)
+                ]
+            )
+        elif spec is not None:
             kind, record_level = spec
             n = noise[kind][:, None]
             if record_level == 0:
@@ -301,6 +418,15 @@ def evaluate(
         for f in names
     )
     total = sum(len(top[f]) for f in names)
+    if os.environ.get("FOLD_LEAKS") == "1":  # where the probe searches let in are
+        by_fold = {
+            f: sum(
+                (t >= floor[f]) or (e >= margin[f])
+                for t, e in zip(top[f], exc[f] or [-9] * len(top[f]))
+            )
+            for f in names
+        }
+        print(rule, {f: n for f, n in by_fold.items() if n}, file=sys.stderr)
 
     out: dict[tuple[str, str], list[float]] = {}
     dr = np.random.default_rng(1)
@@ -333,6 +459,7 @@ def evaluate(
     for v, M in data.held:
         cos, k = keep(probes, rule, v, M, all_floor, all_margin)
         held_kept += int(np.argmax(cos) == 0 and k[0])
+    held_out = f" | HELD-OUT {held_kept}/{len(data.held)}" if show_held_out else ""
 
     def mean(key: tuple[str, str]) -> str:
         return f"{np.mean(out[key]):.3f}"
@@ -342,9 +469,29 @@ def evaluate(
         f" | recall R@5 {mean(('recall', 'R@5'))} 4oth {mean(('recall', '4'))}"
         f" | conv R@5 {mean(('conversations', 'R@5'))} 4oth {mean(('conversations', '4'))}"
         f" | tuning first {int(sum(out['tuning', 'first']))}/{len(data.pairs)}"
-        f" | all-fold fixed {all_floor:.3f} margin {all_margin:.3f}"
-        f" | HELD-OUT {held_kept}/45"
+        f" | all-fold fixed {all_floor:.3f} margin {all_margin:.3f}{held_out}"
     )
+
+
+def shipped_rule(embedder: str) -> tuple[str, str] | None:
+    """The rule lantern ships for ``embedder`` (ranking.FLOORS) as one of :data:`RULES`, with the
+    probe sentence its query level reads (None: not calibrated, no floor)."""
+    if not ranking.calibrated(embedder):
+        return None
+    found = ranking.floors(embedder)
+    sentences = found.probe_text != "{}"
+    sentence = found.probe_text if sentences else DEFAULT_SENTENCE
+    if found.noise is None:
+        return "fixed only", sentence
+    if not found.centred:
+        return ("S sentences" if sentences else "W (lantern's)"), sentence
+    if math.isinf(found.beta):
+        return ("S + record hub (csls)" if sentences else "W + record hub (csls)"), sentence
+    if found.beta == 0.0:
+        return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
+    soft = f"probes soft best, beta={found.beta:g}"
+    assert not sentences and soft in RULES, (embedder, found)
+    return soft, sentence
 
 
 def main() -> None:
@@ -353,11 +500,20 @@ def main() -> None:
     parser.add_argument(
         "sentences", nargs="?", help='"sent2": probe sentences "Notes about the {probe}."'
     )
+    parser.add_argument(
+        "--shipped", action="store_true", help="only the rule lantern ships for the embedder"
+    )
     args = parser.parse_args()
+    shipped = shipped_rule(args.embedder) if args.shipped else None
+    if args.shipped and shipped is None:
+        print(f"{args.embedder}: not calibrated, no floor (ranking.FLOORS)")
+        return
     folder = os.environ.get("LANTERN_FLOOR_CACHE", DEFAULT_CACHE)
     os.makedirs(folder, exist_ok=True)
     cache = Cache(args.embedder, folder)
-    sentence = "Notes about the {}." if args.sentences == "sent2" else "The {} is here."
+    sentence = "Notes about the {}." if args.sentences == "sent2" else DEFAULT_SENTENCE
+    if shipped is not None:
+        sentence = shipped[1]
     probes = Probes(cache, sentence)
     data = load_data(cache, probes.word_passages.shape[1])
     noise = {
@@ -367,10 +523,17 @@ def main() -> None:
         for kind in KINDS
     }
     cosines = probe_cosines(data.folds, probes)
-    wanted = os.environ.get("ONLY", "").split("|")
+    wanted = [shipped[0]] if shipped else os.environ.get("ONLY", "").split("|")
     draws = int(os.environ.get("DRAWS", "3"))
+    held_out = os.environ.get("HELD_OUT") == "1"
     for rule in [r for r in RULES if not wanted[0] or r in wanted]:
-        print(evaluate(rule, data, probes, cosines, noise, draws), flush=True)
+        print(evaluate(rule, data, probes, cosines, noise, draws, held_out), flush=True)
+    if shipped is not None:
+        found = ranking.floors(args.embedder)
+        print(
+            f"{args.embedder}: lantern ships {shipped[0]!r} (fixed floor {found.alone},"
+            f" margin {found.noise}; ranking.FLOORS), from the all-fold figures above"
+        )
 
 
 if __name__ == "__main__":

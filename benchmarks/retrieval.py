@@ -43,8 +43,9 @@ by words held, a step weight by words held), each family's parameters chosen by 
 same folds under one more condition: the other folds' lexical questions keep keyword's R@5.
 It prints the folds' choices, each family's held-out R@5 by set and question type, and the
 rule most folds chose on the whole sets (R@1, R@5, R@10, MRR).
-``--calibrate`` prints the cosines that words in no record reach, which set
-the floor for a query that shares no word with the records searched.
+``--calibrate`` prints the cosines that words in no record reach with the two sets' records,
+then the rule in force for a query sharing no word with the records searched, as
+``floor_rules.py --shipped`` measures and calibrates it (its folds add the tuning pairs).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -412,17 +414,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def tune(cv: bool, calibrate: bool) -> int:
     """``--cv``: leave one fold out (each conversation, and the recall set as one more fold);
-    ``--calibrate``: the highest cosine a probe word reaches with any record of a scope."""
+    ``--calibrate``: the highest cosine a probe word reaches with any record of a scope, then
+    the rule in force without a lexical anchor (``floor_rules.py --shipped``)."""
     import numpy as np
-
-    from lantern_git.index.vectors import unit_rows
 
     items = []
     reached: list[tuple[float, str, str, str]] = []
-    # each fold's record vectors and keys, in the set's order; the questions' vectors
-    folds: dict[str, tuple[list, list[str]]] = {}
-    questions_seen: list[dict] = []
-    probe_queries = probe_passages = None
     for name in SETS:
         docs, questions = dataset(name)
         work = tempfile.mkdtemp(prefix="lantern-retrieval-")
@@ -431,22 +428,6 @@ def tune(cv: bool, calibrate: bool) -> int:
             if calibrate:
                 vectors = store.record_vectors()
                 current = vectors.current()
-                ids = {key: rid for rid, key in keys.items()}
-                for doc in docs:  # a turn said twice in a conversation is one record
-                    if doc["key"] in ids:
-                        fold = doc["scope"] if name == "conversations" else name
-                        vectors_of, keys_of = folds.setdefault(fold, ([], []))
-                        vectors_of.append(current.vector(ids[doc["key"]]))
-                        keys_of.append(doc["key"])
-                for q in questions:
-                    fold = q["scope"] or name
-                    vector = vectors.embed_query(q["text"]).astype(np.float64)
-                    questions_seen.append({**q, "fold": fold, "set": name, "vector": vector})
-                if probe_queries is None:
-                    probe_queries = np.stack([vectors.embed_query(p) for p in PROBES])
-                    probe_passages = unit_rows(
-                        vectors.embedder.embed(list(PROBES)), vectors.embedder.dim
-                    )
                 words = {w for d in docs for w in TOKEN.findall(d["content"].lower())}
                 for probe in PROBES:
                     assert probe not in words, probe
@@ -465,17 +446,16 @@ def tune(cv: bool, calibrate: bool) -> int:
             shutil.rmtree(work, ignore_errors=True)
     embedder = embedder_name()
     if calibrate:
-        print(unanchored_report(folds, questions_seen, probe_queries, probe_passages))
         top = max(reached)
         print(
             f"{embedder}: the best cosine a probe word reaches is {top[0]:.3f} ({top[2]!r} in the"
-            f" {top[1]} set, with {top[3]!r}); the floor without a lexical anchor "
-            + (
-                f"lantern uses: {ranking.floors(embedder).alone}"
-                if ranking.calibrated(embedder)
-                else "is not calibrated for this embedder (no floor)"
-            )
+            f" {top[1]} set, with {top[3]!r})"
         )
+        # The rule in force without a lexical anchor, calibrated by floor_rules.py alone (its
+        # folds add the tuning pairs' stores): its figures and the floor and margin it gives
+        sys.stdout.flush()
+        command = [sys.executable, os.path.join(HERE, "floor_rules.py"), embedder, "--shipped"]
+        subprocess.run(command, check=True)
     if cv:
         found = cross_validate(items)
         print("How lantern chose its floor, with the constant weight it had then:")
@@ -508,170 +488,6 @@ FLOOR_GRIDS = {
     "wordllama": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
     "e5": (0.0, *(round(0.70 + 0.01 * n, 2) for n in range(17))),
 }
-
-
-NOISE_STORES = (5, 20)  # besides each whole fold, stores of these sizes drawn from it
-NOISE_DRAWS = 60
-# The rules tried for a query sharing no word with the records searched (docs/search.md)
-UNANCHORED = (
-    "no floor",
-    "fixed floor",
-    "store's floor (probes' best among the records + margin)",
-    "lower of the store's floor and the fixed one",
-    "best hit leading the runner-up by a margin",
-    "lower of the fixed floor and the query's noise level + margin (lantern's for wordllama)",
-)
-# e5's rule, each record's own level, was chosen by benchmarks/floor_rules.py over these folds
-# and the tuning pairs (docs/search.md, "A record's own level")
-
-
-def unanchored_report(folds: dict, questions: list[dict], queries, passages) -> str:
-    """The floor of a query sharing no word with the records searched, by leave-one-fold-out
-    (each conversation, the recall set). Each rule's parameter is set, in each fold, just above
-    what the probe words reach on the other folds, each probe searched itself in each of their
-    stores (the fold as a whole and 60 stores each of 5 and 20 of its records): the fixed
-    floor above their best cosine; the store's floor's margin above a probe's best over the
-    other 27 probes' best in that store; the runner-up margin above a probe's lead; the noise
-    margin above a probe's best over its noise level, its best cosine with the other 27 probe
-    words embedded as records are. Held out: how many of the fold's own probe searches each
-    lets in, and each question of the two sets searched as if it shared no word (the rule
-    decides), among the fold's records (R@5) and among four other records of its fold drawn at
-    random (three draws: the share whose first answer is first and kept)."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    q64, p64 = queries.astype(np.float64), passages.astype(np.float64)
-    level = p64 @ q64.T  # passage x query
-    np.fill_diagonal(level, -np.inf)  # a probe's own word is not its noise
-    probe_noise = level.max(axis=0)
-    matrices = {fold: np.asarray(rows, dtype=np.float64) for fold, (rows, _) in folds.items()}
-    # Per fold, over its stores: each probe's best, its excess over the other probes' best,
-    # its lead over the runner-up, its excess over its noise level
-    seen: dict[str, dict[str, list[float]]] = {}
-    for fold, matrix in matrices.items():
-        stores = [np.arange(len(matrix))] + [
-            rng.choice(len(matrix), size, replace=False)
-            for size in NOISE_STORES
-            for _ in range(NOISE_DRAWS)
-        ]
-        found: dict[str, list[float]] = {"top": [], "store": [], "lead": [], "noise": []}
-        for store in stores:
-            cosines = q64 @ matrix[store].T
-            best = cosines.max(axis=1)
-            ordered = -np.sort(-cosines, axis=1)
-            for p in range(len(best)):
-                found["top"].append(best[p])
-                found["store"].append(best[p] - np.delete(best, p).max())
-                found["lead"].append(ordered[p, 0] - ordered[p, 1])
-                found["noise"].append(best[p] - probe_noise[p])
-        seen[fold] = found
-
-    most = {(fold, kind): max(v) for fold, found in seen.items() for kind, v in found.items()}
-    margins = {
-        (kind, held): max(m for (f, k), m in most.items() if k == kind and f != held) + 0.001
-        for kind in ("top", "store", "lead", "noise")
-        for held in (*seen, None)
-    }
-
-    def chosen(kind: str, fold: str | None) -> float:
-        return margins[kind, fold]
-
-    def floor_of(rule: str, fold: str | None, cosines, noise: float, store_best: float):
-        """(the floor, or None for the runner-up rule's lead) under ``rule``."""
-        fixed = chosen("top", fold)
-        if rule == UNANCHORED[0]:
-            return -np.inf
-        if rule == UNANCHORED[1]:
-            return fixed
-        if rule == UNANCHORED[2]:
-            return store_best + chosen("store", fold)
-        if rule == UNANCHORED[3]:
-            return min(fixed, store_best + chosen("store", fold))
-        if rule == UNANCHORED[4]:
-            ordered = -np.sort(-cosines)
-            lead = ordered[0] - ordered[1] if len(ordered) > 1 else np.inf
-            return ordered[0] if lead >= chosen("lead", fold) else np.inf
-        return min(fixed, noise + chosen("noise", fold))
-
-    rows = [
-        "| rule | probes let in (held out) | recall R@5 | by type | conversations R@5 | by type"
-        " | recall, among 4 others | conversations, among 4 others |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for rule in UNANCHORED:
-        leaks = 0
-        for fold in matrices:
-            kind = {UNANCHORED[1]: "top", UNANCHORED[2]: "store", UNANCHORED[4]: "lead"}
-            kind |= {UNANCHORED[3]: "store", UNANCHORED[5]: "noise"}
-            if rule == UNANCHORED[0]:
-                leaks += len(seen[fold]["top"])
-            elif rule == UNANCHORED[3]:
-                fixed, margin = chosen("top", fold), chosen("store", fold)
-                tops, stores = seen[fold]["top"], seen[fold]["store"]
-                leaks += sum(t >= fixed or e >= margin for t, e in zip(tops, stores))
-            elif rule == UNANCHORED[5]:
-                fixed, margin = chosen("top", fold), chosen("noise", fold)
-                tops, over = seen[fold]["top"], seen[fold]["noise"]
-                leaks += sum(t >= fixed or e >= margin for t, e in zip(tops, over))
-            else:
-                leaks += sum(x >= chosen(kind[rule], fold) for x in seen[fold][kind[rule]])
-        whole: dict[tuple[str, str], list[float]] = {}
-        small: dict[str, list[float]] = {}
-        draws = np.random.default_rng(1)
-        for q in questions:
-            matrix, keys = matrices[q["fold"]], folds[q["fold"]][1]
-            cosines = matrix @ q["vector"]
-            noise = float(np.max(p64 @ q["vector"]))
-            best = float((q64 @ matrix.T).max())
-            floor = floor_of(rule, q["fold"], cosines, noise, best)
-            order = [i for i in np.argsort(-cosines, kind="stable") if cosines[i] >= floor][:5]
-            top = {keys[i] for i in order}
-            got = sum(t in top for t in q["targets"]) / len(q["targets"])
-            whole.setdefault((q["set"], q["type"]), []).append(got)
-            whole.setdefault((q["set"], "all"), []).append(got)
-            answer = [i for i, k in enumerate(keys) if k == q["targets"][0]]
-            others = [i for i, k in enumerate(keys) if k not in q["targets"]]
-            for _ in range(3):
-                store = np.asarray(answer[:1] + list(draws.choice(others, 4, replace=False)))
-                if not answer:
-                    small.setdefault(q["set"], []).append(0.0)
-                    continue
-                sub = matrix[store] @ q["vector"]
-                floor = floor_of(rule, q["fold"], sub, noise, float((q64 @ matrix[store].T).max()))
-                first = int(np.argmax(sub)) == 0 and sub[0] >= floor
-                small.setdefault(q["set"], []).append(float(first))
-
-        def mean(values: list[float]) -> str:
-            return f"{statistics.mean(values):.3f}"
-
-        def types(name: str, whole: dict = whole) -> str:
-            return " ".join(
-                f"{t} {mean(v)}" for (n, t), v in sorted(whole.items()) if n == name and t != "all"
-            )
-
-        total = sum(len(v["top"]) for v in seen.values())
-        rows.append(
-            f"| {rule} | {leaks} of {total} | {mean(whole['recall', 'all'])} | {types('recall')}"
-            f" | {mean(whole['conversations', 'all'])} | {types('conversations')}"
-            f" | {mean(small['recall'])} | {mean(small['conversations'])} |"
-        )
-    name = embedder_name()
-    shipped = ranking.floors(name) if ranking.calibrated(name) else None
-    return "\n".join(
-        [
-            "\nThe floor of a query sharing no word with the records searched, each rule's"
-            " parameter chosen by leave-one-fold-out; held out:",
-            *rows,
-            f"All folds: fixed floor {chosen('top', None):.3f}, noise margin"
-            f" {chosen('noise', None):.3f} (lantern ships, for {name}:"
-            f" {None if shipped is None else (shipped.alone, shipped.noise)}"
-            + (
-                "; its margin is over each record's own level: python benchmarks/floor_rules.py)"
-                if shipped is not None and shipped.centred
-                else ")"
-            ),
-        ]
-    )
 
 
 def embedder_name() -> str:

