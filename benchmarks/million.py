@@ -69,44 +69,74 @@ def build(root: str, size: int, batch: int, journal: str) -> None:
         log(journal, "import batch", records=done, s=time.perf_counter() - start, peak_mb=peak)
 
 
-def measure(root: str, size: int, journal: str) -> None:
+def measure(root: str, size: int, journal: str, start_at: str | None = None) -> None:
+    """Each step in turn (from ``start_at``, one of :data:`STEPS`, where a run was cut off)."""
     lantern = [*run.LANTERN, "--store", root]
-    rebuild = [run.PY, "-c", REBUILD, run.REPO, root]
-    elapsed, peak = run.run_process(rebuild)
-    log(journal, "full index rebuild", s=elapsed, peak_mb=peak)
-    run.warm_bytecode(root)
-    elapsed, peak = run.run_process(run.IMPORT_FLOOR)
-    log(journal, "import floor", s=elapsed, peak_mb=peak)
-    for _ in range(3):
-        elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
-        log(journal, "lantern memory list --limit 50", s=elapsed, peak_mb=peak)
-    for rec in run.corpus.extra_records(size, 3):
-        options = ["--kind", rec.kind, "--scope", rec.scope]
-        elapsed, peak = run.run_process([*lantern, "memory", "add", rec.content, *options])
-        log(journal, "lantern memory add", s=elapsed, peak_mb=peak)
-    for word in run.corpus.query_words(3):
-        elapsed, peak = run.run_process([*lantern, "memory", "search", word, "--limit", "10"])
-        log(journal, "lantern memory search", s=elapsed, peak_mb=peak, query=word)
-    scan_start = time.perf_counter()
-    run.naive_scan(root, "user:u1")
-    log(journal, "naive scan (read + parse every file)", s=time.perf_counter() - scan_start)
-    run.git(root, "merge", "--ff-only", "-q", run.pull_commit(root, 0))
-    elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
-    log(journal, "list after a pull of 100 records", s=elapsed, peak_mb=peak)
-    log(journal, "git status", s=timed_git(root, "status", "--porcelain"))
-    log(journal, "git status (again, warm)", s=timed_git(root, "status", "--porcelain"))
-    log(journal, "size before gc", git_bytes=du(os.path.join(root, ".git")))
-    log(journal, "git gc", s=timed_git(root, "gc", "-q"), git_bytes=du(os.path.join(root, ".git")))
     clone = root + "-clone"
-    shutil.rmtree(clone, ignore_errors=True)
-    start = time.perf_counter()
-    subprocess.run(["git", "clone", "-q", "--no-local", root, clone], check=True, env=run.ENV)
-    log(journal, "git clone --no-local", s=time.perf_counter() - start, bytes=du(clone))
-    elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
-    log(journal, "first command in the clone", s=elapsed, peak_mb=peak)
-    elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
-    log(journal, "second command in the clone", s=elapsed, peak_mb=peak)
-    log(journal, "done", index_bytes=du(os.path.join(root, ".lantern")))
+
+    def rebuild() -> None:
+        elapsed, peak = run.run_process([run.PY, "-c", REBUILD, run.REPO, root])
+        log(journal, "full index rebuild", s=elapsed, peak_mb=peak)
+
+    def commands() -> None:
+        run.warm_bytecode(root)
+        elapsed, peak = run.run_process(run.IMPORT_FLOOR)
+        log(journal, "import floor", s=elapsed, peak_mb=peak)
+        for _ in range(3):
+            elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
+            log(journal, "lantern memory list --limit 50", s=elapsed, peak_mb=peak)
+        for rec in run.corpus.extra_records(size, 3):
+            options = ["--kind", rec.kind, "--scope", rec.scope]
+            elapsed, peak = run.run_process([*lantern, "memory", "add", rec.content, *options])
+            log(journal, "lantern memory add", s=elapsed, peak_mb=peak)
+        for word in run.corpus.query_words(3):
+            elapsed, peak = run.run_process([*lantern, "memory", "search", word, "--limit", "10"])
+            log(journal, "lantern memory search", s=elapsed, peak_mb=peak, query=word)
+
+    def watched() -> None:
+        with run.watching(root):
+            for _ in range(4):
+                elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
+                log(journal, "memory list, lantern index watch running", s=elapsed, peak_mb=peak)
+
+    def scan() -> None:
+        scan_start = time.perf_counter()
+        run.naive_scan(root, "user:u1")
+        log(journal, "naive scan (read + parse every file)", s=time.perf_counter() - scan_start)
+
+    def pull() -> None:
+        run.git(root, "merge", "--ff-only", "-q", run.pull_commit(root, 0))
+        elapsed, peak = run.run_process([*lantern, "memory", "list", "--limit", "50"])
+        log(journal, "list after a pull of 100 records", s=elapsed, peak_mb=peak)
+
+    def status() -> None:
+        log(journal, "git status", s=timed_git(root, "status", "--porcelain"))
+        log(journal, "git status (again, warm)", s=timed_git(root, "status", "--porcelain"))
+
+    def gc() -> None:
+        log(journal, "size before gc", git_bytes=du(os.path.join(root, ".git")))
+        elapsed = timed_git(root, "gc", "-q")
+        log(journal, "git gc", s=elapsed, git_bytes=du(os.path.join(root, ".git")))
+
+    def cloned() -> None:
+        shutil.rmtree(clone, ignore_errors=True)
+        start = time.perf_counter()
+        subprocess.run(["git", "clone", "-q", "--no-local", root, clone], check=True, env=run.ENV)
+        log(journal, "git clone --no-local", s=time.perf_counter() - start, bytes=du(clone))
+        elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
+        log(journal, "first command in the clone", s=elapsed, peak_mb=peak)
+        elapsed, peak = run.run_process([*run.LANTERN, "--store", clone, "memory", "list"])
+        log(journal, "second command in the clone", s=elapsed, peak_mb=peak)
+        log(journal, "done", index_bytes=du(os.path.join(root, ".lantern")))
+
+    steps = dict(zip(STEPS, [rebuild, commands, watched, scan, pull, status, gc, cloned]))
+    names = list(steps)
+    for name in names[names.index(start_at) if start_at else 0 :]:
+        steps[name]()
+
+
+# The steps of ``measure``, in order: a run cut off resumes with --from STEP.
+STEPS = ("rebuild", "commands", "watched", "scan", "pull", "status", "gc", "clone")
 
 
 REBUILD = """
@@ -144,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="print the table of a run")
     parser.add_argument("--batch", type=int, help="records per import (default: all at once)")
     parser.add_argument("--measure-only", action="store_true", help="the store is built")
+    parser.add_argument("--from", dest="start_at", choices=STEPS, help="measure from this step")
     args = parser.parse_args(argv)
     journal = os.path.join(args.dir, "million.jsonl")
     if args.report:
@@ -154,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     run.ENV["PYTHONPYCACHEPREFIX"] = os.path.join(args.dir, "bytecode")
     root = os.path.join(args.dir, "store")
     log(journal, "start", records=args.size)
-    if not args.measure_only:
+    if not (args.measure_only or args.start_at):
         build(root, args.size, args.batch or args.size, journal)
-    measure(root, args.size, journal)
+    measure(root, args.size, journal, args.start_at)
     return 0
 
 

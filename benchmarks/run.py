@@ -63,6 +63,11 @@ ENV.pop("LANTERN_STORE", None)
 # of the run (``main`` sets PYTHONPYCACHEPREFIX), not into the checkout, and ``warm_bytecode``
 # writes it before the first timed process.
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+# No automatic gc from the benchmark's own git commands: a store's import leaves its objects
+# loose, and the first `git merge` of a pull (or the commit of a baseline) past 6,700 loose
+# objects starts `git gc --auto` in the background, which then packs 100k objects beside every
+# later figure. `git gc` is measured as its own step where it is (million.py).
+ENV.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="gc.auto", GIT_CONFIG_VALUE_0="0")
 
 
 # ---------------------------------------------------------------- measuring
