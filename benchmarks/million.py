@@ -3,6 +3,7 @@
     nice -n 5 python benchmarks/million.py --dir /tmp/million          # 1,000,000 records
     python benchmarks/million.py --dir /tmp/m --size 200000            # a smaller try first
     python benchmarks/million.py --dir /tmp/million --report           # the table, from the log
+    python benchmarks/million.py --dir /tmp/million --from commands    # the store built: resume
 
 The store is built from the shared corpus generator (as ``run.py`` builds its stores) through
 ``Store.import_records``, in one import (one commit; ``--batch`` splits it), then each figure
