@@ -490,6 +490,16 @@ def test_a_centred_floor_is_each_records_own_above_the_mean_of_both_levels():
     assert not centred("an-embedder-with-no-calibration", anchored=False)
 
 
+def test_a_calibration_of_ones_own_that_names_no_beta_reads_levels_as_means_over_the_bare_words():
+    """``Floors(floor, alone, noise, centred=True)``, as docs/search.md tells a user to add one:
+    each level is the mean of a text's cosines with the probes (beta 0, the rule e5 shipped with
+    first), and the query's is read over the probe words as they are."""
+    from lantern_git.index.ranking import Floors
+
+    own = Floors(0.5, 0.9, 0.01, centred=True)
+    assert (own.beta, own.probe_text) == (0.0, "{}")
+
+
 @pytest.mark.semantic  # numpy, which only the semantic extra installs
 @pytest.mark.parametrize(
     ("beta", "wanted"),
