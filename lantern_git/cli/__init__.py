@@ -503,17 +503,22 @@ def index_watch(as_json: bool, store_path: str | None) -> None:
     from its journal instead, as `git status` asks git's fsmonitor; `lantern mcp` and
     `lantern serve` keep the same journal while they run. Prints one line once it watches
     (--json: one JSON object with the store and the process id), then runs until interrupted
-    (Ctrl-C or SIGTERM). Exits 1 where file-system notifications are unavailable or another
-    process keeps the store's journal already."""
+    (Ctrl-C or SIGTERM). Exits 1 where file-system notifications are unavailable, another
+    process keeps the store's journal already, or this user cannot write the store."""
     import os
     import signal
     import threading
 
-    from ..errors import NoStore, StoreError
+    from ..errors import NoStore, ReadOnlyStore, StoreError
 
     store = support.open_store(store_path)
     if not store.exists:
         raise NoStore(f"{store.root} is not a lantern store; create one with: lantern init")
+    if store.read_only:
+        # Its journal would go to a temporary folder no other command looks in.
+        raise ReadOnlyStore(
+            f"{store.root} is read-only for this user: the watch's journal cannot be kept in it"
+        )
     stop = threading.Event()
     try:
         if not store.index.watch():

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 
-from support.cli import lantern, lantern_json, start_lantern
+from support.cli import as_reader, lantern, lantern_json, start_lantern
 from support.processes import first_line, stop
+from support.stores import snapshot
 
 from lantern_git.index import journal
 from lantern_git.model.record_file import record_path
@@ -82,3 +84,27 @@ def test_a_folder_that_is_no_store_exits_1_and_is_left_as_it_was(tmp_path):
     assert result.returncode == 1
     assert "is not a lantern store" in result.stderr
     assert os.listdir(folder) == []
+
+
+def test_a_store_this_user_cannot_write_exits_1_read_only_and_is_left_as_it_was(
+    store, store_path, tmp_path
+):
+    """Its journal would go to a temporary folder that no other command reads."""
+    store.add("Ana prefers tea.", kind="preference")
+    store.close()
+    paths = [store_path, *store_path.rglob("*")]
+    for path in paths:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    try:
+        before = snapshot(store_path)
+        result = as_reader("index", "watch", "--store", str(store_path), env={"TMPDIR": str(temp)})
+        assert result.returncode == 1, result.stderr
+        assert "is read-only for this user" in result.stderr
+        assert snapshot(store_path) == before
+    finally:
+        for path in paths:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | stat.S_IWUSR)
