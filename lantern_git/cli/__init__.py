@@ -528,10 +528,20 @@ def index_watch(as_json: bool, store_path: str | None) -> None:
                 code="watch_unavailable",
             )
         if not store.index.publishing:
+            from ..index.journal import JOURNAL, publishing
+
+            state = store.workspace.derived_dir
+            if publishing(state):
+                raise StoreError(
+                    f"another process keeps {store.root}'s journal already (lantern mcp, "
+                    "lantern serve or lantern index watch): commands on this store read it "
+                    "while it runs",
+                    code="already_watched",
+                )
             raise StoreError(
-                f"another process keeps {store.root}'s journal already (lantern mcp, lantern "
-                "serve or lantern index watch): commands on this store read it while it runs",
-                code="already_watched",
+                f"cannot keep the watch's journal, {os.path.join(state, JOURNAL)}: its files "
+                "could not be written (a full disk?)",
+                code="watch_unavailable",
             )
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stop.set())

@@ -108,3 +108,16 @@ def test_a_store_this_user_cannot_write_exits_1_read_only_and_is_left_as_it_was(
         for path in paths:
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def test_a_journal_that_cannot_be_begun_exits_1_watch_unavailable(store, store_path):
+    """Its lock file cannot be opened for writing (here a folder stands in its place, as a
+    full disk or a broken `.lantern/` would refuse it): no journal, so no watch that claims
+    one, and it is not another process's either."""
+    store.add("Ana prefers tea.", kind="preference")
+    os.mkdir(os.path.join(state_dir(store_path), "watch.live"))
+    result, error = lantern_json(store_path, "index", "watch")
+    assert result.returncode == 1
+    assert error["error"]["code"] == "watch_unavailable"
+    assert "cannot keep the watch's journal" in error["error"]["message"]
+    assert not journal.publishing(state_dir(store_path))
