@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from support.stores import edit_in_place
 
 from lantern_git.index import journal
 from lantern_git.model.record_file import record_path
@@ -51,10 +52,7 @@ def test_an_in_place_edit_is_seen(store, store_path, watching):
     record = store.add("The deploy window is Tuesday.", kind="fact")
     one_shot = reader(store_path)
     path = record_file(store, record)
-    with open(path, "r+", encoding="utf-8") as handle:  # the same inode, written over
-        text = handle.read()
-        handle.seek(0)
-        handle.write(text.replace("Tuesday", "Fridays"))
+    edit_in_place(path, "Tuesday", "Fridays")
     report = one_shot.refresh()
     assert (report.how, report.updated) == ("journal", 1)
     assert one_shot.get(record.id).content == "The deploy window is Fridays."

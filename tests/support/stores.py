@@ -56,6 +56,17 @@ def git_out(path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
 
 
+def edit_in_place(path, old: str, new: str) -> None:
+    """A hand edit that writes over the file's own inode (as some editors save), replacing
+    ``old`` by ``new`` of the same length: no new name, no change to its folder."""
+    assert len(old) == len(new)
+    with open(path, "r+", encoding="utf-8") as handle:
+        text = handle.read()
+        assert old in text
+        handle.seek(0)
+        handle.write(text.replace(old, new))
+
+
 def snapshot(path) -> dict:
     """Everything that must not change after a refused write: HEAD, the files, git status."""
     files = {}

@@ -11,7 +11,7 @@ import stat
 
 from support.cli import as_reader, lantern, lantern_json, start_lantern
 from support.processes import first_line, stop
-from support.stores import snapshot
+from support.stores import edit_in_place, snapshot
 
 from lantern_git.index import journal
 from lantern_git.model.record_file import record_path
@@ -32,10 +32,7 @@ def test_while_it_runs_commands_read_its_journal_and_see_an_in_place_edit(store,
         one_shot = Store.open(str(store_path))
         one_shot.refresh()  # a reader with no position in this journal yet sweeps once
         path = os.path.join(str(store_path), record_path(record.id))
-        with open(path, "r+", encoding="utf-8") as handle:  # the same inode, written over
-            text = handle.read()
-            handle.seek(0)
-            handle.write(text.replace("Tuesday", "Fridays"))
+        edit_in_place(path, "Tuesday", "Fridays")
         report = one_shot.refresh()
         assert (report.how, report.updated) == ("journal", 1)
         one_shot.close()
