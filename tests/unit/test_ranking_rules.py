@@ -621,30 +621,41 @@ def test_a_page_scores_only_the_candidates_near_its_last_score(cosines, best):
 
 
 @pytest.mark.semantic
-def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie():
+@pytest.mark.parametrize(
+    ("scores", "weights", "keyword"),
+    [
+        # a: 3 of 5 words, 0.6 * 0.833333 = 0.4999998; b: 3 of 4, 0.75 * 0.666667 = 0.50000025
+        (
+            [1.0, 0.666667, 0.833333],
+            [1.0, 0.75, 0.6],
+            [("c", 1.0), ("a", 0.833333), ("b", 0.666667)],
+        ),
+        # Sums that differ only by the BM25's rounding, which a small best (0.01) magnifies 100
+        # times: a's BM25 0.0049996 and b's 0.0050004 both round to 0.005, half the best.
+        (
+            [0.01, 0.0050004, 0.0049996],
+            [1.0, 1.0, 1.0],
+            [("c", 0.01), ("a", 0.005), ("b", 0.005)],
+        ),
+    ],
+    ids=["weights", "bm25-rounding"],
+)
+def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie(scores, weights, keyword):
     """Two keyword hits whose sums lie either side of 0.5, less than rounding apart: both
     score 0.5, and the tie goes by id to ``a``, whose sum is the lower. The page of two must
-    hold it, though its unrounded sum is below the other's."""
+    hold it, though its unrounded sum is below the other's. ``scores`` and ``weights`` are
+    documents 2, 1 and 0's (c, b, a); ``keyword`` the same hits as the whole ranking has them."""
     import numpy as np
 
     from lantern_git.index.ranking import fuse, fuse_page
 
     vectors, query = unit_rows({"a": 0.0, "b": 0.0, "c": 0.0})
     rows = np.arange(3, dtype=np.int64)
-    # a: 3 of 5 words, 0.6 * 0.833333 = 0.4999998; b: 3 of 4, 0.75 * 0.666667 = 0.50000025
-    docs, scores, weights = [2, 1, 0], [1.0, 0.666667, 0.833333], [1.0, 0.75, 0.6]
-    keyword = [("c", 1.0), ("a", 0.833333), ("b", 0.666667)]
-    whole = fuse(keyword, [], {"a": 0.6, "b": 0.75, "c": 1.0})
+    shares = {"a": weights[2], "b": weights[1], "c": weights[0]}
+    whole = fuse(keyword, [], shares)
     assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
     for end in (1, 2, 3):
-        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
-        assert page.ranked == whole[:end], end
-    # Sums that differ only by the BM25's rounding, which a small best (0.01) magnifies 100
-    # times: a's BM25 0.0049996 and b's 0.0050004 both round to 0.005, half the best.
-    docs, scores, weights = [2, 1, 0], [0.01, 0.0050004, 0.0049996], [1.0, 1.0, 1.0]
-    keyword = [("c", 0.01), ("a", 0.005), ("b", 0.005)]
-    whole = fuse(keyword, [], {"a": 1.0, "b": 1.0, "c": 1.0})
-    assert whole == [("c", 1.0), ("a", 0.5), ("b", 0.5)]
-    for end in (1, 2, 3):
-        page = fuse_page(vectors, query, rows, ["a", "b", "c"], docs, scores, weights, end, 0.0)
+        page = fuse_page(
+            vectors, query, rows, ["a", "b", "c"], [2, 1, 0], scores, weights, end, 0.0
+        )
         assert page.ranked == whole[:end], end
