@@ -60,6 +60,7 @@ class _ResolvesTags(Protocol):
 _RESOLVER = cast(_ResolvesTags, Resolver())
 
 FENCE = "---"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 def check_id_prefix(ref: Any) -> str:
@@ -328,7 +329,9 @@ class Record:
         entities = validate_entities(self.entities, lines)
         content = validate_content(self.content, (lines or {}).get("content"))
         if (
-            confidence != self.confidence
+            # An int confidence (1 from a caller) becomes the float it is written as; a float
+            # is its own canonical value.
+            type(self.confidence) is not float
             or refs != self.source_refs
             or entities != self.entities
             or content != self.content
@@ -445,10 +448,8 @@ class Record:
 
 
 def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    """A known field's value as YAML. Only what validation lets through reaches here (no
+    null, which ``_render_field`` leaves out, and no bool, which no field takes)."""
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -461,7 +462,7 @@ def _yaml_scalar(value: Any) -> str:
         if (
             _PLAIN_SAFE.fullmatch(value)
             and not value.endswith(":")
-            and _RESOLVER.resolve(ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+            and _RESOLVER.resolve(ScalarNode, value, (True, False)) == _STR_TAG
         ):
             return value
         return yaml.dump(
@@ -571,7 +572,7 @@ def _plain_string(text: str) -> bool:
     return (
         _PLAIN_SAFE.fullmatch(text) is not None
         and not text.endswith(":")
-        and _RESOLVER.resolve(ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str"
+        and _RESOLVER.resolve(ScalarNode, text, (True, False)) == _STR_TAG
     )
 
 
@@ -641,8 +642,14 @@ def _yaml_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, A
             raise ValidationError("front matter is empty", line=2)
         if not isinstance(node, MappingNode):
             raise ValidationError("front matter must be a mapping of keys to values", line=2)
-        if "&" in front or "*" in front:
+        if "*" in front:  # no alias is written without one
             _check_no_aliases(node, set())
+        for key_node, _ in node.value:
+            if key_node.tag != _STR_TAG:  # a number, a date, null, a merge key, a list...
+                raise ValidationError(
+                    f"front matter keys must be strings, got {_key_text(key_node)}",
+                    line=key_node.start_mark.line + 2,
+                )
         data = loader.construct_document(node)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
@@ -654,15 +661,18 @@ def _yaml_front(front: str) -> tuple[dict[str, Any], dict[str, int], dict[str, A
     lines: dict[str, int] = {}
     raw: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        if isinstance(key_node, ScalarNode):
-            lines[key_node.value] = key_node.start_mark.line + 2
-            # A plain (unquoted) scalar: the pure-Python loader marks it None, the C loader "".
-            if isinstance(value_node, ScalarNode) and not value_node.style:
-                raw[key_node.value] = value_node.value
-    for key in data:
-        if not isinstance(key, str):
-            raise ValidationError(f"front matter keys must be strings, got {key!r}", line=2)
+        lines[key_node.value] = key_node.start_mark.line + 2
+        # A plain (unquoted) scalar: the pure-Python loader marks it None, the C loader "".
+        if isinstance(value_node, ScalarNode) and not value_node.style:
+            raw[key_node.value] = value_node.value
     return data, lines, raw
+
+
+def _key_text(node: yaml.Node) -> str:
+    """A key that YAML reads as no string, as the file has it (``1``, ``~``, ``<<``)."""
+    if isinstance(node, ScalarNode):
+        return node.value or "an empty key"
+    return "a list" if isinstance(node, SequenceNode) else "a mapping"
 
 
 def _refuse_unquoted_id(key: str, text: str | None, lines: dict[str, int]) -> None:
@@ -698,11 +708,7 @@ def _parse(text: str) -> Record:
             _refuse_unquoted_id(key, raw.get(key), lines)
         if key in OPTIONAL_FIELDS and value is None:
             continue
-        if key == "source_refs":
-            value = validate_source_refs(value, lines)
-        if key == "entities":
-            value = validate_entities(value, lines)
-        values[key] = value
+        values[key] = value  # each checked by ``validated`` below, lists made tuples
     for key in ("created_at", "updated_at"):
         if key not in values:
             raise ValidationError(f"{key}: is required", field=key, line=2)
@@ -733,7 +739,7 @@ def _key_blocks(front_lines: list[str]) -> list[tuple[str | None, int, int]]:
     for i, line in enumerate(front_lines):
         starts_key = line[:1] not in ("", " ", "\t", "-", "#") and ":" in line
         if starts_key:
-            if i > start or current_key is not None:
+            if i > start:  # a key's block, or the comment lines before the first key
                 blocks.append((current_key, start, i))
             current_key = line.split(":", 1)[0].strip().strip("'\"")
             start = i
