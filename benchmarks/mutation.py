@@ -142,6 +142,22 @@ MODULES = [
         ("tests/unit/test_merge.py",),
         180,
     ),
+    # Every record file is read and every record write is checked here: the strict YAML
+    # loader, the plain-front fast path, each field's check, the rendering and the minimal
+    # rewrite of a hand-edited file. Its own tests ask each directly, with no store.
+    Module(
+        "record_checks",
+        "lantern_git/model/record.py",
+        None,
+        # The checks asked one bound at a time first (most mutants die there in a second),
+        # then the format's round trips and the plain reader held to YAML's.
+        (
+            "tests/unit/test_record_checks.py",
+            "tests/unit/test_record.py",
+            "tests/unit/test_plain_front.py",
+        ),
+        90,
+    ),
     # ranking.py's constants and the functions `hybrid` and `fusion` below leave (those have
     # their own, faster modules), so the three together mutate the whole file once.
     Module(
