@@ -399,11 +399,8 @@ class Record:
         for required in ("id", "kind", "content"):
             if required not in data:
                 raise ValidationError(f"{required}: is required", field=required)
+        # Null is absent; each value is checked by ``validated`` below, lists made tuples.
         values = {k: data[k] for k in FIELD_ORDER if k in data and data[k] is not None}
-        if "source_refs" in values:
-            values["source_refs"] = validate_source_refs(values["source_refs"])
-        if "entities" in values:
-            values["entities"] = validate_entities(values["entities"])
         now = int(time.time())
         values.setdefault("created_at", now)
         values.setdefault("updated_at", values["created_at"])
@@ -747,6 +744,15 @@ def _key_blocks(front_lines: list[str]) -> list[tuple[str | None, int, int]]:
     return blocks
 
 
+def _trailing_notes(block: list[str]) -> list[str]:
+    """The comment and blank lines that end a key's block: a person's notes after a field,
+    kept when the field's value is written anew."""
+    kept = len(block)
+    while kept > 1 and (not block[kept - 1].strip() or block[kept - 1].lstrip().startswith("#")):
+        kept -= 1
+    return block[kept:]
+
+
 def _patch(old_text: str, old: Record, new: Record) -> str | None:
     if old.extra != new.extra:
         return None
@@ -779,7 +785,12 @@ def _patch(old_text: str, old: Record, new: Record) -> str | None:
             insert_after.setdefault(anchor, []).extend(lines)
     out: list[str] = list(prepend)
     for index, (_, start, end) in enumerate(blocks):
-        out.extend(rendered.get(index, front_lines[start:end]))
+        block = front_lines[start:end]
+        if index in rendered:
+            out.extend(rendered[index])
+            out.extend(_trailing_notes(block))
+        else:
+            out.extend(block)
         out.extend(insert_after.get(index, []))
     new_body = body if old.content == new.content else new.content + "\n"
     return FENCE + "\n" + "".join(line + "\n" for line in out) + FENCE + "\n" + new_body
