@@ -158,6 +158,27 @@ MODULES = [
         ),
         90,
     ),
+    # The one check every writer makes before it writes over a file: a hand edit is never
+    # swept into a lantern commit, overwritten or lost. Its tests are each writer's refusal.
+    Module(
+        "uncommitted",
+        "lantern_git/workspace/transaction.py",
+        ("refuse_uncommitted",),
+        (
+            "tests/library/test_store.py::test_an_uncommitted_hand_edit_is_not_swept_into_a_lantern_commit",
+            "tests/library/test_check_commit.py::test_lantern_writes_refuse_while_a_hand_edit_is_uncommitted_then_work_after_commit",
+            "tests/library/test_lifecycle.py::test_supersede_refuses_to_sweep_an_uncommitted_hand_edit",
+            "tests/surfaces/test_delete.py::test_delete_refuses_a_record_with_uncommitted_hand_edits",
+            "tests/library/test_undo.py::test_revert_refuses_uncommitted_hand_edits_to_the_same_record",
+            "tests/library/test_undo.py::test_hand_edits_to_other_records_stay_uncommitted_through_a_revert",
+            "tests/library/test_evidence.py::test_a_reference_to_a_source_with_uncommitted_edits_is_refused",
+            "tests/library/test_review.py::test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_nothing",
+            "tests/library/test_sync.py::test_refuses_uncommitted_hand_edits_and_changes_nothing",
+            "tests/surfaces/test_migrate.py::test_migrate_refuses_uncommitted_changes_and_writes_nothing",
+            "tests/library/test_store.py::test_init_leaves_uncommitted_edits_of_gitignore_uncommitted",
+        ),
+        60,
+    ),
     # ranking.py's constants and the functions `hybrid` and `fusion` below leave (those have
     # their own, faster modules), so the three together mutate the whole file once.
     Module(
