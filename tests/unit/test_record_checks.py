@@ -18,6 +18,7 @@ from lantern_git.errors import InvalidInput, ValidationError
 from lantern_git.model.record import (
     Record,
     check_id_prefix,
+    has_undecodable,
     one_line,
     validate_confidence,
     validate_content,
@@ -128,6 +129,18 @@ def test_a_refused_value_is_described_and_cut_at_40_characters() -> None:
         "priority: must be an integer, got '" + "p" * 36 + "..."
     )
     assert refused(validate_priority, [1]).reason == "priority: must be an integer, got list [1]"
+    shown_whole = "p" * 38  # its repr is 40 characters
+    assert refused(validate_priority, shown_whole).reason.endswith(f"got {shown_whole!r}")
+
+
+def test_text_holding_undecodable_bytes_is_told_apart() -> None:
+    assert has_undecodable("caf\udce9") is True
+    assert has_undecodable("café") is False
+
+
+def test_a_bad_entity_key_is_refused_as_the_records_entities() -> None:
+    err = refused(validate_entities, ["person:ana", "no type"])
+    assert err.field == "entities" and err.reason.startswith("entities: ")
 
 
 def test_content_is_trimmed_non_empty_and_at_most_65536_bytes() -> None:
@@ -184,6 +197,7 @@ def test_differences_name_each_field_given_that_the_record_lacks() -> None:
         status="archived", urgency=5, priority=record.priority, source_refs=["a", "b"]
     ) == [("status", "archived", "active"), ("urgency", 5, 0), ("source_refs", ("b",), ("a",))]
     assert record.differences(source_refs=["a"], status="active") == []
+    assert record.differences(priority=10) == [("priority", 10, 50)]
 
 
 def test_a_record_is_expired_from_its_expires_at_second_on() -> None:
@@ -221,9 +235,12 @@ def test_a_quoted_value_is_written_on_one_line_however_long() -> None:
 
 
 def test_a_file_ending_at_its_closing_fence_has_an_empty_body() -> None:
-    err = refused(Record.from_markdown, HEADER + "---")
-    assert err.field == "content" and "must not be empty" in str(err)
-    assert Record.from_markdown(HEADER + "---\nbody").content == "body"
+    # Read by YAML (the quoted id) and by the plain reader (an id of letters needs no quotes).
+    for header in (HEADER, HEADER.replace(f"'{RECORD_ID}'", "abcdefabcdefabcd")):
+        err = refused(Record.from_markdown, header + "---")
+        assert err.field == "content" and "must not be empty" in str(err)
+        assert err.line == 7  # the line after the fence
+        assert Record.from_markdown(header + "---\nbody").content == "body"
 
 
 def test_a_null_optional_field_leaves_the_fields_after_it_read() -> None:
@@ -269,7 +286,7 @@ def test_a_record_object_is_read_with_its_unknown_or_missing_fields_named() -> N
     )
     assert (record.created_at, record.updated_at, record.expires_at) == (5, 5, None)
     assert (record.source_refs, record.entities) == (("a",), ("person:ana",))
-    err = refused(Record.from_dict, {**given, "colour": "red"})
+    err = refused(Record.from_dict, {**given, "colour": "red", "size": 3})
     assert (str(err), err.field, err.code) == ("unknown field 'colour'", "colour", "unknown_field")
     for required in ("id", "kind", "content"):
         without = {k: v for k, v in given.items() if k != required}
@@ -325,3 +342,36 @@ def test_a_record_cannot_be_changed_in_place() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.priority = 90  # type: ignore[misc]
     assert record.evolve(priority=90).priority == 90 and record.priority == 50
+
+
+def test_records_differing_only_in_a_hand_added_key_are_not_equal() -> None:
+    record = Record.new(kind="fact", content="Ana lives in Lisbon.", now=7)
+    assert record.evolve(extra={"reviewed_by": "raphael"}) != record
+
+
+def test_a_file_gets_the_documented_defaults_and_names_each_missing_required_key() -> None:
+    record = Record.from_markdown(HEADER + "---\nbody\n")
+    assert (record.scope, record.status, record.priority, record.urgency) == (
+        "global",
+        "active",
+        50,
+        0,
+    )
+    assert record.confidence == 1.0 and record.expires_at is None
+    for key in ("kind", "created_at", "updated_at"):
+        text = "".join(line for line in HEADER.splitlines(True) if not line.startswith(key))
+        err = refused(Record.from_markdown, text + "---\nbody\n")
+        assert (err.field, err.line, err.reason) == (key, 2, f"{key}: is required")
+
+
+def test_invalid_yaml_is_named_by_its_problem_and_line() -> None:
+    err = refused(Record.from_markdown, HEADER + "note: [unclosed\n---\nbody\n")
+    assert str(err).startswith("line 7: invalid YAML: ")
+    assert "<unicode string>" not in str(err)  # the problem, not YAML's whole report
+
+
+def test_a_rewrite_keeps_the_body_as_written_when_the_content_is_the_same() -> None:
+    old = HEADER + "priority: 5\n---\n\nbody\n\n\n"
+    record = Record.from_markdown(old)
+    assert record.content == "body"
+    assert record.evolve(priority=7).rewrite(old) == old.replace("priority: 5", "priority: 7")
