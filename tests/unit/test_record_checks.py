@@ -39,6 +39,8 @@ MAX_TIMESTAMP = 9_999_999_999
 
 RECORD_ID = "0123456789abcdef"
 HEADER = f"---\nid: '{RECORD_ID}'\nkind: fact\ncreated_at: 1\nupdated_at: 1\n"  # lines 1-5
+# An id of letters needs no quotes: a file of only such lines is read without YAML.
+PLAIN_HEADER = HEADER.replace(f"'{RECORD_ID}'", "abcdefabcdefabcd")
 
 
 def refused(call: Any, *args: Any) -> ValidationError:
@@ -218,10 +220,10 @@ def test_a_key_yaml_reads_as_no_string_is_refused_naming_its_line() -> None:
         ("<<: {status: archived}", "got <<"),
         ("? [1, 2]\n: x", "got a list"),
     ]:
-        text = HEADER + "priority: 5\n" + key_line + "\n---\nbody\n"
+        text = HEADER + "priority: 5\nurgency: 1\nstatus: active\n" + key_line + "\n---\nbody\n"
         err = refused(Record.from_markdown, text)
         assert "front matter keys must be strings" in str(err) and says in str(err)
-        assert err.line == 7  # the header's five lines, then priority
+        assert err.line == 9  # the header's five lines, then three more
 
 
 def test_a_quoted_value_is_written_on_one_line_however_long() -> None:
@@ -235,8 +237,8 @@ def test_a_quoted_value_is_written_on_one_line_however_long() -> None:
 
 
 def test_a_file_ending_at_its_closing_fence_has_an_empty_body() -> None:
-    # Read by YAML (the quoted id) and by the plain reader (an id of letters needs no quotes).
-    for header in (HEADER, HEADER.replace(f"'{RECORD_ID}'", "abcdefabcdefabcd")):
+    # Read by YAML (the quoted id) and by the plain reader.
+    for header in (HEADER, PLAIN_HEADER):
         err = refused(Record.from_markdown, header + "---")
         assert err.field == "content" and "must not be empty" in str(err)
         assert err.line == 7  # the line after the fence
@@ -257,8 +259,10 @@ def test_a_rewrite_keeps_the_comment_lines_before_the_first_key() -> None:
 
 
 def test_an_alias_in_front_matter_is_refused_and_a_lone_anchor_is_read() -> None:
-    err = refused(Record.from_markdown, HEADER + "note: &shared x\nother: *shared\n---\nbody\n")
+    text = HEADER + "priority: 5\nurgency: 1\nnote: &shared x\nother: *shared\n---\nbody\n"
+    err = refused(Record.from_markdown, text)
     assert "aliases are not allowed" in str(err)
+    assert err.line == 8  # the anchored value's line: the node the alias repeats
     assert Record.from_markdown(HEADER + "note: &shared x\n---\nbody\n").extra == {"note": "x"}
 
 
@@ -375,3 +379,19 @@ def test_a_rewrite_keeps_the_body_as_written_when_the_content_is_the_same() -> N
     record = Record.from_markdown(old)
     assert record.content == "body"
     assert record.evolve(priority=7).rewrite(old) == old.replace("priority: 5", "priority: 7")
+
+
+def test_a_nested_key_that_is_a_list_is_refused_as_invalid_yaml() -> None:
+    err = refused(Record.from_markdown, HEADER + "meta:\n  ? [1, 2]\n  : x\n---\nbody\n")
+    assert "invalid YAML: a key must be a plain value, got list" in str(err)
+
+
+def test_a_bare_date_is_read_as_yaml_reads_it_and_written_quoted() -> None:
+    # YAML reads 2024-01-01 unquoted as a date, no string: the plain reader (which reads a
+    # file whose every line is in lantern's own shapes, the id unquoted here) must agree.
+    for header in (HEADER, PLAIN_HEADER):
+        err = refused(Record.from_markdown, header + "source_refs:\n- 2024-01-01\n---\nbody\n")
+        assert err.field == "source_refs" and "non-empty strings" in err.reason
+    record = Record.new(kind="fact", content="x", source_refs=["2024-01-01"], now=7)
+    assert '- "2024-01-01"' in record.to_markdown().split("\n")
+    assert Record.from_markdown(record.to_markdown()) == record
