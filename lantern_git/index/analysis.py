@@ -290,6 +290,18 @@ def typed_words(text: str) -> list[str]:
     return seen
 
 
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that word-level expansion compares (``ranking.closest_words``):
+    :func:`typed_words` made of letters only (numbers, ids and times have no synonyms)."""
+    return [word for word in typed_words(text) if word.isalpha()]
+
+
+def word_stem(word: str) -> str:
+    """A word's Porter2 stem, as the index holds it: two words of one stem are one word to
+    keyword search."""
+    return _stem(word)
+
+
 def word_terms(word: str) -> tuple[str, ...]:
     """The index terms a query word (as :func:`typed_words` gives it) is found by: the word as
     written, and its stem where that differs."""

@@ -43,6 +43,7 @@ import os
 import shutil
 import struct
 import time
+import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -85,6 +86,12 @@ LARGEST_BATCH = 8192
 # with the store reads its noise level from them (ranking.floor) without embedding 28 words
 # each time.
 _PROBE_VECTORS: dict[str, np.ndarray] = {}
+# Single words embedded alone, as searches, for word pairs (``ranking.closest_words``), by
+# embedder fingerprint: made once per process and kept beside the vector sets
+# (``words-<digest>.npz``), so a word is embedded once per store however often it is compared.
+_WORD_VECTORS: dict[str, dict[str, np.ndarray]] = {}
+# Past this many words the file starts again (150 MB of 384-dimension vectors at most)
+WORDS_KEPT = 100_000
 
 
 class VectorSet:
@@ -427,6 +434,29 @@ class Vectors:
         key = self.fingerprint + "\n".join(probes)
         found: np.ndarray = vectors.levels(made, key, beta)[rows]
         return found
+
+    def word_vectors(self, words: Iterable[str]) -> dict[str, np.ndarray]:
+        """Each of these words' unit vector, the word embedded alone as a search is (e5: ``query:
+        brief``), for word pairs (``ranking.closest_words``): those not met before in this
+        process or store are embedded, in one batch, and kept (``words-<digest>.npz`` beside
+        the vector sets; a store that cannot be written keeps them in memory)."""
+        import hashlib
+
+        key = hashlib.sha1(f"words\n{self.fingerprint}".encode()).hexdigest()[:16]
+        path = os.path.join(os.path.dirname(self.dir), f"words-{key}.npz")
+        known = _WORD_VECTORS.get(path)
+        if known is None:
+            known = _WORD_VECTORS[path] = _read_words(path, self.embedder.dim)
+        wanted = list(dict.fromkeys(words))
+        missing = [word for word in wanted if word not in known]
+        if missing:
+            embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
+            made = unit_rows(embed(missing), self.embedder.dim)
+            if len(known) + len(missing) > WORDS_KEPT:
+                known.clear()
+            known.update(zip(missing, made))
+            _write_words(path, known)
+        return {word: known[word] for word in wanted}
 
     def _probes(self, probes: Sequence[str], query: bool = False) -> np.ndarray:
         import hashlib
@@ -829,6 +859,35 @@ class Vectors:
             return made
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _read_words(path: str, dim: int) -> dict[str, np.ndarray]:
+    """The words kept by :meth:`Vectors.word_vectors` (none when the file is missing, torn or
+    of another shape: they are embedded again)."""
+    try:
+        with np.load(path, allow_pickle=False) as found:
+            words, matrix = found["words"], found["vectors"]
+        if matrix.dtype != np.float32 or matrix.shape != (len(words), dim):
+            return {}
+        return dict(zip(words.tolist(), matrix))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return {}
+
+
+def _write_words(path: str, known: dict[str, np.ndarray]) -> None:
+    """Keep ``known`` at ``path``, whole or not at all (a read-only store keeps it in memory)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        part = f"{path}.{os.getpid()}.tmp"  # another process may write its own meanwhile
+        with open(part, "wb") as handle:
+            np.savez(
+                handle,
+                words=np.asarray(list(known), dtype=str),
+                vectors=np.asarray(list(known.values()), dtype=np.float32),
+            )
+        os.replace(part, path)
+    except OSError:
+        pass
 
 
 def _read_rows(folder: str, crc: int) -> tuple[builtins.list[str], builtins.list[str]]:

@@ -104,6 +104,10 @@ class Explain(Open):
     rrf: dict[str, int | None] = omitted(
         "Hybrid with RRF: k and the hit's keyword_rank and semantic_rank (null: not in it)."
     )
+    similar_words: dict[str, str | float] = omitted(
+        "Semantic and hybrid, a search sharing no word with the records: the word pair "
+        "(query, record, cosine) that held this hit to the floor of a search sharing a word."
+    )
     vectors: str = omitted(
         "Present while the server embeds the store in the background: why this search "
         "answered by keyword."
