@@ -5,6 +5,8 @@
     python benchmarks/cli_startup.py --also OLD_CHECKOUT  # the same runs with another copy of
                                                           # lantern_git (e.g. `git worktree add`)
     python benchmarks/cli_startup.py --embedder wordllama # another embedder than the default
+    python benchmarks/cli_startup.py --query car          # a search sharing no word with the
+                                                          # records (e5's own floors, word pairs)
 
 A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode, numpy
 and the embedder's load before one query is embedded. The target is a hybrid search within 1.5
@@ -124,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--embedder", default="", help="wordllama or e5 (default: lantern's default here)"
     )
+    parser.add_argument(
+        "--query", default=QUERY, help="the search's text (default: one sharing words with them)"
+    )
     args = parser.parse_args(argv)
     global EMBEDDER
     sys.path.insert(0, REPO)
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         store = build(root)
         for _label, code in copies:  # index and vectors built, and the disk cache warm
             for mode in MODES:
-                lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+                lantern(code, store, "memory", "search", args.query, "--mode", mode)
         runs: dict[tuple[str, str], list[tuple[float, int]]] = {}
         floor: dict[str, list[float]] = {"python": [], "numpy and model": []}
         for _ in range(args.runs):
@@ -143,13 +148,13 @@ def main(argv: list[str] | None = None) -> int:
                 for mode in MODES:
                     key = (label, mode)
                     runs.setdefault(key, []).append(
-                        lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+                        lantern(code, store, "memory", "search", args.query, "--mode", mode)
                     )
             floor["python"].append(bare("pass"))
             floor["numpy and model"].append(bare(FLOORS[EMBEDDER]))
     print(
-        f"lantern memory search with {EMBEDDER}, {args.runs} runs of each, alternating"
-        " (median wall clock)"
+        f"lantern memory search {args.query!r} with {EMBEDDER}, {args.runs} runs of each,"
+        " alternating (median wall clock)"
     )
     print("| code | mode | median s | min s | peak RSS MiB | hybrid / keyword |")
     print("|---|---|---|---|---|---|")

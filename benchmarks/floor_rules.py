@@ -510,7 +510,7 @@ WORD_RULES = {
     f"words {score}, {rescue}": WordRule(score, rescue)
     for score in ("raw", "mean", "csls10")
     for rescue in ("anchored", "level", "none")
-}
+} | {f"words raw, anchored, k={k}": WordRule("raw", "anchored", k) for k in (1, 3, 5)}
 
 
 class Words:
