@@ -7,6 +7,8 @@
     python benchmarks/cli_startup.py --embedder wordllama # another embedder than the default
     python benchmarks/cli_startup.py --query car          # a search sharing no word with the
                                                           # records (e5's own floors, word pairs)
+    python benchmarks/cli_startup.py --query car --cold-words   # each run without the words
+                                                          # kept by earlier searches (word pairs)
 
 A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode, numpy
 and the embedder's load before one query is embedded. The target is a hybrid search within 1.5
@@ -25,6 +27,7 @@ Needs the semantic extra.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -129,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--query", default=QUERY, help="the search's text (default: one sharing words with them)"
     )
+    parser.add_argument(
+        "--cold-words",
+        action="store_true",
+        help="remove the word vectors kept by earlier searches (.lantern/vectors/words-*.npz)"
+        " before each run: what a search sharing no word pays when it meets new words",
+    )
     args = parser.parse_args(argv)
     global EMBEDDER
     sys.path.insert(0, REPO)
@@ -147,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             for label, code in copies:
                 for mode in MODES:
                     key = (label, mode)
+                    if args.cold_words:
+                        words = os.path.join(store, ".lantern", "vectors", "words-*")
+                        for kept in glob.glob(words):
+                            os.remove(kept)
                     runs.setdefault(key, []).append(
                         lantern(code, store, "memory", "search", args.query, "--mode", mode)
                     )
