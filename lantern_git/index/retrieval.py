@@ -322,7 +322,13 @@ def _word_pairs(
     found = ranking.floors(corpus.embedder)
     if found.words is None:
         return {}
-    nearest = np.argsort(-cosines, kind="stable")[: ranking.WORD_NEAREST]
+    # The nearest by cosine, ties by place: the rows at or above the k-th (a partition, not a
+    # sort of every candidate), then sorted
+    nearest = np.arange(len(cosines))
+    if len(cosines) > ranking.WORD_NEAREST:
+        kth = -np.partition(-cosines, ranking.WORD_NEAREST - 1)[ranking.WORD_NEAREST - 1]
+        nearest = np.flatnonzero(cosines >= kth)
+    nearest = nearest[np.argsort(-cosines[nearest], kind="stable")][: ranking.WORD_NEAREST]
     unsure = [
         at for at in nearest.tolist() if (explain or not kept[at]) and cosines[at] >= found.floor
     ]
