@@ -33,7 +33,12 @@ over a neighbourhood (:class:`Neighbourhood`): 506 common words (benchmarks/prob
 with or without the probe words, the mean of the k nearest, the k-th nearest, z-scores,
 centring, or the probe words alone with a soft best. ``FOLD_LEAKS=1`` names, on stderr, the
 folds whose probe searches a rule lets in. Shipped (ranking.FLOORS): ``S + record hub`` for
-wordllama, ``Wmean + hubmean`` for e5.
+wordllama, ``probes soft best, beta=50`` for e5.
+
+``WORDS=1`` (or a ``words ...`` rule named in ``ONLY``) adds the word pair rows
+(:data:`WORD_RULES`, docs/search.md "Word pairs (e5)"): on top of e5's rule, the k records
+nearest a search, when one of their words lies close to one of the search's, held to a lower
+floor; e5 ships ``words raw, anchored, k=1``.
 """
 
 from __future__ import annotations
