@@ -247,3 +247,32 @@ def test_a_torn_word_file_is_embedded_again(e5, store_path):
     assert ana["explain"]["similar_words"]["record"] == "answers"
     with np.load(kept) as found:
         assert "replies" in found["words"].tolist()
+
+
+@pytest.mark.semantic
+def test_a_source_chunk_is_held_to_the_lower_floor_by_its_word_pair_too(store_path, monkeypatch):
+    """Chunks rank by the same pipeline: "car" finds the chunk holding "automobile" by its
+    pair (under its own floor, at 0.80 or more), and explain names it."""
+    from lantern_git.evidence.sources import SourceInput
+
+    model = Model()
+    text = "Dana drives an old automobile to the office.\nThe printer is on the second floor.\n"
+    store = open_e5(store_path, monkeypatch, [])
+    try:
+        store.sources.add([SourceInput(text.encode(), uri="file:///notes.txt")])
+        (hit,) = store.sources.search("car", mode="semantic", explain=True)
+        cosine = float(model.passage([hit.text])[0] @ model.query(["car"])[0])
+        # The premise: under its own floor, at 0.80 or more
+        assert ANCHORED <= cosine < model.own_floor("car", hit.text)
+        assert hit.explain["cosine"] == pytest.approx(cosine, abs=1e-4)
+        held = ["dana", "drives", "old", "automobile", "office", "printer", "second", "floor"]
+        asked_word, held_word, pair = model.closest_pair("car", DANA, held)
+        assert pair >= PAIR
+        assert hit.explain["floor"] == ANCHORED
+        assert hit.explain["similar_words"] == {
+            "query": asked_word,
+            "record": held_word,
+            "cosine": pytest.approx(pair, abs=1e-4),
+        }
+    finally:
+        store.close()
