@@ -723,6 +723,10 @@ def shipped_rule(embedder: str) -> tuple[str, str] | None:
         return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
     soft = f"probes soft best, beta={found.beta:g}"
     assert not sentences and soft in RULES, (embedder, found)
+    if found.words is not None:  # word pairs on top of it (WORD_BASE)
+        words = f"words raw, anchored, k={ranking.WORD_NEAREST}"
+        assert soft == WORD_BASE and words in WORD_RULES, (embedder, found)
+        return words, sentence
     return soft, sentence
 
 
@@ -769,9 +773,10 @@ def main() -> None:
             print(line, flush=True)
     if shipped is not None:
         found = ranking.floors(args.embedder)
+        words = "" if found.words is None else f", word pairs {found.words}"
         print(
             f"{args.embedder}: lantern ships {shipped[0]!r} (fixed floor {found.alone},"
-            f" margin {found.noise}; ranking.FLOORS), from the all-fold figures above"
+            f" margin {found.noise}{words}; ranking.FLOORS), from the all-fold figures above"
         )
 
 
