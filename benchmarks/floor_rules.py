@@ -519,13 +519,14 @@ WORD_RULES = {
 
 
 class Words:
-    """Every content word of the folds' texts and searches (``analysis.typed_words``, letters
-    only), embedded one by one as e5 queries, with their levels over :data:`VOCABULARY`."""
+    """Every content word of the folds' texts and searches (``analysis.content_words``, as
+    lantern reads them), embedded one by one as e5 queries, with their levels over
+    :data:`VOCABULARY`."""
 
     def __init__(self, cache: Cache, data: Data) -> None:
-        from lantern_git.index.analysis import typed_words, word_terms
+        from lantern_git.index.analysis import content_words, word_stem
 
-        self.typed, self.stem_of = typed_words, (lambda w: word_terms(w)[-1])
+        self.split, self.stem_of = content_words, word_stem
         texts = [t for fold in data.folds.values() for t in fold.texts]
         texts += [q["text"] for q in data.questions] + [p["text"] for p in data.pairs]
         texts += list(retrieval.PROBES)
@@ -545,9 +546,6 @@ class Words:
             "csls10": -np.sort(-np.nan_to_num(x, nan=-1.0), axis=1)[:, :10].mean(1),
         }
         self.of_text: dict[str, np.ndarray] = {}
-
-    def split(self, text: str) -> list[str]:
-        return [w for w in self.typed(text) if w.isalpha()]
 
     def of(self, text: str) -> np.ndarray:
         found = self.of_text.get(text)

