@@ -1101,7 +1101,7 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     else:
         cos = f"cosine {cosine:.3f} (no floor: not calibrated)"
     similar = explain.get("similar_words")
-    if similar:  # the word pair that held it to the floor of a search sharing a word
+    if similar:  # its closest word pair, which may have held it to a lower floor
         cos += f", {similar['query']}≈{similar['record']} {similar['cosine']:.3f}"
     if explain.get("mode") == "keyword":
         return f"bm25 {explain['bm25']:.3f}; matched: {matched}"

@@ -295,8 +295,10 @@ def explained(
     an embedder whose fusion is RRF (:data:`FUSIONS`), ``fusion`` is ``"rrf"``, ``weights``
     are the rule's and ``rrf`` holds ``k`` and the hit's two ``ranks`` (None: not in that
     ranking): the score is ``weights.keyword / (k + keyword_rank) + weights.semantic / (k +
-    semantic_rank)``. ``similar_words``, for a hit whose floor a word pair lowered to ``floor``
-    (``similar``, :func:`closest_words`): ``{"query": ..., "record": ..., "cosine": ...}``."""
+    semantic_rank)``. ``similar_words``, for the nearest hit of a search sharing no word whose
+    closest word pair reaches ``Floors.words`` (``similar``, :func:`closest_words`): ``{"query":
+    ..., "record": ..., "cosine": ...}``; the pair held it to ``floor`` unless its own floor,
+    lower, let it in."""
     from .analysis import matched_words, typed_words
 
     # Keyword and semantic mode weigh one part each; any other mode is hybrid

@@ -150,7 +150,8 @@ class Trace:
     # RRF: each shown hit's (keyword rank, semantic rank), None where it is not in one
     ranks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     # A centred embedder's search sharing no word with the records: each hit's own floor, and
-    # the word pair that lowered it, where one did (query word, record word, cosine)
+    # the nearest hit's closest word pair at the threshold (query word, record word, cosine),
+    # which lowered its floor unless its own let it in
     floors: dict[str, float] = field(default_factory=dict)
     similar: dict[str, tuple[str, str, float]] = field(default_factory=dict)
 

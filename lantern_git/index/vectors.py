@@ -894,10 +894,11 @@ def _read_words(path: str, dim: int) -> dict[str, np.ndarray]:
     entries = np.frombuffer(data[:whole], dtype=layout)
     try:
         words = [word.decode("utf-8") for word in entries["word"].tolist()]
-    except UnicodeDecodeError:  # not a words file: embedded again
+    except UnicodeDecodeError:  # not a words file: started again, its words embedded again
         words, entries = [], entries[:0]
     found = dict(zip(words, np.array(entries["vector"], dtype=np.float32)))
-    if whole != len(data) or len(found) != len(entries):
+    # a part of an entry, what is not a words file, or a word twice (appended by two processes)
+    if whole != len(data) or len(found) != len(data) // layout.itemsize:
         _keep_words(path, found, again=True)
     return found
 

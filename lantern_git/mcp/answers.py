@@ -105,8 +105,9 @@ class Explain(Open):
         "Hybrid with RRF: k and the hit's keyword_rank and semantic_rank (null: not in it)."
     )
     similar_words: dict[str, str | float] = omitted(
-        "Semantic and hybrid, a search sharing no word with the records: the word pair "
-        "(query, record, cosine) that held this hit to the floor of a search sharing a word."
+        "Semantic and hybrid, e5, a search sharing no word with the records: the nearest hit's "
+        "closest word pair (query, record, cosine), which holds it to the floor of a search "
+        "sharing a word when its own is higher."
     )
     vectors: str = omitted(
         "Present while the server embeds the store in the background: why this search "

@@ -244,10 +244,19 @@ def test_each_word_is_embedded_once_per_store_and_kept_beside_the_vectors(e5, st
 
 
 @pytest.mark.semantic
-def test_a_torn_word_file_is_embedded_again(e5, store_path):
-    """A fresh process (the CLI) that finds the kept words torn (a kill mid-append: a part of
-    an entry at the end) drops the part, finds the same hit and its pair, and appends what it
-    embeds where it can be read."""
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda whole: whole + b"part of a word",  # a kill mid-append
+        lambda whole: b"\xff" * (160 + 384 * 4),  # not a words file: no word decodes
+        lambda whole: whole + whole,  # each word twice (two processes appended them)
+    ],
+    ids=["torn", "garbage", "twice"],
+)
+def test_a_damaged_word_file_is_read_as_far_as_it_can_be_and_written_again(e5, store_path, damage):
+    """A fresh process (the CLI) that finds the kept words torn, not a words file, or with
+    words twice keeps what it can read, finds the same hit and its pair, and writes the file
+    again so that what it appends can be read."""
     import json
     import os
 
@@ -255,8 +264,7 @@ def test_a_torn_word_file_is_embedded_again(e5, store_path):
 
     e5.search(QUERY, mode="semantic", explain=True)
     (kept,) = (store_path / ".lantern" / "vectors").glob("words-*.bin")
-    whole = kept.read_bytes()
-    kept.write_bytes(whole + b"part of a word")
+    kept.write_bytes(damage(kept.read_bytes()))
     env = dict(os.environ, LANTERN_EMBEDDER="e5")
     result = lantern("--store", str(store_path), "memory", "search", "brief responses",
                      "--mode", "semantic", "--explain", "--json", env=env)  # fmt: skip
@@ -264,7 +272,10 @@ def test_a_torn_word_file_is_embedded_again(e5, store_path):
     (ana,) = json.loads(result.stdout)
     assert ana["content"] == TARGET
     found = kept_words(store_path)
-    assert "responses" in found and "replies" in found
+    assert {"brief", "responses", *WORDS[TARGET]} <= set(found)
+    assert (store_path / ".lantern" / "vectors" / kept.name).stat().st_size == len(found) * (
+        160 + 384 * 4
+    )
 
 
 @pytest.mark.semantic
