@@ -5,6 +5,10 @@
     python benchmarks/cli_startup.py --also OLD_CHECKOUT  # the same runs with another copy of
                                                           # lantern_git (e.g. `git worktree add`)
     python benchmarks/cli_startup.py --embedder wordllama # another embedder than the default
+    python benchmarks/cli_startup.py --query car          # a search sharing no word with the
+                                                          # records (e5's own floors, word pairs)
+    python benchmarks/cli_startup.py --query car --cold-words   # each run without the words
+                                                          # kept by earlier searches (word pairs)
 
 A CLI search is a fresh process: it pays Python's start, the imports and, in hybrid mode, numpy
 and the embedder's load before one query is embedded. The target is a hybrid search within 1.5
@@ -23,6 +27,7 @@ Needs the semantic extra.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -124,6 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--embedder", default="", help="wordllama or e5 (default: lantern's default here)"
     )
+    parser.add_argument(
+        "--query", default=QUERY, help="the search's text (default: one sharing words with them)"
+    )
+    parser.add_argument(
+        "--cold-words",
+        action="store_true",
+        help="remove the word vectors kept by earlier searches (.lantern/vectors/words-*.npz)"
+        " before each run: what a search sharing no word pays when it meets new words",
+    )
     args = parser.parse_args(argv)
     global EMBEDDER
     sys.path.insert(0, REPO)
@@ -135,21 +149,25 @@ def main(argv: list[str] | None = None) -> int:
         store = build(root)
         for _label, code in copies:  # index and vectors built, and the disk cache warm
             for mode in MODES:
-                lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+                lantern(code, store, "memory", "search", args.query, "--mode", mode)
         runs: dict[tuple[str, str], list[tuple[float, int]]] = {}
         floor: dict[str, list[float]] = {"python": [], "numpy and model": []}
         for _ in range(args.runs):
             for label, code in copies:
                 for mode in MODES:
                     key = (label, mode)
+                    if args.cold_words:
+                        words = os.path.join(store, ".lantern", "vectors", "words-*")
+                        for kept in glob.glob(words):
+                            os.remove(kept)
                     runs.setdefault(key, []).append(
-                        lantern(code, store, "memory", "search", QUERY, "--mode", mode)
+                        lantern(code, store, "memory", "search", args.query, "--mode", mode)
                     )
             floor["python"].append(bare("pass"))
             floor["numpy and model"].append(bare(FLOORS[EMBEDDER]))
     print(
-        f"lantern memory search with {EMBEDDER}, {args.runs} runs of each, alternating"
-        " (median wall clock)"
+        f"lantern memory search {args.query!r} with {EMBEDDER}, {args.runs} runs of each,"
+        " alternating (median wall clock)"
     )
     print("| code | mode | median s | min s | peak RSS MiB | hybrid / keyword |")
     print("|---|---|---|---|---|---|")

@@ -33,7 +33,12 @@ over a neighbourhood (:class:`Neighbourhood`): 506 common words (benchmarks/prob
 with or without the probe words, the mean of the k nearest, the k-th nearest, z-scores,
 centring, or the probe words alone with a soft best. ``FOLD_LEAKS=1`` names, on stderr, the
 folds whose probe searches a rule lets in. Shipped (ranking.FLOORS): ``S + record hub`` for
-wordllama, ``Wmean + hubmean`` for e5.
+wordllama, ``probes soft best, beta=50`` for e5.
+
+``WORDS=1`` (or a ``words ...`` rule named in ``ONLY``) adds the word pair rows
+(:data:`WORD_RULES`, docs/search.md "Word pairs (e5)"): on top of e5's rule, the k records
+nearest a search, when one of their words lies close to one of the search's, held to a lower
+floor; e5 ships ``words raw, anchored, k=1``.
 """
 
 from __future__ import annotations
@@ -276,6 +281,7 @@ class Fold:
     matrix: np.ndarray
     keys: list[str]
     stores: list[np.ndarray] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -284,6 +290,7 @@ class Data:
     questions: list[dict[str, Any]]
     pairs: list[dict[str, Any]]
     held: list[tuple[np.ndarray, np.ndarray]]
+    held_texts: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def read_yaml(name: str) -> Any:
@@ -304,7 +311,7 @@ def load_data(cache: Cache, width: int) -> Data:
             seen.setdefault(fold, {})[d["content"]] = d["key"]  # dedupe by content
         for fold, by_content in seen.items():
             texts = list(by_content)
-            folds[fold] = Fold(cache.get(texts), [by_content[t] for t in texts])
+            folds[fold] = Fold(cache.get(texts), [by_content[t] for t in texts], texts=texts)
         vectors = cache.get([q["text"] for q in qs], query=True)
         for q, v in zip(qs, vectors):
             questions.append({**q, "fold": q["scope"] or set_name, "set": set_name, "v": v})
@@ -318,11 +325,23 @@ def load_data(cache: Cache, width: int) -> Data:
         start = len(tuning.keys)
         tuning.matrix = np.vstack([tuning.matrix, cache.get([p["target"], *p["distractors"]])])
         tuning.keys += [f"t{n}/{i}" for i in range(5)]
+        tuning.texts += [p["target"], *p["distractors"]]
         rows = np.arange(start, start + 5)
         tuning_stores.setdefault(fold, []).append(rows)
-        pairs.append({"fold": fold, "v": cache.get([p["query"]], query=True)[0], "rows": rows})
+        pairs.append(
+            {
+                "fold": fold,
+                "v": cache.get([p["query"]], query=True)[0],
+                "rows": rows,
+                "text": p["query"],
+            }
+        )
     held = [
         (cache.get([h["query"]], query=True)[0], cache.get([h["target"], *h["distractors"]]))
+        for h in read_yaml("paraphrases.yaml")["pairs"]
+    ]
+    held_texts = [
+        (h["query"], [h["target"], *h["distractors"]])
         for h in read_yaml("paraphrases.yaml")["pairs"]
     ]
     rng = np.random.default_rng(0)
@@ -330,7 +349,7 @@ def load_data(cache: Cache, width: int) -> Data:
         n = len(fold.keys)
         draws = [rng.choice(n, size, replace=False) for size in (5, 20) for _ in range(60)]
         fold.stores = [np.arange(n), *draws, *tuning_stores.get(name, [])]
-    return Data(folds, questions, pairs, held)
+    return Data(folds, questions, pairs, held, held_texts)
 
 
 def probe_cosines(
@@ -473,6 +492,217 @@ def evaluate(
     )
 
 
+@dataclass(frozen=True)
+class WordRule:
+    """Word-level expansion on top of :data:`WORD_BASE` (issue 35): among a search's ``k``
+    nearest records by cosine, one holding a word close to a word of the search (the pair's
+    ``score`` at least a threshold set, like the margins, just above what the other folds'
+    probe searches reach) is held to a lower floor, ``rescue``. Each word is one e5 query
+    (``query: brief``); pairs of the same stem are not counted (an unanchored search has none).
+    ``score``: ``raw`` the pair's cosine; ``mean``: less the mean of the two words' mean
+    cosines with :data:`VOCABULARY`; ``csls10``: less the mean of their ten nearest there (CSLS
+    on words). ``rescue``: ``anchored`` the floor of a search sharing a word; ``level`` the
+    record's own floor without the margin (the mean of the two texts' levels); ``none`` no
+    floor (among the ``k`` nearest)."""
+
+    score: str
+    rescue: str
+    k: int = 10
+
+
+WORD_BASE = "probes soft best, beta=50"
+WORD_RULES = {
+    f"words {score}, {rescue}": WordRule(score, rescue)
+    for score in ("raw", "mean", "csls10")
+    for rescue in ("anchored", "level", "none")
+} | {f"words raw, anchored, k={k}": WordRule("raw", "anchored", k) for k in (1, 3, 5)}
+
+
+class Words:
+    """Every content word of the folds' texts and searches (``analysis.content_words``, as
+    lantern reads them), embedded one by one as e5 queries, with their levels over
+    :data:`VOCABULARY`."""
+
+    def __init__(self, cache: Cache, data: Data) -> None:
+        from lantern_git.index.analysis import content_words, word_stem
+
+        self.split, self.stem_of = content_words, word_stem
+        texts = [t for fold in data.folds.values() for t in fold.texts]
+        texts += [q["text"] for q in data.questions] + [p["text"] for p in data.pairs]
+        texts += list(retrieval.PROBES)
+        texts += [t for query, records in data.held_texts for t in (query, *records)]
+        words = list(dict.fromkeys(w for t in texts for w in self.split(t)))
+        self.index = {w: i for i, w in enumerate(words)}
+        self.vectors = cache.get(words, query=True)
+        stems: dict[str, int] = {}
+        self.stems = np.array([stems.setdefault(self.stem_of(w), len(stems)) for w in words])
+        with open(VOCABULARY, encoding="utf-8") as handle:
+            vocab = [w.strip() for w in handle if w.strip() and not w.startswith("#")]
+        x = self.vectors @ cache.get(vocab, query=True).T
+        x[x > 0.9999] = np.nan  # a word is not its own neighbour
+        self.levels = {
+            "raw": np.zeros(len(words)),
+            "mean": np.nanmean(x, axis=1),
+            "csls10": -np.sort(-np.nan_to_num(x, nan=-1.0), axis=1)[:, :10].mean(1),
+        }
+        self.of_text: dict[str, np.ndarray] = {}
+
+    def of(self, text: str) -> np.ndarray:
+        found = self.of_text.get(text)
+        if found is None:
+            found = np.array([self.index[w] for w in self.split(text)], dtype=np.int64)
+            self.of_text[text] = found
+        return found
+
+    def best(self, score: str, query: np.ndarray, record: np.ndarray) -> tuple[float, int, int]:
+        """The best pair's score between the two texts' words (-inf: none), and the pair."""
+        if not len(query) or not len(record):
+            return -np.inf, -1, -1
+        level = self.levels[score]
+        x = self.vectors[query] @ self.vectors[record].T
+        x = x - 0.5 * (level[query][:, None] + level[record][None, :])
+        x[self.stems[query][:, None] == self.stems[record][None, :]] = -np.inf
+        at = np.unravel_index(int(np.argmax(x)), x.shape)
+        return float(x[at]), int(query[at[0]]), int(record[at[1]])
+
+
+def evaluate_words(
+    rule: str,
+    data: Data,
+    probes: Probes,
+    words: Words,
+    cosines: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    anchored: float,
+    draws: int,
+    show_held_out: bool = False,
+) -> str:
+    """One word rule's line, as :func:`evaluate`'s: the base rule's fixed floor and margin and
+    the word threshold all chosen leave-one-fold-out, then measured."""
+    spec = WORD_RULES[rule]
+    base = RULES[WORD_BASE]
+    assert isinstance(base, Neighbourhood)
+    top, exc, reach = {}, {}, {}
+    for name, fold in data.folds.items():
+        C = cosines[name][0]
+        X = np.stack(
+            [
+                probes.vocab_excess(base, v, fold.matrix, skip=p)
+                for p, v in enumerate(probes.queries)
+            ]
+        )
+        # each probe's best word pair with each record (the probe is the search's one word)
+        P = np.full(C.shape, -np.inf)
+        for r, text in enumerate(fold.texts):
+            for p, probe in enumerate(probes.words):
+                P[p, r] = words.best(spec.score, words.of(probe), words.of(text))[0]
+        rescued = {
+            "anchored": np.greater_equal(C, anchored),
+            "level": X >= 0.0,
+            "none": np.ones(C.shape, dtype=bool),
+        }[spec.rescue]
+        tops, excesses, reaches = [], [], []
+        for st in fold.stores:
+            tops += list(C[:, st].max(1))
+            excesses += list(X[:, st].max(1))
+            nearest = st[np.argsort(-C[:, st], axis=1, kind="stable")[:, : spec.k]]
+            rows = np.arange(C.shape[0])[:, None]
+            pairs = np.where(rescued[rows, nearest], P[rows, nearest], -np.inf)
+            reaches += list(pairs.max(1))
+        top[name], exc[name], reach[name] = tops, excesses, reaches
+    names = list(data.folds)
+
+    def above(values: dict[str, list[float]], held: str | None) -> float:
+        return max(max(values[f]) for f in names if f != held) + STEP
+
+    floor = {h: above(top, h) for h in names}
+    margin = {h: above(exc, h) for h in names}
+    threshold = {h: above(reach, h) for h in names}
+    leaks = sum(
+        sum(
+            (t >= floor[f]) or (e >= margin[f]) or (w >= threshold[f])
+            for t, e, w in zip(top[f], exc[f], reach[f])
+        )
+        for f in names
+    )
+    total = sum(len(top[f]) for f in names)
+    if os.environ.get("FOLD_LEAKS") == "1":
+        by_fold = {
+            f: sum(
+                (t >= floor[f]) or (e >= margin[f]) or (w >= threshold[f])
+                for t, e, w in zip(top[f], exc[f], reach[f])
+            )
+            for f in names
+        }
+        print(rule, {f: n for f, n in by_fold.items() if n}, file=sys.stderr)
+
+    def kept_by(
+        v: np.ndarray, text: str, M: np.ndarray, texts: list[str], limits: tuple[float, ...]
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        fixed, noise, least = limits
+        cos, k = keep(probes, WORD_BASE, v, M, fixed, noise)
+        excess = probes.scores(WORD_BASE, v, M)
+        query = words.of(text)
+        saved = 0
+        for i in np.argsort(-cos, kind="stable")[: spec.k]:
+            if k[i]:
+                continue
+            ok = {"anchored": cos[i] >= anchored, "level": excess[i] >= 0.0, "none": True}
+            if ok[spec.rescue] and words.best(spec.score, query, words.of(texts[i]))[0] >= least:
+                k[i], saved = True, saved + 1
+        return cos, k, saved
+
+    out: dict[tuple[str, str], list[float]] = {}
+    dr = np.random.default_rng(1)
+    for q in data.questions:
+        fold = data.folds[q["fold"]]
+        M, keys = fold.matrix, fold.keys
+        limits = (floor[q["fold"]], margin[q["fold"]], threshold[q["fold"]])
+        cos, k, _ = kept_by(q["v"], q["text"], M, fold.texts, limits)
+        order = [i for i in np.argsort(-cos, kind="stable") if k[i]][:5]
+        found = {keys[i] for i in order}
+        got = sum(t in found for t in q["targets"]) / len(q["targets"])
+        out.setdefault((q["set"], "R@5"), []).append(got)
+        ans = [i for i, key in enumerate(keys) if key == q["targets"][0]]
+        others = [i for i, key in enumerate(keys) if key not in q["targets"]]
+        for _ in range(draws):
+            if not ans:
+                out.setdefault((q["set"], "4"), []).append(0.0)
+                continue
+            st = np.asarray(ans[:1] + list(dr.choice(others, 4, replace=False)))
+            cs, kk, _ = kept_by(q["v"], q["text"], M[st], [fold.texts[i] for i in st], limits)
+            out.setdefault((q["set"], "4"), []).append(float(np.argmax(cs) == 0 and kk[0]))
+    saved_pairs = 0
+    for p in data.pairs:
+        fold = data.folds[p["fold"]]
+        limits = (floor[p["fold"]], margin[p["fold"]], threshold[p["fold"]])
+        texts = [fold.texts[i] for i in p["rows"]]
+        cs, kk, saved = kept_by(p["v"], p["text"], fold.matrix[p["rows"]], texts, limits)
+        first = float(np.argmax(cs) == 0 and kk[0])
+        out.setdefault(("tuning", "first"), []).append(first)
+        saved_pairs += int(saved > 0 and first > 0)
+    all_limits = (above(top, None), above(exc, None), above(reach, None))
+    held_out = ""
+    if show_held_out:
+        held_kept = 0
+        for (v, M), (query, texts) in zip(data.held, data.held_texts):
+            cos, k, _ = kept_by(v, query, M, texts, all_limits)
+            held_kept += int(np.argmax(cos) == 0 and k[0])
+        held_out = f" | HELD-OUT {held_kept}/{len(data.held)}"
+
+    def mean(key: tuple[str, str]) -> str:
+        return f"{np.mean(out[key]):.3f}"
+
+    return (
+        f"{rule:30} leaks {leaks:4d}/{total}"
+        f" | recall R@5 {mean(('recall', 'R@5'))} 4oth {mean(('recall', '4'))}"
+        f" | conv R@5 {mean(('conversations', 'R@5'))} 4oth {mean(('conversations', '4'))}"
+        f" | tuning first {int(sum(out['tuning', 'first']))}/{len(data.pairs)}"
+        f" (by a word pair {saved_pairs})"
+        f" | all-fold fixed {all_limits[0]:.3f} margin {all_limits[1]:.3f}"
+        f" word {all_limits[2]:.3f}{held_out}"
+    )
+
+
 def shipped_rule(embedder: str) -> tuple[str, str] | None:
     """The rule lantern ships for ``embedder`` (ranking.FLOORS) as one of :data:`RULES`, with the
     probe sentence its query level reads (None: not calibrated, no floor)."""
@@ -491,6 +721,10 @@ def shipped_rule(embedder: str) -> tuple[str, str] | None:
         return ("Smean + hubmean (csls mean)" if sentences else "Wmean + hubmean"), sentence
     soft = f"probes soft best, beta={found.beta:g}"
     assert not sentences and soft in RULES, (embedder, found)
+    if found.words is not None:  # word pairs on top of it (WORD_BASE)
+        words = f"words raw, anchored, k={ranking.WORD_NEAREST}"
+        assert soft == WORD_BASE and words in WORD_RULES, (embedder, found)
+        return words, sentence
     return soft, sentence
 
 
@@ -528,11 +762,19 @@ def main() -> None:
     held_out = os.environ.get("HELD_OUT") == "1"
     for rule in [r for r in RULES if not wanted[0] or r in wanted]:
         print(evaluate(rule, data, probes, cosines, noise, draws, held_out), flush=True)
+    chosen = [r for r in WORD_RULES if r in wanted]
+    if chosen or os.environ.get("WORDS") == "1":
+        words = Words(cache, data)
+        anchored = ranking.floors(args.embedder).floor
+        for rule in chosen or list(WORD_RULES):
+            line = evaluate_words(rule, data, probes, words, cosines, anchored, draws, held_out)
+            print(line, flush=True)
     if shipped is not None:
         found = ranking.floors(args.embedder)
+        words = "" if found.words is None else f", word pairs {found.words}"
         print(
             f"{args.embedder}: lantern ships {shipped[0]!r} (fixed floor {found.alone},"
-            f" margin {found.noise}; ranking.FLOORS), from the all-fold figures above"
+            f" margin {found.noise}{words}; ranking.FLOORS), from the all-fold figures above"
         )
 
 

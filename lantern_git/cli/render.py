@@ -1100,6 +1100,9 @@ def explain_text(explain: dict[str, Any] | None) -> str:
         cos = f"cosine {cosine:.3f} (floor {floor:g})"
     else:
         cos = f"cosine {cosine:.3f} (no floor: not calibrated)"
+    similar = explain.get("similar_words")
+    if similar:  # its closest word pair, which may have held it to a lower floor
+        cos += f", {similar['query']}≈{similar['record']} {similar['cosine']:.3f}"
     if explain.get("mode") == "keyword":
         return f"bm25 {explain['bm25']:.3f}; matched: {matched}"
     if explain.get("mode") == "semantic":

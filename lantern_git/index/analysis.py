@@ -290,6 +290,24 @@ def typed_words(text: str) -> list[str]:
     return seen
 
 
+# The longest word word-level expansion compares: no English word comes near it, and a run of
+# letters longer than this (a pasted blob) is not worth a pass of the model
+LONGEST_WORD = 40
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that word-level expansion compares (``ranking.closest_words``):
+    :func:`typed_words` made of letters only (numbers, ids and times have no synonyms), at most
+    :data:`LONGEST_WORD` of them long."""
+    return [word for word in typed_words(text) if word.isalpha() and len(word) <= LONGEST_WORD]
+
+
+def word_stem(word: str) -> str:
+    """A word's Porter2 stem, as the index holds it: two words of one stem are one word to
+    keyword search."""
+    return _stem(word)
+
+
 def word_terms(word: str) -> tuple[str, ...]:
     """The index terms a query word (as :func:`typed_words` gives it) is found by: the word as
     written, and its stem where that differs."""

@@ -45,6 +45,13 @@ with the records searched has the embedder's ``floor``; one sharing none (a word
   the level the other 27 give it, in every store of the folds below (whole folds, 5- and
   20-record stores drawn from them, and the tuning pairs' stores).
 
+Under e5, one more way past that floor (``words``, :func:`closest_words`): the candidate
+nearest the query by cosine (:data:`WORD_NEAREST`), when it holds a word whose e5
+vector (each word embedded alone, as a query) lies within ``words`` of a word of the query's
+(``brief`` and ``short``: 0.921) is held to ``floor``, the floor of a search that shares a
+word, when that is lower than its own; ``--explain`` names the pair (``similar_words``). The
+probe words' own word pairs set ``words`` as they set the margins (tornado and storm, 0.912).
+
 Without a lexical anchor only the cosine speaks for a record, so such a query gets no hits
 unless a record stands out. Each shipped embedder's floors were calibrated by the same
 procedure (docs/search.md): ``floor`` by leave-one-out cross-validation over the conversations
@@ -78,7 +85,10 @@ class Floors:
     the probe words searched as queries (:func:`record_floors`), each text's level read from
     its cosines with them by ``beta`` (``vectors.probe_level``: 0 their mean, ``math.inf``
     their best, between a soft best); else the query's best cosine with the probes alone
-    (:func:`floor`)."""
+    (:func:`floor`). ``words``: with a centred floor, the cosine of a word pair (one word of
+    the query's, one of the record's) that holds one of the :data:`WORD_NEAREST` records nearest
+    the query to ``floor`` instead of its own, when lower (None: no word pairs;
+    :func:`closest_words`)."""
 
     floor: float
     alone: float
@@ -86,6 +96,7 @@ class Floors:
     centred: bool = False
     beta: float = 0.0
     probe_text: str = "{}"
+    words: float | None = None
 
 
 # Calibrated by the embedder's name (its LANTERN_EMBEDDER / lantern.yaml name): ``floor`` with
@@ -94,13 +105,18 @@ class Floors:
 # (docs/search.md, "A record's own level"). An embedder not listed has no floor (NO_FLOORS).
 # Both are centred on both texts' levels: e5's by a soft best of their cosines with the probe
 # words (beta 50), wordllama's by their best, the query's over probe sentences ("The quokka is
-# here.").
+# here."). e5's word pairs too (docs/search.md, "Word pairs").
 FLOORS = {
     "wordllama": Floors(
         0.15, 0.40, 0.144, centred=True, beta=math.inf, probe_text="The {} is here."
     ),
-    "e5": Floors(0.80, 0.84, 0.033, centred=True, beta=50.0),
+    "e5": Floors(0.80, 0.84, 0.033, centred=True, beta=50.0, words=0.913),
 }
+# How many of the candidates nearest the query by cosine a word pair can hold to the floor of a
+# search sharing a word (``Floors.words``): the nearest alone. The folds kept as many tuning
+# pairs with 1, 3, 5 and 10 (each the same 38 of 59), and each record compared costs its
+# words' embedding on first sight (~4 ms a word under e5), so the fewest.
+WORD_NEAREST = 1
 NO_FLOORS = Floors(0.0, 0.0)
 
 # Words in no record of either benchmark set: what a query with no lexical anchor looks like.
@@ -159,6 +175,28 @@ def record_floors(embedder: str, level: float, levels: np.ndarray) -> np.ndarray
     assert found.noise is not None and found.centred, embedder
     own = np.round(found.noise + (level + levels) / 2.0, 6)
     return np.minimum(own, found.alone)
+
+
+def closest_words(
+    query: Sequence[str], record: Sequence[str], vectors: Mapping[str, np.ndarray]
+) -> tuple[str, str, float] | None:
+    """The closest pair of a word of the ``query``'s and a word of the ``record``'s
+    (``analysis.content_words``) by the cosine of their ``vectors`` (unit vectors, each word
+    embedded alone), rounded to 6 places, as (query word, record word, cosine); two words of
+    one stem are not a pair (keyword search already finds them); None: no pair. The first
+    query word, then the first record word, wins a tie."""
+    from .analysis import word_stem
+
+    best: tuple[str, str, float] | None = None
+    for asked in query:
+        stem = word_stem(asked)
+        for held in record:
+            if word_stem(held) == stem:
+                continue
+            cosine = round(float(vectors[asked] @ vectors[held]), 6)
+            if best is None or cosine > best[2]:
+                best = (asked, held, cosine)
+    return best
 
 
 def centred(embedder: str, anchored: bool) -> bool:
@@ -240,6 +278,7 @@ def explained(
     calibrated: bool = True,
     ranks: tuple[int | None, int | None] | None = None,
     rule: Fusion = WORDS_HELD,
+    similar: tuple[str, str, float] | None = None,
 ) -> dict[str, Any]:
     """One hit's ``explain`` object, for records and chunks alike (``content``: the text the
     index holds for it): the ``mode``; ``bm25``, its keyword score (0 when no query word is in
@@ -256,7 +295,10 @@ def explained(
     an embedder whose fusion is RRF (:data:`FUSIONS`), ``fusion`` is ``"rrf"``, ``weights``
     are the rule's and ``rrf`` holds ``k`` and the hit's two ``ranks`` (None: not in that
     ranking): the score is ``weights.keyword / (k + keyword_rank) + weights.semantic / (k +
-    semantic_rank)``."""
+    semantic_rank)``. ``similar_words``, for the nearest hit of a search sharing no word whose
+    closest word pair reaches ``Floors.words`` (``similar``, :func:`closest_words`): ``{"query":
+    ..., "record": ..., "cosine": ...}``; the pair held it to ``floor`` unless its own floor,
+    lower, let it in."""
     from .analysis import matched_words, typed_words
 
     # Keyword and semantic mode weigh one part each; any other mode is hybrid
@@ -280,6 +322,9 @@ def explained(
     }
     if mode != "keyword":
         out["calibrated"] = calibrated
+    if similar is not None:
+        asked, held, cosine = similar
+        out["similar_words"] = {"query": asked, "record": held, "cosine": cosine}
     if hybrid:
         out["bm25_best"] = best
         out["fusion"] = rule.rule

@@ -149,8 +149,11 @@ class Trace:
     rule: ranking.Fusion = ranking.WORDS_HELD
     # RRF: each shown hit's (keyword rank, semantic rank), None where it is not in one
     ranks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
-    # A centred embedder's search sharing no word with the records: each hit's own floor
+    # A centred embedder's search sharing no word with the records: each hit's own floor, and
+    # the nearest hit's closest word pair at the threshold (query word, record word, cosine),
+    # which lowered its floor unless its own let it in
     floors: dict[str, float] = field(default_factory=dict)
+    similar: dict[str, tuple[str, str, float]] = field(default_factory=dict)
 
     def explained(self, key: str, content: str) -> dict[str, Any]:
         """One shown hit's ``explain`` object."""
@@ -166,6 +169,7 @@ class Trace:
             self.calibrated,
             self.ranks.get(key),
             self.rule,
+            self.similar.get(key),
         )
 
 
@@ -207,6 +211,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     anchored = bool(matches.numbers)
     noise = None
     own: dict[str, float] = {}
+    pairs: dict[str, tuple[str, str, float]] = {}
     if ranking.centred(corpus.embedder, anchored):
         # Each record's own floor: the candidates under theirs are left out here, so the
         # rankings below need none (and no keyword match can bring one back: there is none)
@@ -218,6 +223,16 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         floors = ranking.record_floors(corpus.embedder, level, levels)
         cosines = np.round(current.scores(wanted)[candidates].astype(np.float64), 6)
         kept = cosines >= floors
+        similar = _word_pairs(
+            corpus, vectors, request, current, candidates, cosines, kept, request.explain
+        )
+        # A word pair holds a record to the floor of a search sharing a word, where lower
+        for at in similar:
+            if not kept[at]:
+                kept[at] = True
+                floors[at] = min(floors[at], ranking.floors(corpus.embedder).floor)
+        if request.explain:
+            pairs = {current.ids[candidates[at]]: pair for at, pair in similar.items()}
         candidates = candidates[kept]
         if request.explain:
             own = dict(zip((current.ids[r] for r in candidates.tolist()), floors[kept].tolist()))
@@ -230,6 +245,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         request.mode, request.text, floor=floor, calibrated=ranking.calibrated(corpus.embedder)
     )
     trace.floors = own
+    trace.similar = pairs
     trace.rule = rule
     # Each keyword match's weight in hybrid mode: the share of the query's words it holds
     shares: list[float] = []
@@ -282,3 +298,51 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         for key in map(corpus.key, hits):
             trace.cosines[key] = round(float(current.vector(key) @ wanted), 6)
     return hits, trace
+
+
+def _word_pairs(
+    corpus: Corpus[H, F],
+    vectors: Vectors,
+    request: SearchRequest[F],
+    current: VectorSet,
+    candidates: np.ndarray,
+    cosines: np.ndarray,
+    kept: np.ndarray,
+    explain: bool,
+) -> dict[int, tuple[str, str, float]]:
+    """Word-level expansion (``ranking.closest_words``): among the ``ranking.WORD_NEAREST``
+    candidates nearest the query by cosine, those that reach the floor of a search sharing a
+    word and hold a word close enough to one of the query's, by place in ``candidates``, with
+    their closest pair: those under their own floor (not ``kept``), and with ``explain`` the
+    kept ones too (so that ``--explain`` names a kept hit's pair). Only their words, and the
+    query's, are embedded (each once per store: ``Vectors.word_vectors``)."""
+    import numpy as np
+
+    from .analysis import content_words
+
+    found = ranking.floors(corpus.embedder)
+    if found.words is None:
+        return {}
+    # The nearest by cosine, ties by place: the rows at or above the k-th (a partition, not a
+    # sort of every candidate), then sorted
+    nearest = np.arange(len(cosines))
+    if len(cosines) > ranking.WORD_NEAREST:
+        kth = -np.partition(-cosines, ranking.WORD_NEAREST - 1)[ranking.WORD_NEAREST - 1]
+        nearest = np.flatnonzero(cosines >= kth)
+    nearest = nearest[np.argsort(-cosines[nearest], kind="stable")][: ranking.WORD_NEAREST]
+    unsure = [
+        at for at in nearest.tolist() if (explain or not kept[at]) and cosines[at] >= found.floor
+    ]
+    asked = content_words(request.text)
+    if not unsure or not asked:
+        return {}
+    keys = [current.ids[candidates[at]] for at in unsure]
+    texts = vectors.index.texts(keys)
+    held = {key: content_words(texts.get(key, "")) for key in keys}
+    known = vectors.word_vectors([*asked, *(w for words in held.values() for w in words)])
+    pairs = {}
+    for at, key in zip(unsure, keys):
+        pair = ranking.closest_words(asked, held[key], known)
+        if pair is not None and pair[2] >= found.words:
+            pairs[at] = pair
+    return pairs

@@ -85,6 +85,16 @@ LARGEST_BATCH = 8192
 # with the store reads its noise level from them (ranking.floor) without embedding 28 words
 # each time.
 _PROBE_VECTORS: dict[str, np.ndarray] = {}
+# Single words embedded alone, as searches, for word pairs (``ranking.closest_words``), by
+# file: made once per process and kept beside the vector sets (``words-<digest>.bin``, appended
+# to), so a word is embedded once per store however often it is compared.
+_WORD_VECTORS: dict[str, dict[str, np.ndarray]] = {}
+# Past this many words the file starts again (75 MB of 384-dimension vectors at most)
+WORDS_KEPT = 50_000
+# One kept word, a fixed size: its UTF-8 bytes padded with NULs (a word is at most
+# analysis.LONGEST_WORD letters, each at most 4 bytes), then its vector (little-endian float32).
+# A kill mid-append leaves a part of one at the end, which the next read drops.
+WORD_BYTES = 160
 
 
 class VectorSet:
@@ -427,6 +437,31 @@ class Vectors:
         key = self.fingerprint + "\n".join(probes)
         found: np.ndarray = vectors.levels(made, key, beta)[rows]
         return found
+
+    def word_vectors(self, words: Iterable[str]) -> dict[str, np.ndarray]:
+        """Each of these words' unit vector, the word embedded alone as a search is (e5: ``query:
+        brief``), for word pairs (``ranking.closest_words``): those not met before in this
+        process or store are embedded, in one batch, and appended to ``words-<digest>.bin``
+        beside the vector sets (a store that cannot be written keeps them in memory)."""
+        import hashlib
+
+        key = hashlib.sha1(f"words\n{self.fingerprint}".encode()).hexdigest()[:16]
+        path = os.path.join(os.path.dirname(self.dir), f"words-{key}.bin")
+        dim = self.embedder.dim
+        known = _WORD_VECTORS.get(path)
+        if known is None:
+            known = _WORD_VECTORS[path] = _read_words(path, dim)
+        wanted = list(dict.fromkeys(words))
+        missing = [word for word in wanted if word not in known]
+        if missing:
+            embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
+            made = dict(zip(missing, unit_rows(embed(missing), dim)))
+            again = len(known) + len(missing) > WORDS_KEPT
+            if again:
+                known.clear()
+            known.update(made)
+            _keep_words(path, made, again)
+        return {word: known[word] for word in wanted}
 
     def _probes(self, probes: Sequence[str], query: bool = False) -> np.ndarray:
         import hashlib
@@ -829,6 +864,60 @@ class Vectors:
             return made
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _word_layout(dim: int) -> np.dtype:
+    """One entry of a words file (:data:`WORD_BYTES`)."""
+    return np.dtype([("word", f"S{WORD_BYTES}"), ("vector", "<f4", (dim,))])
+
+
+def _word_entries(made: dict[str, np.ndarray]) -> bytes:
+    """These words and vectors as entries of a words file."""
+    dim = len(next(iter(made.values())))
+    entries = np.zeros(len(made), dtype=_word_layout(dim))
+    entries["word"] = [word.encode("utf-8") for word in made]
+    entries["vector"] = np.asarray(list(made.values()), dtype=np.float32)
+    return entries.tobytes()
+
+
+def _read_words(path: str, dim: int) -> dict[str, np.ndarray]:
+    """The words kept by :meth:`Vectors.word_vectors`. A part of an entry at the end (a kill
+    mid-append) is dropped and the file written again without it, so that what is appended
+    next can be read."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:  # none yet
+        return {}
+    layout = _word_layout(dim)
+    whole = len(data) - len(data) % layout.itemsize
+    entries = np.frombuffer(data[:whole], dtype=layout)
+    try:
+        words = [word.decode("utf-8") for word in entries["word"].tolist()]
+    except UnicodeDecodeError:  # not a words file: started again, its words embedded again
+        words, entries = [], entries[:0]
+    found = dict(zip(words, np.array(entries["vector"], dtype=np.float32)))
+    # a part of an entry, what is not a words file, or a word twice (appended by two processes)
+    if whole != len(data) or len(found) != len(data) // layout.itemsize:
+        _keep_words(path, found, again=True)
+    return found
+
+
+def _keep_words(path: str, made: dict[str, np.ndarray], again: bool) -> None:
+    """Append these words to ``path`` in one write, or with ``again`` write the file anew with
+    them alone (whole or not at all); a store that cannot be written keeps them in memory."""
+    entries = _word_entries(made) if made else b""
+    try:
+        if again:
+            part = f"{path}.{os.getpid()}.tmp"  # another process may write its own meanwhile
+            with open(part, "wb") as handle:
+                handle.write(entries)
+            os.replace(part, path)
+        else:
+            with open(path, "ab") as handle:
+                handle.write(entries)
+    except OSError:
+        pass
 
 
 def _read_rows(folder: str, crc: int) -> tuple[builtins.list[str], builtins.list[str]]:

