@@ -165,6 +165,7 @@ MODULES = [
         "lantern_git/workspace/transaction.py",
         ("refuse_uncommitted",),
         (
+            "tests/library/test_refuse_uncommitted.py",
             "tests/library/test_store.py::test_an_uncommitted_hand_edit_is_not_swept_into_a_lantern_commit",
             "tests/library/test_check_commit.py::test_lantern_writes_refuse_while_a_hand_edit_is_uncommitted_then_work_after_commit",
             "tests/library/test_lifecycle.py::test_supersede_refuses_to_sweep_an_uncommitted_hand_edit",
