@@ -130,10 +130,11 @@ def refuse_uncommitted(
 
         flags = pygit2.enums.FileStatus
         counts = counts_untracked or (lambda path: True)
+        # Ignored files are not listed (status leaves them out unless asked for them)
         dirty = [
             path
             for path, status in sorted(git.repo.status(untracked_files="all").items())
-            if not status & flags.IGNORED and (status != flags.WT_NEW or counts(path))
+            if status != flags.WT_NEW or counts(path)
         ]
     else:
         head = git.head_tree()

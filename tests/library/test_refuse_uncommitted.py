@@ -68,8 +68,16 @@ def test_the_refusal_names_five_paths_and_counts_the_rest(repo: Path) -> None:
     five = refusal(repo)
     assert five.startswith("a.md, b.md, c.md, d.md, e.md have uncommitted changes")
     (repo / "f.md").write_text("edited\n")
-    (repo / "g.md").write_text("edited\n")
-    assert refusal(repo).startswith("a.md, b.md, c.md, d.md, e.md and 2 more have uncommitted")
+    assert refusal(repo).startswith("a.md, b.md, c.md, d.md, e.md and 1 more have uncommitted")
+    for name in "ghijk":  # g.md edited, four files new: eleven in all
+        (repo / f"{name}.md").write_text("edited\n")
+    assert refusal(repo).startswith("a.md, b.md, c.md, d.md, e.md and 6 more have uncommitted")
+
+
+def test_a_new_file_staged_but_not_committed_counts_whatever_the_caller_says(repo: Path) -> None:
+    (repo / "staged.md").write_text("new\n")
+    git(repo, "add", "staged.md")
+    assert refusal(repo, counts_untracked=lambda path: False).startswith("staged.md has")
 
 
 def test_bytes_already_read_are_compared_with_head_instead_of_the_file(repo: Path) -> None:
