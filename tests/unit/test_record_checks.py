@@ -133,6 +133,8 @@ def test_a_refused_value_is_described_and_cut_at_40_characters() -> None:
     assert refused(validate_priority, [1]).reason == "priority: must be an integer, got list [1]"
     shown_whole = "p" * 38  # its repr is 40 characters
     assert refused(validate_priority, shown_whole).reason.endswith(f"got {shown_whole!r}")
+    cut = "p" * 39  # 41
+    assert refused(validate_priority, cut).reason.endswith("got '" + "p" * 36 + "...")
 
 
 def test_text_holding_undecodable_bytes_is_told_apart() -> None:
@@ -395,3 +397,10 @@ def test_a_bare_date_is_read_as_yaml_reads_it_and_written_quoted() -> None:
     record = Record.new(kind="fact", content="x", source_refs=["2024-01-01"], now=7)
     assert '- "2024-01-01"' in record.to_markdown().split("\n")
     assert Record.from_markdown(record.to_markdown()) == record
+
+
+def test_a_content_change_rewrites_the_body_alone() -> None:
+    old = HEADER + "# kept by hand\n---\nalpha\n"
+    record = Record.from_markdown(old)
+    assert record.evolve(content="beta").rewrite(old) == old.replace("alpha", "beta")
+    assert record.evolve(content="Aa").rewrite(old) == old.replace("alpha", "Aa")
