@@ -158,6 +158,15 @@ MODULES = [
         ),
         90,
     ),
+    # One writer at a time per store: the flock across processes, the thread lock within one,
+    # re-entrant for its holder.
+    Module(
+        "lock",
+        "lantern_git/workspace/lock.py",
+        None,
+        ("tests/library/test_writer_lock.py", "tests/unit/test_config.py"),
+        60,
+    ),
     # The one check every writer makes before it writes over a file: a hand edit is never
     # swept into a lantern commit, overwritten or lost. Its tests are each writer's refusal.
     Module(
