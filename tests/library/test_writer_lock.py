@@ -136,7 +136,52 @@ def test_a_lock_whose_folder_cannot_be_made_says_so(tmp_path: Path) -> None:
     assert isinstance(acquired_in_a_thread(lock), StoreError)
 
 
-def test_a_timeout_of_zero_tries_once(tmp_path: Path) -> None:
-    lock = WriterLock(str(tmp_path / "lock"), timeout=0)
+@pytest.mark.parametrize("timeout", [0, -1])
+def test_a_timeout_of_zero_or_less_tries_once_and_never_waits_for_a_release(
+    tmp_path: Path, timeout: float
+) -> None:
+    lock = WriterLock(str(tmp_path / "lock"), timeout=timeout)
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            lock.acquire()
+        except LockTimeout as err:
+            outcome.append(err)
+            return
+        lock.release()
+        outcome.append(None)
+
     with lock:
+        trying = threading.Thread(target=attempt)
+        trying.start()
+        # Released a moment after the other thread tried: one that waited would get it.
+        trying.join(timeout=SHORT)
+    trying.join(timeout=10)
+    assert not trying.is_alive() and isinstance(outcome[0], LockTimeout)
+
+
+def test_no_thread_but_the_holder_can_release_it(tmp_path: Path) -> None:
+    lock = WriterLock(str(tmp_path / "lock"), timeout=SHORT)
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            held.set()
+            done.wait(timeout=30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(timeout=10)
+        # From this thread and from others (their idents lie either side of the holder's)
+        lock.release()
+        for _ in range(3):
+            other = threading.Thread(target=lock.release)
+            other.start()
+            other.join(timeout=5)
         assert isinstance(acquired_in_a_thread(lock), LockTimeout)
+    finally:
+        done.set()
+        holder.join(timeout=10)
+    assert acquired_in_a_thread(lock) is None
