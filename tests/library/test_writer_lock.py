@@ -10,6 +10,8 @@ wait here has a bound: the lock's own timeout, a fraction of a second.
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -185,3 +187,28 @@ def test_no_thread_but_the_holder_can_release_it(tmp_path: Path) -> None:
         done.set()
         holder.join(timeout=10)
     assert acquired_in_a_thread(lock) is None
+
+
+def test_the_lock_file_is_readable_by_all_and_its_descriptor_not_inherited(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lock"
+    umask = os.umask(0o022)
+    os.umask(umask)
+    with WriterLock(str(path), timeout=SHORT):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644 & ~umask
+        # Closed on exec: a program lantern starts (an editor, git) never holds the lock on
+        held = [fd for fd in os.listdir("/proc/self/fd") if _names(fd) == str(path)]
+        assert len(held) == 1
+        info = Path(f"/proc/self/fdinfo/{held[0]}").read_text()
+        flags = int(info.split("flags:")[1].split()[0], 8)
+        assert flags & os.O_CLOEXEC and flags & os.O_ACCMODE == os.O_RDWR
+
+
+def _names(fd: str) -> str | None:
+    """What this process's descriptor ``fd`` is open on (None: closed meanwhile, as the one
+    that listed the folder is)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        return None
