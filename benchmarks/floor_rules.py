@@ -48,6 +48,7 @@ import math
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,6 +384,37 @@ def keep(
     return cos, kept
 
 
+def question_scores(
+    data: Data,
+    draws: int,
+    judge: Callable[[dict[str, Any], np.ndarray | None], tuple[np.ndarray, np.ndarray]],
+) -> dict[tuple[str, str], list[float]]:
+    """A rule's figures on both sets' questions, the ones every rule is judged by: by set,
+    each question's R@5 over its fold (``"R@5"``), and for each of ``draws`` draws whether its
+    first target, among four other records of the fold drawn at random, comes first and kept
+    (``"4"``). ``judge(question, rows)``: the question's cosines with those rows of its fold
+    (None: every row) and which of them the rule keeps."""
+    out: dict[tuple[str, str], list[float]] = {}
+    dr = np.random.default_rng(1)
+    for q in data.questions:
+        keys = data.folds[q["fold"]].keys
+        cos, k = judge(q, None)
+        order = [i for i in np.argsort(-cos, kind="stable") if k[i]][:5]
+        found = {keys[i] for i in order}
+        got = sum(t in found for t in q["targets"]) / len(q["targets"])
+        out.setdefault((q["set"], "R@5"), []).append(got)
+        ans = [i for i, key in enumerate(keys) if key == q["targets"][0]]
+        others = [i for i, key in enumerate(keys) if key not in q["targets"]]
+        for _ in range(draws):
+            if not ans:
+                out.setdefault((q["set"], "4"), []).append(0.0)
+                continue
+            st = np.asarray(ans[:1] + list(dr.choice(others, 4, replace=False)))
+            cs, kk = judge(q, st)
+            out.setdefault((q["set"], "4"), []).append(float(np.argmax(cs) == 0 and kk[0]))
+    return out
+
+
 def evaluate(
     rule: str,
     data: Data,
@@ -447,26 +479,12 @@ def evaluate(
         }
         print(rule, {f: n for f, n in by_fold.items() if n}, file=sys.stderr)
 
-    out: dict[tuple[str, str], list[float]] = {}
-    dr = np.random.default_rng(1)
-    for q in data.questions:
-        fold_name = q["fold"]
-        M, keys = data.folds[fold_name].matrix, data.folds[fold_name].keys
-        limits = (floor[fold_name], margin[fold_name])
-        cos, k = keep(probes, rule, q["v"], M, *limits)
-        order = [i for i in np.argsort(-cos, kind="stable") if k[i]][:5]
-        found = {keys[i] for i in order}
-        got = sum(t in found for t in q["targets"]) / len(q["targets"])
-        out.setdefault((q["set"], "R@5"), []).append(got)
-        ans = [i for i, key in enumerate(keys) if key == q["targets"][0]]
-        others = [i for i, key in enumerate(keys) if key not in q["targets"]]
-        for _ in range(draws):
-            if not ans:
-                out.setdefault((q["set"], "4"), []).append(0.0)
-                continue
-            st = np.asarray(ans[:1] + list(dr.choice(others, 4, replace=False)))
-            cs, kk = keep(probes, rule, q["v"], M[st], *limits)
-            out.setdefault((q["set"], "4"), []).append(float(np.argmax(cs) == 0 and kk[0]))
+    def judge(q: dict[str, Any], rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        M = data.folds[q["fold"]].matrix
+        limits = (floor[q["fold"]], margin[q["fold"]])
+        return keep(probes, rule, q["v"], M if rows is None else M[rows], *limits)
+
+    out = question_scores(data, draws, judge)
     for p in data.pairs:
         M = data.folds[p["fold"]].matrix[p["rows"]]
         cs, kk = keep(probes, rule, p["v"], M, floor[p["fold"]], margin[p["fold"]])
@@ -651,26 +669,16 @@ def evaluate_words(
                 k[i], saved = True, saved + 1
         return cos, k, saved
 
-    out: dict[tuple[str, str], list[float]] = {}
-    dr = np.random.default_rng(1)
-    for q in data.questions:
+    def judge(q: dict[str, Any], rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         fold = data.folds[q["fold"]]
-        M, keys = fold.matrix, fold.keys
         limits = (floor[q["fold"]], margin[q["fold"]], threshold[q["fold"]])
-        cos, k, _ = kept_by(q["v"], q["text"], M, fold.texts, limits)
-        order = [i for i in np.argsort(-cos, kind="stable") if k[i]][:5]
-        found = {keys[i] for i in order}
-        got = sum(t in found for t in q["targets"]) / len(q["targets"])
-        out.setdefault((q["set"], "R@5"), []).append(got)
-        ans = [i for i, key in enumerate(keys) if key == q["targets"][0]]
-        others = [i for i, key in enumerate(keys) if key not in q["targets"]]
-        for _ in range(draws):
-            if not ans:
-                out.setdefault((q["set"], "4"), []).append(0.0)
-                continue
-            st = np.asarray(ans[:1] + list(dr.choice(others, 4, replace=False)))
-            cs, kk, _ = kept_by(q["v"], q["text"], M[st], [fold.texts[i] for i in st], limits)
-            out.setdefault((q["set"], "4"), []).append(float(np.argmax(cs) == 0 and kk[0]))
+        M, texts = fold.matrix, fold.texts
+        if rows is not None:
+            M, texts = M[rows], [texts[i] for i in rows]
+        cos, k, _ = kept_by(q["v"], q["text"], M, texts, limits)
+        return cos, k
+
+    out = question_scores(data, draws, judge)
     saved_pairs = 0
     for p in data.pairs:
         fold = data.folds[p["fold"]]
