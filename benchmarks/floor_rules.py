@@ -415,6 +415,23 @@ def question_scores(
     return out
 
 
+def figures(
+    rule: str, leaks: int, total: int, out: dict[tuple[str, str], list[float]], data: Data
+) -> str:
+    """The start of a rule's line: probe searches let in, each set's R@5 and first of five
+    (:func:`question_scores`), tuning pairs first and kept."""
+
+    def mean(key: tuple[str, str]) -> str:
+        return f"{np.mean(out[key]):.3f}"
+
+    return (
+        f"{rule:30} leaks {leaks:4d}/{total}"
+        f" | recall R@5 {mean(('recall', 'R@5'))} 4oth {mean(('recall', '4'))}"
+        f" | conv R@5 {mean(('conversations', 'R@5'))} 4oth {mean(('conversations', '4'))}"
+        f" | tuning first {int(sum(out['tuning', 'first']))}/{len(data.pairs)}"
+    )
+
+
 def evaluate(
     rule: str,
     data: Data,
@@ -497,15 +514,8 @@ def evaluate(
         cos, k = keep(probes, rule, v, M, all_floor, all_margin)
         held_kept += int(np.argmax(cos) == 0 and k[0])
     held_out = f" | HELD-OUT {held_kept}/{len(data.held)}" if show_held_out else ""
-
-    def mean(key: tuple[str, str]) -> str:
-        return f"{np.mean(out[key]):.3f}"
-
     return (
-        f"{rule:30} leaks {leaks:4d}/{total}"
-        f" | recall R@5 {mean(('recall', 'R@5'))} 4oth {mean(('recall', '4'))}"
-        f" | conv R@5 {mean(('conversations', 'R@5'))} 4oth {mean(('conversations', '4'))}"
-        f" | tuning first {int(sum(out['tuning', 'first']))}/{len(data.pairs)}"
+        f"{figures(rule, leaks, total, out, data)}"
         f" | all-fold fixed {all_floor:.3f} margin {all_margin:.3f}{held_out}"
     )
 
@@ -696,16 +706,8 @@ def evaluate_words(
             cos, k, _ = kept_by(v, query, M, texts, all_limits)
             held_kept += int(np.argmax(cos) == 0 and k[0])
         held_out = f" | HELD-OUT {held_kept}/{len(data.held)}"
-
-    def mean(key: tuple[str, str]) -> str:
-        return f"{np.mean(out[key]):.3f}"
-
     return (
-        f"{rule:30} leaks {leaks:4d}/{total}"
-        f" | recall R@5 {mean(('recall', 'R@5'))} 4oth {mean(('recall', '4'))}"
-        f" | conv R@5 {mean(('conversations', 'R@5'))} 4oth {mean(('conversations', '4'))}"
-        f" | tuning first {int(sum(out['tuning', 'first']))}/{len(data.pairs)}"
-        f" (by a word pair {saved_pairs})"
+        f"{figures(rule, leaks, total, out, data)} (by a word pair {saved_pairs})"
         f" | all-fold fixed {all_limits[0]:.3f} margin {all_limits[1]:.3f}"
         f" word {all_limits[2]:.3f}{held_out}"
     )
