@@ -130,14 +130,17 @@ STEP = 0.001  # a floor or margin is set this far above the highest probe search
 # LEAK_SHARE=0.001: each threshold set just above all but that share of the other folds' probe
 # searches (their 1 - share quantile) instead of above all of them
 LEAK_SHARE = float(os.environ.get("LEAK_SHARE", "0"))
+# LEAK_SHARE_ON=margins: the share for the margin and the word threshold only, the fixed floor
+# above all the probe searches
+MARGINS_ONLY = os.environ.get("LEAK_SHARE_ON") == "margins"
 
 
-def above_probes(values: list[float]) -> float:
+def above_probes(values: list[float], fixed: bool = False) -> float:
     """A threshold just above the probe searches ``values`` (all of them, or all but
-    :data:`LEAK_SHARE` of them)."""
+    :data:`LEAK_SHARE` of them); ``fixed``: the fixed floor's."""
     if not values:
         return -np.inf
-    if LEAK_SHARE:
+    if LEAK_SHARE and not (fixed and MARGINS_ONLY):
         return float(np.quantile(values, 1.0 - LEAK_SHARE, method="higher")) + STEP
     return max(values) + STEP
 
@@ -489,7 +492,7 @@ def evaluate(
     def others(values: dict[str, list[float]], held: str | None) -> list[float]:
         return [x for f in names if f != held for x in values[f]]
 
-    floor = {h: above_probes(others(top, h)) for h in names}
+    floor = {h: above_probes(others(top, h), fixed=True) for h in names}
     margin = {h: (above_probes(others(exc, h)) if spec else np.inf) for h in names}
     leaks = sum(
         sum(
@@ -520,7 +523,7 @@ def evaluate(
         cs, kk = keep(probes, rule, p["v"], M, floor[p["fold"]], margin[p["fold"]])
         out.setdefault(("tuning", "first"), []).append(float(np.argmax(cs) == 0 and kk[0]))
     # held-out paraphrase set: margins chosen on all folds
-    all_floor = above_probes(others(top, None))
+    all_floor = above_probes(others(top, None), fixed=True)
     all_margin = above_probes(others(exc, None)) if spec else np.inf
     held_kept = 0
     for v, M in data.held:
@@ -652,10 +655,10 @@ def evaluate_words(
         top[name], exc[name], reach[name] = tops, excesses, reaches
     names = list(data.folds)
 
-    def above(values: dict[str, list[float]], held: str | None) -> float:
-        return above_probes([x for f in names if f != held for x in values[f]])
+    def above(values: dict[str, list[float]], held: str | None, fixed: bool = False) -> float:
+        return above_probes([x for f in names if f != held for x in values[f]], fixed)
 
-    floor = {h: above(top, h) for h in names}
+    floor = {h: above(top, h, fixed=True) for h in names}
     margin = {h: above(exc, h) for h in names}
     threshold = {h: above(reach, h) for h in names}
     leaks = sum(
@@ -711,7 +714,7 @@ def evaluate_words(
         first = float(np.argmax(cs) == 0 and kk[0])
         out.setdefault(("tuning", "first"), []).append(first)
         saved_pairs += int(saved > 0 and first > 0)
-    all_limits = (above(top, None), above(exc, None), above(reach, None))
+    all_limits = (above(top, None, True), above(exc, None), above(reach, None))
     held_out = ""
     if show_held_out:
         held_kept = 0
