@@ -17,6 +17,10 @@ printed last with the margins of all folds only when asked (``HELD_OUT=1``): it 
 and a rule is chosen by the other columns before it is looked at. Embeddings are cached by text
 (LANTERN_FLOOR_CACHE, default ~/.cache/lantern-floor-rules).
 
+``LEAK_SHARE=0.001`` sets each threshold just above all but that share of the other folds' probe
+searches instead of all of them (``LEAK_SHARE_ON=margins``: the margin and word threshold only;
+docs/search.md, "A share of probe searches let in": tried, not taken).
+
 ``--shipped`` runs only the rule lantern ships for the embedder (``retrieval.py --calibrate``
 runs it so). ``DRAWS`` (default 3) is how many draws of four other records each question gets;
 ``ONLY`` names the rules to run, separated by ``|``; a second argument ``sent2`` words the probe

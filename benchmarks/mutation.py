@@ -433,6 +433,21 @@ MODULES = [
         ),
         300,
     ),
+    # The merge every sync and every review accept goes through: which side's file a path
+    # takes, and which files go to the record, source and entity merges.
+    Module(
+        "tree_merge",
+        "lantern_git/model/tree_merge.py",
+        None,
+        (
+            "tests/library/test_sync.py",
+            "tests/library/test_source_sync.py",
+            "tests/surfaces/test_entities.py::test_sync_merges_an_entity_both_hosts_changed_field_by_field",
+            "tests/surfaces/test_entity_records.py::test_sync_merges_records_entities_as_a_set",
+            "tests/library/test_review.py::test_accept_some_records_leaves_the_rest_pending_and_merges_a_moved_record",
+        ),
+        180,
+    ),
 ]
 
 
