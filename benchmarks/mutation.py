@@ -439,7 +439,10 @@ MODULES = [
         "tree_merge",
         "lantern_git/model/tree_merge.py",
         None,
+        # Its own tests ask merge_trees directly (two seconds; most mutants die there), then
+        # the syncs and the accept that go through it.
         (
+            "tests/unit/test_tree_merge.py",
             "tests/library/test_sync.py",
             "tests/library/test_source_sync.py",
             "tests/surfaces/test_entities.py::test_sync_merges_an_entity_both_hosts_changed_field_by_field",
