@@ -433,6 +433,15 @@ MODULES = [
         ),
         300,
     ),
+    # The store formats' table: what format a store is at, and the one commit that brings it
+    # to the next. Its own tests ask it directly; then the migrate command on real stores.
+    Module(
+        "migrations",
+        "lantern_git/workspace/migrations.py",
+        None,
+        ("tests/unit/test_migrations.py", "tests/surfaces/test_migrate.py"),
+        120,
+    ),
     # The merge every sync and every review accept goes through: which side's file a path
     # takes, and which files go to the record, source and entity merges.
     Module(
