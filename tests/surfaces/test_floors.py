@@ -172,9 +172,11 @@ def test_e5_s_status_says_its_floor_without_a_shared_word_is_each_records_own(st
     status_says(
         store_path,
         "e5",
-        {"floor": 0.8, "alone": 0.84, "noise": 0.033, "centred": True},
+        {"floor": 0.8, "alone": 0.84, "noise": 0.033, "centred": True, "words": 0.913},
         "floors:   cosine 0.8 with a word in common, 0.84 without (or 0.033 above the mean of"
-        " the query's and each record's noise levels, if lower)",
+        " the query's and each record's noise levels, if lower)\n"
+        "          without, the nearest record held to 0.8 when one of its words is within 0.913"
+        " of one of the query's\n",
     )
 
 
