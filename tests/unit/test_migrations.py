@@ -4,6 +4,8 @@ command on real stores that the previous release made is tests/surfaces/test_mig
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 
 from lantern_git.errors import StoreError
@@ -137,6 +139,13 @@ def test_this_lantern_makes_stores_at_format_2_with_one_step():
             "different formats",
         }
     ]
+
+
+def test_a_registered_step_cannot_be_changed_afterwards():
+    step = MIGRATIONS.steps[0]
+    with pytest.raises(FrozenInstanceError):
+        step.version = 3  # type: ignore[misc]
+    assert MIGRATIONS.latest == 2
 
 
 def test_an_empty_table_is_at_format_1():
