@@ -277,6 +277,13 @@ def test_a_field_both_sides_changed_is_reported_with_both_values(trees):
     assert named == [{**conflict, "store": 80, "branch": 20}]
 
 
+def test_a_record_both_sides_changed_alike_is_taken_without_a_report(trees):
+    same = record_text(priority=80, updated_at=T0 + 5)
+    merged = trees.merge({RECORD: record_text()}, {RECORD: same}, {RECORD: same})
+    assert trees.files(merged.tree) == {RECORD: same}
+    assert merged.records == []
+
+
 def test_a_record_merge_that_equals_ours_leaves_ours_unwritten(trees):
     ours = record_text(priority=80, updated_at=T0 + 5)
     theirs = record_text(priority=80, updated_at=T0 + 3)
@@ -423,6 +430,31 @@ def test_a_source_re_ingested_on_both_sides_pins_the_version_left_behind(trees):
     assert report.other_ref == f"source:{SID}@{report.other_blob}"
     assert report.notes() == [f"re-ingested on both sides; other version {report.other_ref}"]
     assert report.to_dict()["other"] == report.other_ref
+
+
+def neighbour_id() -> str:
+    """Another source's id in the same folder as SID's (``sources/<first two>/``)."""
+    for n in range(10_000):
+        other = compute_source_id(f"session:neighbour-{n}", b"")
+        if other[:2] == SID[:2] and other != SID:
+            return other
+    raise AssertionError("no neighbour in 10,000 tries")
+
+
+def test_a_source_merge_leaves_the_other_sources_of_its_folder_alone(trees):
+    other = neighbour_id()
+    beside = {
+        manifest_path(other): b"not read: another source's manifest\n",
+        body_path(other, "txt"): b"another source's body\n",
+    }
+    merged = trees.merge(
+        {**source(TALK), **beside},
+        source(TALK + b"User: from a\n", updated_at=T0 + 5),
+        source(TALK + b"User: from b\n", updated_at=T0 + 3),
+    )
+    files = trees.files(merged.tree)
+    assert {path: files.get(path) for path in beside} == beside
+    assert files[body_path(SID, "txt")] == TALK + b"User: from a\nUser: from b\n"
 
 
 def test_a_source_one_side_changed_takes_that_side_file_by_file(trees):
