@@ -433,6 +433,16 @@ MODULES = [
         ),
         300,
     ),
+    # A source both sides changed, merged as a pair of files: the body's rules (appended,
+    # re-ingested, kept against a removal) and the manifest's fields. Its pure rules are the
+    # first tests of test_source_sync.py; then the tree merge's, then real syncs.
+    Module(
+        "source_merge",
+        "lantern_git/model/source_merge.py",
+        None,
+        ("tests/library/test_source_sync.py", "tests/unit/test_tree_merge.py"),
+        120,
+    ),
     # The store formats' table: what format a store is at, and the one commit that brings it
     # to the next. Its own tests ask it directly; then the migrate command on real stores.
     Module(
