@@ -433,6 +433,24 @@ MODULES = [
         ),
         300,
     ),
+    # lantern sync: fetch, the format checks, the merge with its virtual bases, the fast
+    # forward, the push, the review branches. Real clones and a bare remote in every test.
+    Module(
+        "sync",
+        "lantern_git/sync.py",
+        None,
+        (
+            "tests/library/test_sync.py",
+            "tests/surfaces/test_migrate.py::test_two_hosts_one_migrated_sync_says_what_to_do_and_loses_nothing",
+            "tests/surfaces/test_migrate.py::test_a_migrated_host_does_not_merge_an_unmigrated_remote_either",
+            "tests/library/test_review.py::test_review_branches_travel_with_sync_and_a_person_elsewhere_decides",
+            "tests/library/test_review.py::test_sync_review_branches_from_lantern_yaml_and_a_bad_value",
+            "tests/library/test_review.py::test_a_review_branch_sync_killed_at_any_step_is_completed_or_rolled_back",
+            "tests/library/test_review.py::test_a_review_branch_sync_cannot_merge_says_what_it_left_and_what_it_did",
+            "tests/library/test_source_sync.py",
+        ),
+        240,
+    ),
     # A source both sides changed, merged as a pair of files: the body's rules (appended,
     # re-ingested, kept against a removal) and the manifest's fields. Its pure rules are the
     # first tests of test_source_sync.py; then the tree merge's, then real syncs.
