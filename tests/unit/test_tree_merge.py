@@ -218,6 +218,15 @@ def test_a_file_whose_mode_one_side_changed_and_the_other_edited_is_refused(tree
     assert refused.value.paths == ["run.sh"]
 
 
+def test_a_file_one_side_made_executable_and_the_other_edited_is_refused(trees):
+    base = {"run.sh": LINES}
+    ours = {"run.sh": LINES.replace(b"one", b"ONE")}
+    theirs = {"run.sh": (LINES, EXECUTABLE_MODE)}
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, ours, theirs)
+    assert refused.value.paths == ["run.sh"]
+
+
 def test_two_different_additions_of_one_path_are_refused(trees):
     with pytest.raises(Unmergeable) as refused:
         trees.merge({}, {"new.txt": b"mine\n"}, {"new.txt": b"yours\n"})
@@ -233,6 +242,24 @@ def test_a_symbolic_link_is_never_line_merged(trees):
         trees.merge({"f.txt": LINES}, {"f.txt": (b"x", LINK_MODE)}, {"f.txt": LINES + b"6\n"})
 
 
+def test_links_whose_targets_would_merge_line_by_line_are_still_refused(trees):
+    base = {"link": (LINES, LINK_MODE)}
+    ours = {"link": (LINES.replace(b"one", b"ONE"), LINK_MODE)}
+    theirs = {"link": (LINES.replace(b"five", b"FIVE"), LINK_MODE)}
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, ours, theirs)
+    assert refused.value.paths == ["link"]
+
+
+def test_a_link_in_the_base_that_both_sides_made_a_file_is_refused(trees):
+    base = {"notes.txt": (LINES, LINK_MODE)}
+    ours = {"notes.txt": LINES.replace(b"one", b"ONE")}
+    theirs = {"notes.txt": LINES.replace(b"five", b"FIVE")}
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, ours, theirs)
+    assert refused.value.paths == ["notes.txt"]
+
+
 def test_the_refusal_names_five_paths_then_says_there_are_more(trees):
     names = [f"f{n}.txt" for n in range(7)]
     base = dict.fromkeys(names, LINES)
@@ -241,6 +268,10 @@ def test_the_refusal_names_five_paths_then_says_there_are_more(trees):
     with pytest.raises(Unmergeable) as refused:
         trees.merge(base, ours, theirs)
     assert refused.value.paths == names
+    assert refused.value.shown == "f0.txt, f1.txt, f2.txt, f3.txt, f4.txt ..."
+    six = dict(list(ours.items())[:6])
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, six, theirs)
     assert refused.value.shown == "f0.txt, f1.txt, f2.txt, f3.txt, f4.txt ..."
     five = dict(list(ours.items())[:5])
     with pytest.raises(Unmergeable) as refused:
@@ -325,6 +356,17 @@ def test_a_record_neither_side_of_which_reads_is_refused_or_kept_as_ours(trees):
     merged = trees.merge({RECORD: record_text()}, {RECORD: ours}, {RECORD: theirs}, strict=False)
     assert trees.files(merged.tree) == {RECORD: ours}
     assert merged.records == []
+
+
+def test_a_merge_base_that_is_not_strict_goes_on_past_an_unmergeable_record(trees):
+    ours, theirs = b"---\nnot: a record\n---\n", b"---\nnor: this\n---\n"
+    merged = trees.merge(
+        {RECORD: record_text()},
+        {RECORD: ours},
+        {RECORD: theirs, "zz-after.txt": b"theirs\n"},
+        strict=False,
+    )
+    assert trees.files(merged.tree) == {RECORD: ours, "zz-after.txt": b"theirs\n"}
 
 
 def test_a_record_path_holding_a_link_goes_to_the_line_merge_and_is_refused(trees):
@@ -432,21 +474,27 @@ def test_a_source_re_ingested_on_both_sides_pins_the_version_left_behind(trees):
     assert report.to_dict()["other"] == report.other_ref
 
 
-def neighbour_id() -> str:
-    """Another source's id in the same folder as SID's (``sources/<first two>/``)."""
-    for n in range(10_000):
+def neighbour_ids() -> tuple[str, str]:
+    """Two other sources' ids in the same folder as SID's (``sources/<first two>/``), one
+    sorting before it and one after."""
+    below = above = None
+    for n in range(100_000):
         other = compute_source_id(f"session:neighbour-{n}", b"")
         if other[:2] == SID[:2] and other != SID:
-            return other
-    raise AssertionError("no neighbour in 10,000 tries")
+            if other < SID:
+                below = below or other
+            else:
+                above = above or other
+        if below and above:
+            return below, above
+    raise AssertionError("no neighbours in 100,000 tries")
 
 
 def test_a_source_merge_leaves_the_other_sources_of_its_folder_alone(trees):
-    other = neighbour_id()
-    beside = {
-        manifest_path(other): b"not read: another source's manifest\n",
-        body_path(other, "txt"): b"another source's body\n",
-    }
+    beside = {}
+    for other in neighbour_ids():
+        beside[manifest_path(other)] = b"not read: another source's manifest\n"
+        beside[body_path(other, "txt")] = b"another source's body\n"
     merged = trees.merge(
         {**source(TALK), **beside},
         source(TALK + b"User: from a\n", updated_at=T0 + 5),
@@ -455,6 +503,68 @@ def test_a_source_merge_leaves_the_other_sources_of_its_folder_alone(trees):
     files = trees.files(merged.tree)
     assert {path: files.get(path) for path in beside} == beside
     assert files[body_path(SID, "txt")] == TALK + b"User: from a\nUser: from b\n"
+
+
+def test_paths_after_a_merged_source_still_take_their_side(trees):
+    merged = trees.merge(
+        source(TALK),
+        source(TALK + b"User: from a\n", updated_at=T0 + 5),
+        {**source(TALK + b"User: from b\n", updated_at=T0 + 3), "zz-after.txt": b"t\n"},
+    )
+    assert trees.files(merged.tree)["zz-after.txt"] == b"t\n"
+
+
+def test_a_merge_base_that_is_not_strict_goes_on_past_an_unmergeable_source(trees):
+    below, _ = neighbour_ids()
+    binary = {  # the first source by id: neither side's body is text
+        manifest_path(below): manifest(TALK),
+        body_path(below, "txt"): TALK,
+    }
+
+    def of(sid: str, body: bytes) -> Files:
+        return {body_path(sid, "txt"): body}
+
+    merged = trees.merge(
+        {**binary, **source(TALK)},
+        {**of(below, b"\xff\x00ours"), **source(TALK + b"User: from a\n", updated_at=T0 + 5)},
+        {**of(below, b"\xff\x00theirs"), **source(TALK + b"User: from b\n", updated_at=T0 + 3)},
+        strict=False,
+    )
+    files = trees.files(merged.tree)
+    assert files[body_path(below, "txt")] == b"\xff\x00ours"
+    assert files[body_path(SID, "txt")] == TALK + b"User: from a\nUser: from b\n"
+    assert [r.id for r in merged.sources] == [SID]
+
+
+def test_a_source_whose_body_sorts_after_its_manifest_is_read_by_its_body(trees):
+    yml = body_path(SID, "yml")  # "<id>.yml" sorts after the manifest "<id>.yaml"
+    base = {manifest_path(SID): manifest(TALK), yml: TALK}
+    merged = trees.merge(
+        base,
+        {manifest_path(SID): manifest(TALK + b"a: 1\n", updated_at=T0 + 5), yml: TALK + b"a: 1\n"},
+        {manifest_path(SID): manifest(TALK + b"b: 2\n", updated_at=T0 + 3), yml: TALK + b"b: 2\n"},
+    )
+    files = trees.files(merged.tree)
+    assert set(files) == {manifest_path(SID), yml}
+    assert files[yml] == TALK + b"a: 1\nb: 2\n"
+
+
+def test_a_body_file_renamed_on_both_sides_leaves_only_the_chosen_one(trees):
+    md, csv = body_path(SID, "md"), body_path(SID, "csv")
+    txt = body_path(SID, "txt")
+    ours = {txt: None, md: TALK, manifest_path(SID): manifest(TALK, updated_at=T0 + 1)}
+    theirs = {txt: None, csv: TALK, manifest_path(SID): manifest(TALK, updated_at=T0 + 2)}
+    merged = trees.merge(source(TALK), ours, theirs)
+    # Both changed the extension: the later side's, and no other body file is left
+    assert set(trees.files(merged.tree)) == {manifest_path(SID), csv}
+
+
+def test_a_source_removed_on_one_side_and_only_retitled_on_the_other_keeps_its_body(trees):
+    gone: Files = dict.fromkeys(source(TALK))
+    retitled = {manifest_path(SID): manifest(TALK, title="Kickoff", updated_at=T0 + 1)}
+    merged = trees.merge(source(TALK), gone, retitled)
+    files = trees.files(merged.tree)
+    assert files == {manifest_path(SID): retitled[manifest_path(SID)], body_path(SID, "txt"): TALK}
 
 
 def test_a_source_one_side_changed_takes_that_side_file_by_file(trees):
@@ -493,14 +603,17 @@ def test_a_source_both_sides_removed_is_gone(trees):
     assert trees.files(merged.tree) == {"keep.txt": b"k\n"}
 
 
-def test_a_source_with_an_invalid_manifest_on_one_side_says_which_was_replaced(trees):
-    ours = {manifest_path(SID): b"id: [broken\n", body_path(SID, "txt"): TALK + b"User: a\n"}
-    theirs = source(TALK + b"User: b\n", updated_at=T0 + 1)
+@pytest.mark.parametrize("broken", ["ours", "theirs"])
+def test_a_source_with_an_invalid_manifest_on_one_side_says_which_was_replaced(trees, broken):
+    invalid = {manifest_path(SID): b"id: [broken\n", body_path(SID, "txt"): TALK + b"User: a\n"}
+    valid = source(TALK + b"User: b\n", updated_at=T0 + 1)
+    ours, theirs = (invalid, valid) if broken == "ours" else (valid, invalid)
     merged = trees.merge(source(TALK), ours, theirs)
     files = trees.files(merged.tree)
     assert SourceManifest.from_yaml(files[manifest_path(SID)]).id == SID
     [report] = merged.sources
-    assert "invalid local manifest replaced" in report.notes()
+    side = "local" if broken == "ours" else "remote"
+    assert report.notes() == ["appended on both sides", f"invalid {side} manifest replaced"]
 
 
 def test_a_source_neither_body_of_which_is_text_is_refused_or_kept_as_ours(trees):
