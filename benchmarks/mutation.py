@@ -452,13 +452,18 @@ MODULES = [
         240,
     ),
     # A source both sides changed, merged as a pair of files: the body's rules (appended,
-    # re-ingested, kept against a removal) and the manifest's fields. Its pure rules are the
-    # first tests of test_source_sync.py; then the tree merge's, then real syncs.
+    # re-ingested, kept against a removal) and the manifest's fields. Its rules asked one at a
+    # time first; then the tree merge's tests, then test_source_sync.py's (properties, real
+    # syncs and the git driver).
     Module(
         "source_merge",
         "lantern_git/model/source_merge.py",
         None,
-        ("tests/library/test_source_sync.py", "tests/unit/test_tree_merge.py"),
+        (
+            "tests/unit/test_source_merge.py",
+            "tests/unit/test_tree_merge.py",
+            "tests/library/test_source_sync.py",
+        ),
         120,
     ),
     # The store formats' table: what format a store is at, and the one commit that brings it

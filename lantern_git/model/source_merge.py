@@ -89,9 +89,7 @@ class BodyMerge:
     other: bytes | None = None
 
 
-def _is_text(body: bytes | None) -> bool:
-    if body is None:
-        return False
+def _is_text(body: bytes) -> bool:
     try:
         check_body(body)
     except ValidationError:
