@@ -5,6 +5,8 @@ through real syncs and the git driver are tests/library/test_source_sync.py."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 
 from lantern_git.model.record_merge import MergeError
@@ -115,6 +117,19 @@ def test_long_tails_sharing_their_first_lines_keep_those_lines_once():
     assert result.body == BASE + shared + b"ours\ntheirs\n"
 
 
+def test_an_append_that_another_extends_is_taken_whole_once():
+    tail = b"".join(b"User: line %d\n" % n for n in range(30))  # past CPython's small ints
+    assert len(tail) > 300
+    result = merge_bodies(BASE, BASE + tail, BASE + tail + b"User: more\n")
+    assert (result.body, result.how) == (BASE + tail + b"User: more\n", "appended")
+
+
+def test_a_body_merge_cannot_be_changed_once_made():
+    result = merge_bodies(BASE, BASE + b"a\n", BASE)
+    with pytest.raises(FrozenInstanceError):
+        result.body = b"changed"  # type: ignore[misc]
+
+
 def test_a_body_that_is_not_text_gives_way_to_the_other_and_two_are_refused():
     result = merge_bodies(BASE, b"\xff\x00binary\n", BASE + b"more\n")
     assert (result.body, result.how, result.winner) == (BASE + b"more\n", "invalid", "theirs")
@@ -154,6 +169,16 @@ def test_a_manifest_naming_another_source_is_replaced_like_an_invalid_one():
     )
     assert result.invalid == ("ours",)
     assert fields_of(result).id == SID
+
+
+def test_a_field_one_side_changed_is_taken_without_a_conflict():
+    for ours, theirs, expected in (("New", "Old", "New"), ("Old", "New", "New")):
+        result = merged(
+            version(BASE, title="Old"),
+            version(BASE, title=ours, updated_at=T0 + 1),
+            version(BASE, title=theirs, updated_at=T0 + 2),
+        )
+        assert (fields_of(result).title, result.conflicts) == (expected, ())
 
 
 def test_a_field_both_sides_changed_alike_is_no_conflict():
@@ -227,6 +252,14 @@ def test_values_other_than_text_tie_by_their_yaml_on_one_line_however_long():
     assert tie({"note": ours}, {"note": theirs}) == {"note": ours}
 
 
+def test_an_invalid_manifest_counts_as_the_earliest_time_for_the_extension():
+    # The valid side at time 0 ties with the invalid one: the larger extension, not the side
+    ours = SourceVersion(b"id: [broken\n", BASE, "csv")
+    theirs = SourceVersion(manifest(BASE, captured_at=0, updated_at=0).to_yaml(), BASE, "md")
+    assert merged(version(BASE), ours, theirs).ext == "md"
+    assert merged(version(BASE), theirs, ours).ext == "md"
+
+
 @pytest.mark.parametrize("swap", [False, True])
 def test_an_extension_both_sides_changed_comes_from_the_later_side(swap):
     later = SourceVersion(manifest(BASE, updated_at=T0 + 2).to_yaml(), BASE, "csv")
@@ -258,3 +291,31 @@ def test_the_manifest_driver_needs_no_body_when_one_side_kept_the_base_body(chan
     ours, theirs = (grown, retitled) if changed == "ours" else (retitled, grown)
     result = SourceManifest.from_yaml(merge_manifest_files(base, ours, theirs, SID, no_body))
     assert (result.title, result.lines) == ("Kickoff", describe(BASE + b"more\n")["lines"])
+
+
+def test_the_manifest_driver_finds_the_base_body_as_the_start_of_a_side():
+    base_manifest = manifest(BASE).to_yaml()
+    ours_body, theirs_body = BASE + b"User: a\n", BASE + b"User: b\n"
+    ours = manifest(ours_body, updated_at=T0 + 1).to_yaml()
+    theirs = manifest(theirs_body, updated_at=T0 + 2).to_yaml()
+    bodies = {manifest(body).sha256: body for body in (ours_body, theirs_body)}  # no base
+
+    def find(found: SourceManifest) -> bytes | None:
+        return bodies.get(found.sha256)
+
+    result = SourceManifest.from_yaml(merge_manifest_files(base_manifest, ours, theirs, SID, find))
+    assert result.lines == describe(BASE + b"User: a\nUser: b\n")["lines"]
+
+
+@pytest.mark.parametrize("missing", ["ours", "theirs"])
+def test_the_manifest_driver_refuses_when_a_sides_body_cannot_be_found(missing):
+    base_manifest = manifest(BASE).to_yaml()
+    ours_body, theirs_body = BASE + b"User: a\n", BASE + b"User: b\n"
+    ours = manifest(ours_body, updated_at=T0 + 1).to_yaml()
+    theirs = manifest(theirs_body, updated_at=T0 + 2).to_yaml()
+    found = {manifest(BASE).sha256: BASE}
+    kept = theirs_body if missing == "ours" else ours_body
+    found[manifest(kept).sha256] = kept
+
+    with pytest.raises(MergeError, match="not in the repository"):
+        merge_manifest_files(base_manifest, ours, theirs, SID, lambda m: found.get(m.sha256))
