@@ -124,10 +124,13 @@ def test_an_append_that_another_extends_is_taken_whole_once():
     assert (result.body, result.how) == (BASE + tail + b"User: more\n", "appended")
 
 
-def test_a_body_merge_cannot_be_changed_once_made():
+def test_a_body_merge_and_a_source_merge_cannot_be_changed_once_made():
     result = merge_bodies(BASE, BASE + b"a\n", BASE)
     with pytest.raises(FrozenInstanceError):
         result.body = b"changed"  # type: ignore[misc]
+    source = merge_source(version(BASE), version(BASE + b"a\n"), version(BASE), SID)
+    with pytest.raises(FrozenInstanceError):
+        source.ext = "md"  # type: ignore[misc]
 
 
 def test_a_body_that_is_not_text_gives_way_to_the_other_and_two_are_refused():
@@ -156,12 +159,20 @@ def test_two_sides_without_a_body_file_are_refused():
         merged(version(BASE), only, only)
 
 
+def other_ids() -> tuple[str, str]:
+    """Two other sources' ids, one sorting before SID and one after."""
+    ids = [compute_source_id(f"session:other-{n}", b"") for n in range(50)]
+    return min(i for i in ids if i < SID), max(i for i in ids if i > SID)
+
+
 def test_a_manifest_naming_another_source_is_replaced_like_an_invalid_one():
-    other = compute_source_id("session:other", b"")
+    for other in other_ids():
+        data = manifest(BASE, id=other).to_yaml()
+        assert parse_manifest_side(data, SID) is None
+        assert parse_manifest_side(data, other) is not None
+        assert parse_manifest_side(data, None) is not None  # no id pinned: any reads
+    other = other_ids()[0]
     data = manifest(BASE, id=other).to_yaml()
-    assert parse_manifest_side(data, SID) is None
-    assert parse_manifest_side(data, other) is not None
-    assert parse_manifest_side(data, None) is not None  # no id pinned: any reads
     result = merged(
         version(BASE),
         SourceVersion(data, BASE + b"a\n", "txt"),
@@ -261,6 +272,14 @@ def test_an_invalid_manifest_counts_as_the_earliest_time_for_the_extension():
 
 
 @pytest.mark.parametrize("swap", [False, True])
+def test_an_extension_one_side_changed_is_taken_whatever_the_times(swap):
+    changed = SourceVersion(manifest(BASE, updated_at=T0 + 1).to_yaml(), BASE, "md")
+    unchanged = SourceVersion(manifest(BASE, updated_at=T0 + 2).to_yaml(), BASE, "txt")
+    ours, theirs = (unchanged, changed) if swap else (changed, unchanged)
+    assert merged(version(BASE), ours, theirs).ext == "md"
+
+
+@pytest.mark.parametrize("swap", [False, True])
 def test_an_extension_both_sides_changed_comes_from_the_later_side(swap):
     later = SourceVersion(manifest(BASE, updated_at=T0 + 2).to_yaml(), BASE, "csv")
     earlier = SourceVersion(manifest(BASE, updated_at=T0 + 1).to_yaml(), BASE, "md")
@@ -276,7 +295,27 @@ def test_a_merge_equal_to_one_side_keeps_that_sides_own_bytes():
     assert result.manifest == hand
 
 
+def test_both_sides_equal_to_the_merge_in_different_hands_keep_the_larger_bytes():
+    fields = manifest(BASE + b"more\n", title="Kickoff", updated_at=T0 + 1).to_yaml()
+    one, two = b"# one\n" + fields, b"# two\n" + fields
+    for ours, theirs in ((one, two), (two, one)):
+        result = merged(
+            version(BASE),
+            SourceVersion(ours, BASE + b"more\n", "txt"),
+            SourceVersion(theirs, BASE + b"more\n", "txt"),
+        )
+        assert result.manifest == two
+
+
 # ---------------------------------------------------------------------------- the driver
+
+
+@pytest.mark.parametrize("broken", ["ours", "theirs"])
+def test_the_manifest_driver_refuses_a_side_whose_manifest_does_not_parse(broken):
+    good = manifest(BASE + b"a\n", updated_at=T0 + 1).to_yaml()
+    ours, theirs = (b"id: [broken\n", good) if broken == "ours" else (good, b"id: [broken\n")
+    with pytest.raises(MergeError, match="does not parse"):
+        merge_manifest_files(manifest(BASE).to_yaml(), ours, theirs, SID, no_body)
 
 
 def no_body(found: SourceManifest) -> bytes | None:
