@@ -440,6 +440,7 @@ MODULES = [
         "lantern_git/sync.py",
         None,
         (
+            "tests/library/test_sync_report.py",
             "tests/library/test_sync.py",
             "tests/surfaces/test_migrate.py::test_two_hosts_one_migrated_sync_says_what_to_do_and_loses_nothing",
             "tests/surfaces/test_migrate.py::test_a_migrated_host_does_not_merge_an_unmigrated_remote_either",
