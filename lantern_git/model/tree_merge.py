@@ -256,9 +256,6 @@ def _merge_source(
     other = merged.body_merge.other
     if other is not None:
         other_blob = str(repo.create_blob(other))[:PIN_DIGITS]
-    for path in list(entries):
-        if entries[path] is not None and entries[path] == files[1].get(path):
-            del entries[path]  # unchanged from ours: no entry to write
     return entries, SourceReport(source_id, merged, other_blob)
 
 
@@ -300,10 +297,8 @@ def _merge_entity(
     theirs_entry: Entry | None,
 ) -> Entry | None:
     """An entity file both sides changed: field by field (entity_merge.py), or None when a
-    side removed it or neither reads."""
+    side removed it (an empty side, to the merge) or neither reads."""
     if not all(_is_file(e) for e in (base_entry, ours_entry, theirs_entry)):
-        return None
-    if ours_entry is None or theirs_entry is None:
         return None
     try:
         data = merge_entity_files(
@@ -338,13 +333,13 @@ def _merge_other(
         return pygit2.IndexEntry(path, pygit2.Oid(hex=e[0]), cast(FileMode, e[1]))
 
     try:
+        # pygit2 1.19+: a MergeFileResult, its contents decoded as UTF-8 (ValueError when the
+        # merged file is not: left to git, as a conflict is)
         outcome = repo.merge_file_from_index(
             entry(base_entry), entry(ours_entry), entry(theirs_entry)
         )
     except (pygit2.GitError, ValueError):
         return None
-    if not getattr(outcome, "automergeable", False):
+    if not outcome.automergeable:
         return None
-    contents = outcome.contents
-    data = contents.encode("utf-8") if isinstance(contents, str) else contents
-    return str(repo.create_blob(data)), ours_entry[1]
+    return str(repo.create_blob(outcome.contents.encode("utf-8"))), ours_entry[1]

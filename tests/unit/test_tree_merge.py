@@ -185,9 +185,19 @@ def test_a_line_both_sides_changed_differently_is_refused_naming_the_path(trees)
     theirs = {"notes.txt": LINES.replace(b"two", b"theirs")}
     with pytest.raises(Unmergeable) as refused:
         trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["notes.txt"]
+    assert (refused.value.paths, refused.value.shown) == (["notes.txt"], "notes.txt")
     assert refused.value.code == "merge_conflict"
     assert "notes.txt" in str(refused.value) and "nothing was changed" in str(refused.value)
+
+
+def test_a_file_that_is_not_utf8_is_left_to_git_even_where_its_lines_would_merge(trees):
+    latin = b"caf\xe9\n" + LINES  # Latin-1: the line merge's text cannot be read as UTF-8
+    base = {"notes.txt": latin}
+    ours = {"notes.txt": latin.replace(b"one", b"ONE")}
+    theirs = {"notes.txt": latin.replace(b"five", b"FIVE")}
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, ours, theirs)
+    assert refused.value.paths == ["notes.txt"]
 
 
 def test_a_merge_base_that_is_not_strict_keeps_ours_where_lines_conflict(trees):
