@@ -11,6 +11,8 @@ import pytest
 from support.stores import git
 from support.sync import Host, clone_host, first_host, make_remote
 
+from lantern_git.errors import GitError
+from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
 
@@ -141,3 +143,125 @@ def test_a_review_push_refused_because_the_remote_moved_is_merged_and_pushed_aga
         branches = {branch.name: branch for branch in agent.review_list().branches}
         pending = {r.id for r in branches["agent"].records}
     assert {late.id, mine.id} <= pending
+
+
+def test_review_branches_after_one_already_in_step_are_still_brought_in_step(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    with reviewing(a.path, "agent-a") as agent:
+        agent.add("proposed on a", kind="fact")
+    a.store.sync(review_branches=True)
+    b = clone_host(tmp_path, remote, "b")
+    b.store.sync(review_branches=True)  # b now has agent-a, in step with the remote
+    with reviewing(a.path, "agent-b") as agent:
+        later = agent.add("proposed on a under another name", kind="fact")
+    a.store.sync(review_branches=True)
+    # "agent-a" is in step on b and sorts first; "agent-b" is new on the remote
+    report = b.store.sync(review_branches=True)
+    assert {item.name: item.how for item in report.review_branches} == {
+        "agent-a": "up to date",
+        "agent-b": "created",
+    }
+    with reviewing(b.path, "agent-b") as agent:
+        branches = {branch.name: branch for branch in agent.review_list().branches}
+        assert [r.id for r in branches["agent-b"].records] == [later.id]
+
+
+def test_the_report_counts_the_commits_pushed_and_the_commits_brought_in(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    b = clone_host(tmp_path, remote, "b")
+    a.add("One on a.")
+    a.add("Two on a.")
+    pushed = a.sync()
+    assert (pushed.pushed, pushed.pushed_commits) == (True, 2)
+    b.add("One on b.")
+    merged = b.sync()
+    assert merged.incoming_commits == 2
+    assert merged.pushed_commits == 2  # b's own commit and the merge
+
+
+def moving_remote_hook(host: Host, mover: Host, tmp_path: Path, times: int) -> Path:
+    """A pre-push hook on ``host`` that, on each of its first ``times`` runs, has ``mover``
+    push a new commit to the remote first: the remote moves between fetch and push."""
+    hook = host.path / ".git" / "hooks" / "pre-push"
+    count = tmp_path / "moves"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat "{count}" 2>/dev/null || echo 0)\n'
+        f'if [ "$n" -lt {times} ]; then\n'
+        f'  echo $((n + 1)) > "{count}"\n'
+        f'  git -C "{mover.path}" commit -q --allow-empty -m "move $n" >&2\n'
+        f'  git -C "{mover.path}" push -q origin main >&2\n'
+        "fi\n"
+    )
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    return count
+
+
+def test_a_remote_that_moves_four_times_is_pushed_on_the_fifth_attempt(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    c = clone_host(tmp_path, remote, "c")
+    moving_remote_hook(a, c, tmp_path, times=4)
+    a.add("Written on a.")
+    report = a.sync()
+    assert (report.attempts, report.pushed) == (5, True)
+    assert remote_tip(remote, "main") == a.head()
+
+
+def test_a_remote_that_keeps_moving_is_given_up_on_after_five_attempts(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    c = clone_host(tmp_path, remote, "c")
+    count = moving_remote_hook(a, c, tmp_path, times=99)
+    mine = a.add("Written on a.")
+    with pytest.raises(GitError) as failed:
+        a.sync()
+    assert failed.value.code == "push_rejected"
+    assert "kept moving while syncing (5 attempts)" in str(failed.value)
+    assert count.read_text().strip() == "5"
+    # The merged result is committed here, for the next sync to push
+    assert (a.path / record_path(mine.id)).exists() and a.status() == ""
+    assert remote_tip(remote, "main") != a.head()
+
+
+def test_a_push_refused_while_the_remote_stands_still_fails_at_once(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    before = remote_tip(remote, "main")
+    # A lock left on the remote's branch: git says "cannot lock ref", as when it moves, but
+    # a fetch finds it where it was, so retrying cannot help
+    (remote / "refs" / "heads" / "main.lock").write_text("")
+    a.add("Written on a.")
+    with pytest.raises(GitError) as failed:
+        a.sync()
+    assert failed.value.code == "git_error"
+    assert str(failed.value).startswith("git push origin failed: ")
+    assert remote_tip(remote, "main") == before
+
+
+def test_a_criss_cross_merge_keeps_what_each_side_reverted_as_git_does(tmp_path, remote):
+    """Two merge bases, each side later reverting the other base's change: only a base that
+    merges both bases (git's virtual base) sees the reverts as changes."""
+    a = first_host(tmp_path, remote)
+    one = a.add("Changed on a, then reverted on a.", priority=50)
+    two = a.add("Changed on b, then reverted on b.", priority=50)
+    a.sync()
+    b = clone_host(tmp_path, remote, "b")
+    git(a.path, "remote", "add", "peer", str(b.path))
+    git(b.path, "remote", "add", "peer", str(a.path))
+    stamp = one.updated_at + 10
+    a.hand_edit(one.id, priority=60, updated_at=stamp)
+    b.hand_edit(two.id, priority=80, updated_at=stamp)
+    git(a.path, "fetch", "-q", "peer")
+    git(b.path, "fetch", "-q", "peer")
+    git(a.path, "merge", "-q", "--no-edit", "peer/main")
+    git(b.path, "merge", "-q", "--no-edit", "peer/main")
+    a.hand_edit(one.id, priority=50, updated_at=stamp + 5)
+    b.hand_edit(two.id, priority=50, updated_at=stamp + 5)
+    git(b.path, "push", "-q", "origin", "main")
+    twin = tmp_path / "twin"
+    git(tmp_path, "clone", "-q", str(a.path), "twin")
+    Store.init(str(twin)).close()
+    git(twin, "fetch", "-q", str(b.path), "main")
+    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
+    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    a.sync()
+    assert (a.read(one.id).priority, a.read(two.id).priority) == (50, 50)
+    assert a.memory() == Host(twin).memory()
