@@ -111,6 +111,19 @@ def test_long_tails_that_differ_in_their_first_line_are_both_kept(swap):
     assert result.body == BASE + b"a\n" + filler + b"b\n" + filler
 
 
+@pytest.mark.parametrize("swap", [False, True])
+def test_long_tails_equal_but_in_their_second_block_keep_only_the_lines_before(swap):
+    first = b"s" * 4000 + b"\n"  # the first block: equal, one whole line
+    ours = BASE + first + b"a" * 200 + b"\n" + b"t" * 8000 + b"\n"
+    theirs = BASE + first + b"b" * 200 + b"\n" + b"t" * 8000 + b"\n"
+    if swap:
+        ours, theirs = theirs, ours
+    result = merge_bodies(BASE, ours, theirs)
+    rest_a = b"a" * 200 + b"\n" + b"t" * 8000 + b"\n"
+    rest_b = b"b" * 200 + b"\n" + b"t" * 8000 + b"\n"
+    assert result.body == BASE + first + rest_a + rest_b
+
+
 def test_long_tails_sharing_their_first_lines_keep_those_lines_once():
     shared = b"s" * 6000 + b"\n" + b"t" * 3000 + b"\n"
     result = merge_bodies(BASE, BASE + shared + b"ours\n", BASE + shared + b"theirs\n")
