@@ -265,3 +265,21 @@ def test_a_criss_cross_merge_keeps_what_each_side_reverted_as_git_does(tmp_path,
     a.sync()
     assert (a.read(one.id).priority, a.read(two.id).priority) == (50, 50)
     assert a.memory() == Host(twin).memory()
+
+
+def test_a_sync_in_step_with_a_remote_it_has_no_upstream_for_sets_one(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    git(a.path, "branch", "--unset-upstream")
+    report = a.sync()
+    assert (report.pushed, report.set_upstream) == (False, True)
+    assert git(a.path, "rev-parse", "--abbrev-ref", "main@{upstream}").strip() == "origin/main"
+
+
+def test_an_untracked_file_that_is_not_lantern_data_does_not_stop_a_sync(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    b = clone_host(tmp_path, remote, "b")
+    (b.path / "a-draft.txt").write_text("mine, not lantern's\n")  # sorts before lantern.yaml
+    a.add("Written on a.")
+    a.sync()
+    report = b.sync()
+    assert report.fast_forward and (b.path / "a-draft.txt").exists()
