@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +15,13 @@ from support.stores import git, init_repo, snapshot
 from support.sync import (
     Host,
     assert_clean_and_valid,
+    before_push,
     clone_host,
+    cross_merge,
     first_host,
     make_remote,
     merge_message,
+    merged_by_git,
 )
 
 from lantern_git.errors import GitError, InvalidInput, UncommittedChanges
@@ -288,17 +290,10 @@ def test_a_remote_that_moves_during_sync_is_merged_again(tmp_path, remote):
     c = clone_host(tmp_path, remote, "c")
     late = c.add("Pushed while a was syncing.")
     # Between a's fetch and a's push, c pushes: a real race, staged with git's pre-push hook.
-    hook = a.path / ".git" / "hooks" / "pre-push"
-    marker = tmp_path / "moved"
-    hook.write_text(
-        "#!/bin/sh\n"
-        f'if [ ! -e "{marker}" ]; then touch "{marker}"; '
-        f'git -C "{c.path}" push -q origin main >&2; fi\n'
-    )
-    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    moved = before_push(a, tmp_path, 1, f'git -C "{c.path}" push -q origin main')
     mine = a.add("Written on a.")
     report = a.sync()
-    assert marker.exists()
+    assert moved.read_text().strip() == "1"
     assert report.attempts == 2 and report.pushed
     assert report.added == [late.id]
     assert git(remote, "rev-parse", "main").strip() == a.head()
@@ -549,31 +544,21 @@ def test_criss_cross_history_merges_like_git_does(tmp_path, remote):
     other = a.add("Untouched record.")
     a.sync()
     b = clone_host(tmp_path, remote, "b")
-    git(a.path, "remote", "add", "peer", str(b.path))
-    git(b.path, "remote", "add", "peer", str(a.path))
     stamp = record.updated_at + 10
     a.hand_edit(record.id, priority=60, updated_at=stamp)
     b.hand_edit(record.id, urgency=9, updated_at=stamp)
-    git(a.path, "fetch", "-q", "peer")
-    git(b.path, "fetch", "-q", "peer")
     # Each merges the other's pre-merge commit with plain git (through the driver).
-    git(a.path, "merge", "-q", "--no-edit", "peer/main")
-    git(b.path, "merge", "-q", "--no-edit", "peer/main")
+    cross_merge(a, b)
     a.hand_edit(record.id, status="archived", updated_at=stamp + 5)
     b.hand_edit(record.id, priority=70, updated_at=stamp + 5)
     b.hand_edit(other.id, urgency=3, updated_at=stamp + 5)
     git(b.path, "push", "-q", "origin", "main")
-    twin = tmp_path / "twin"
-    git(tmp_path, "clone", "-q", str(a.path), "twin")
-    Store.init(str(twin)).close()
-    git(twin, "fetch", "-q", str(b.path), "main")
-    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
-    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    twin = merged_by_git(tmp_path, a, b)
     a.sync()
     merged = a.read(record.id)
     assert (merged.priority, merged.urgency, merged.status) == (70, 9, "archived")
     assert a.read(other.id).urgency == 3
-    assert a.memory() == Host(twin).memory()
+    assert a.memory() == twin.memory()
     assert_clean_and_valid(a)
 
 

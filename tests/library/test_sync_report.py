@@ -3,13 +3,20 @@ review branches: clones of a real bare remote, driven through the library."""
 
 from __future__ import annotations
 
-import stat
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from support.stores import git
-from support.sync import Host, clone_host, first_host, make_remote
+from support.sync import (
+    Host,
+    before_push,
+    clone_host,
+    cross_merge,
+    first_host,
+    make_remote,
+    merged_by_git,
+)
 
 from lantern_git.errors import GitError
 from lantern_git.model.record_file import record_path
@@ -124,16 +131,9 @@ def test_a_review_push_refused_because_the_remote_moved_is_merged_and_pushed_aga
     with reviewing(a.path, "agent") as agent:
         mine = agent.add("proposed on a again", kind="fact")
     # Between a's fetch and a's first push (the review branches'), c pushes its review branch
-    hook = a.path / ".git" / "hooks" / "pre-push"
-    marker = tmp_path / "moved"
-    hook.write_text(
-        "#!/bin/sh\n"
-        f'if [ ! -e "{marker}" ]; then touch "{marker}"; '
-        f'git -C "{c.path}" push -q origin lantern/review/agent >&2; fi\n'
-    )
-    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    count = before_push(a, tmp_path, 1, f'git -C "{c.path}" push -q origin lantern/review/agent')
     report = a.store.sync(review_branches=True)
-    assert marker.exists()
+    assert count.read_text().strip() == "1"
     assert report.attempts == 2
     [item] = report.review_branches
     assert (item.how, item.pushed) == ("merged", True)
@@ -180,21 +180,15 @@ def test_the_report_counts_the_commits_pushed_and_the_commits_brought_in(tmp_pat
 
 
 def moving_remote_hook(host: Host, mover: Host, tmp_path: Path, times: int) -> Path:
-    """A pre-push hook on ``host`` that, on each of its first ``times`` runs, has ``mover``
-    push a new commit to the remote first: the remote moves between fetch and push."""
-    hook = host.path / ".git" / "hooks" / "pre-push"
-    count = tmp_path / "moves"
-    hook.write_text(
-        "#!/bin/sh\n"
-        f'n=$(cat "{count}" 2>/dev/null || echo 0)\n'
-        f'if [ "$n" -lt {times} ]; then\n'
-        f'  echo $((n + 1)) > "{count}"\n'
-        f'  git -C "{mover.path}" commit -q --allow-empty -m "move $n" >&2\n'
-        f'  git -C "{mover.path}" push -q origin main >&2\n'
-        "fi\n"
+    """``mover`` pushes a new commit to the remote before each of ``host``'s first ``times``
+    pushes."""
+    return before_push(
+        host,
+        tmp_path,
+        times,
+        f'git -C "{mover.path}" commit -q --allow-empty -m "move $n"',
+        f'git -C "{mover.path}" push -q origin main',
     )
-    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
-    return count
 
 
 def test_a_remote_that_moves_four_times_is_pushed_on_the_fifth_attempt(tmp_path, remote):
@@ -244,27 +238,17 @@ def test_a_criss_cross_merge_keeps_what_each_side_reverted_as_git_does(tmp_path,
     two = a.add("Changed on b, then reverted on b.", priority=50)
     a.sync()
     b = clone_host(tmp_path, remote, "b")
-    git(a.path, "remote", "add", "peer", str(b.path))
-    git(b.path, "remote", "add", "peer", str(a.path))
     stamp = one.updated_at + 10
     a.hand_edit(one.id, priority=60, updated_at=stamp)
     b.hand_edit(two.id, priority=80, updated_at=stamp)
-    git(a.path, "fetch", "-q", "peer")
-    git(b.path, "fetch", "-q", "peer")
-    git(a.path, "merge", "-q", "--no-edit", "peer/main")
-    git(b.path, "merge", "-q", "--no-edit", "peer/main")
+    cross_merge(a, b)
     a.hand_edit(one.id, priority=50, updated_at=stamp + 5)
     b.hand_edit(two.id, priority=50, updated_at=stamp + 5)
     git(b.path, "push", "-q", "origin", "main")
-    twin = tmp_path / "twin"
-    git(tmp_path, "clone", "-q", str(a.path), "twin")
-    Store.init(str(twin)).close()
-    git(twin, "fetch", "-q", str(b.path), "main")
-    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
-    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    twin = merged_by_git(tmp_path, a, b)
     a.sync()
     assert (a.read(one.id).priority, a.read(two.id).priority) == (50, 50)
-    assert a.memory() == Host(twin).memory()
+    assert a.memory() == twin.memory()
 
 
 def test_a_sync_in_step_with_a_remote_it_has_no_upstream_for_sets_one(tmp_path, remote):

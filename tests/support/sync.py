@@ -3,6 +3,7 @@ state-machine tests share."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pygit2
@@ -85,6 +86,47 @@ def assert_clean_and_valid(*hosts: Host) -> None:
             assert not any(m.encode() in data for m in MARKERS), path
             _, record, problem = read_record_file(str(host.path), path)
             assert record is not None, problem
+
+
+def cross_merge(a: Host, b: Host) -> None:
+    """Each host merges the other's commits at once, with plain git (through the merge
+    driver): from then on their histories have two merge bases (a criss-cross)."""
+    git(a.path, "remote", "add", "peer", str(b.path))
+    git(b.path, "remote", "add", "peer", str(a.path))
+    for host in (a, b):
+        git(host.path, "fetch", "-q", "peer")
+    for host in (a, b):
+        git(host.path, "merge", "-q", "--no-edit", "peer/main")
+
+
+def merged_by_git(tmp_path: Path, a: Host, b: Host) -> Host:
+    """A clone of ``a`` that merges ``b``'s branch with plain git (ort, through the driver):
+    what lantern's merge of the two must equal. Their histories must have two merge bases."""
+    twin = tmp_path / "twin"
+    git(tmp_path, "clone", "-q", str(a.path), "twin")
+    Store.init(str(twin)).close()
+    git(twin, "fetch", "-q", str(b.path), "main")
+    assert len(git(twin, "merge-base", "--all", "HEAD", "FETCH_HEAD").split()) == 2
+    git(twin, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    return Host(twin)
+
+
+def before_push(host: Host, tmp_path: Path, times: int, *commands: str) -> Path:
+    """A pre-push hook on ``host`` that runs the shell ``commands`` before each of its first
+    ``times`` pushes (a real race between a sync's fetch and its push, as git's hook stages
+    it); the file it returns counts the runs that did."""
+    hook = host.path / ".git" / "hooks" / "pre-push"
+    count = tmp_path / "moves"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat "{count}" 2>/dev/null || echo 0)\n'
+        f'if [ "$n" -lt {times} ]; then\n'
+        f'  echo $((n + 1)) > "{count}"\n'
+        + "".join(f"  {command} >&2\n" for command in commands)
+        + "fi\n"
+    )
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    return count
 
 
 def merge_message(host: Host) -> str:

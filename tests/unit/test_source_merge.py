@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import FrozenInstanceError
 
 import pytest
+from support.sources import SID, T0, transcript
 
 from lantern_git.model.record_merge import MergeError
-from lantern_git.model.source import SourceManifest, compute_source_id, media_type_for
+from lantern_git.model.source import SourceManifest, compute_source_id
 from lantern_git.model.source_file import describe
 from lantern_git.model.source_merge import (
     SourceVersion,
@@ -20,24 +21,10 @@ from lantern_git.model.source_merge import (
     parse_manifest_side,
 )
 
-T0 = 1_764_690_000
-URI = "session:2026-12-06"
-SID = compute_source_id(URI, b"")
 BASE = b"User: hello\nAssistant: hi\n"
 
 
-def manifest(body: bytes, *, updated_at: int = T0, **fields) -> SourceManifest:
-    values = dict(
-        id=SID,
-        kind="transcript",
-        media_type=media_type_for("txt"),
-        captured_at=T0,
-        updated_at=updated_at,
-        uri=URI,
-        title=None,
-    )
-    values.update(fields)
-    return SourceManifest(**values, **describe(body))
+manifest = transcript
 
 
 def version(body: bytes | None, ext: str | None = "txt", **fields) -> SourceVersion:
@@ -284,20 +271,24 @@ def test_an_invalid_manifest_counts_as_the_earliest_time_for_the_extension():
     assert merged(version(BASE), theirs, ours).ext == "md"
 
 
+def ext_merged(one: tuple[str, int], other: tuple[str, int], swap: bool) -> str | None:
+    """The extension merged from two sides, each (extension, updated_at), against txt."""
+    sides = [
+        SourceVersion(manifest(BASE, updated_at=at).to_yaml(), BASE, ext)
+        for ext, at in (one, other)
+    ]
+    ours, theirs = sides[::-1] if swap else sides
+    return merged(version(BASE), ours, theirs).ext
+
+
 @pytest.mark.parametrize("swap", [False, True])
 def test_an_extension_one_side_changed_is_taken_whatever_the_times(swap):
-    changed = SourceVersion(manifest(BASE, updated_at=T0 + 1).to_yaml(), BASE, "md")
-    unchanged = SourceVersion(manifest(BASE, updated_at=T0 + 2).to_yaml(), BASE, "txt")
-    ours, theirs = (unchanged, changed) if swap else (changed, unchanged)
-    assert merged(version(BASE), ours, theirs).ext == "md"
+    assert ext_merged(("md", T0 + 1), ("txt", T0 + 2), swap) == "md"
 
 
 @pytest.mark.parametrize("swap", [False, True])
 def test_an_extension_both_sides_changed_comes_from_the_later_side(swap):
-    later = SourceVersion(manifest(BASE, updated_at=T0 + 2).to_yaml(), BASE, "csv")
-    earlier = SourceVersion(manifest(BASE, updated_at=T0 + 1).to_yaml(), BASE, "md")
-    ours, theirs = (earlier, later) if swap else (later, earlier)
-    assert merged(version(BASE), ours, theirs).ext == "csv"
+    assert ext_merged(("csv", T0 + 2), ("md", T0 + 1), swap) == "csv"
 
 
 def test_a_merge_equal_to_one_side_keeps_that_sides_own_bytes():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from support.sources import SID, T0, transcript
 from support.stores import init_repo
 
 from lantern_git.git.repo import BLOB_MODE, EXECUTABLE_MODE, GitRepo
@@ -21,16 +22,12 @@ from lantern_git.model.source import (
     body_path,
     compute_source_id,
     manifest_path,
-    media_type_for,
 )
 from lantern_git.model.source_file import describe
 from lantern_git.model.tree_merge import TreeMerge, Unmergeable, merge_trees
 
-T0 = 1_764_690_000
 LINK_MODE = 0o120000
 LINES = b"one\ntwo\nthree\nfour\nfive\n"
-URI = "session:2026-12-06"
-SID = compute_source_id(URI, b"")
 TALK = b"User: hello\nAssistant: hi\n"
 
 Files = dict[str, "bytes | tuple[bytes, int] | None"]
@@ -84,6 +81,13 @@ def trees(tmp_path: Path) -> Trees:
     return Trees(tmp_path / "repo")
 
 
+def refused_paths(trees: Trees, base: Files, ours: Files, theirs: Files) -> list[str]:
+    """The paths a merge of these trees refuses (it must refuse)."""
+    with pytest.raises(Unmergeable) as refused:
+        trees.merge(base, ours, theirs)
+    return refused.value.paths
+
+
 def record(**changes) -> Record:
     base = Record.new(
         kind="preference",
@@ -112,16 +116,7 @@ ENTITY = entity_path("person:ana")
 
 
 def manifest(body: bytes, updated_at: int = T0, title: str | None = None) -> bytes:
-    return SourceManifest(
-        id=SID,
-        kind="transcript",
-        media_type=media_type_for("txt"),
-        captured_at=T0,
-        updated_at=updated_at,
-        uri=URI,
-        title=title,
-        **describe(body),
-    ).to_yaml()
+    return transcript(body, updated_at=updated_at, title=title).to_yaml()
 
 
 def source(body: bytes, **fields) -> Files:
@@ -195,9 +190,7 @@ def test_a_file_that_is_not_utf8_is_left_to_git_even_where_its_lines_would_merge
     base = {"notes.txt": latin}
     ours = {"notes.txt": latin.replace(b"one", b"ONE")}
     theirs = {"notes.txt": latin.replace(b"five", b"FIVE")}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["notes.txt"]
+    assert refused_paths(trees, base, ours, theirs) == ["notes.txt"]
 
 
 def test_a_merge_base_that_is_not_strict_keeps_ours_where_lines_conflict(trees):
@@ -214,27 +207,21 @@ def test_a_file_removed_on_one_side_and_changed_on_the_other_is_refused(trees, r
     changed = {"notes.txt": LINES + b"six\n"}
     gone: Files = {"notes.txt": None}
     ours, theirs = (gone, changed) if removed == "ours" else (changed, gone)
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["notes.txt"]
+    assert refused_paths(trees, base, ours, theirs) == ["notes.txt"]
 
 
 def test_a_file_whose_mode_one_side_changed_and_the_other_edited_is_refused(trees):
     base = {"run.sh": LINES}
     ours = {"run.sh": (LINES, EXECUTABLE_MODE)}
     theirs = {"run.sh": LINES.replace(b"one", b"ONE")}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["run.sh"]
+    assert refused_paths(trees, base, ours, theirs) == ["run.sh"]
 
 
 def test_a_file_one_side_made_executable_and_the_other_edited_is_refused(trees):
     base = {"run.sh": LINES}
     ours = {"run.sh": LINES.replace(b"one", b"ONE")}
     theirs = {"run.sh": (LINES, EXECUTABLE_MODE)}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["run.sh"]
+    assert refused_paths(trees, base, ours, theirs) == ["run.sh"]
 
 
 def test_two_different_additions_of_one_path_are_refused(trees):
@@ -256,18 +243,14 @@ def test_links_whose_targets_would_merge_line_by_line_are_still_refused(trees):
     base = {"link": (LINES, LINK_MODE)}
     ours = {"link": (LINES.replace(b"one", b"ONE"), LINK_MODE)}
     theirs = {"link": (LINES.replace(b"five", b"FIVE"), LINK_MODE)}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["link"]
+    assert refused_paths(trees, base, ours, theirs) == ["link"]
 
 
 def test_a_link_in_the_base_that_both_sides_made_a_file_is_refused(trees):
     base = {"notes.txt": (LINES, LINK_MODE)}
     ours = {"notes.txt": LINES.replace(b"one", b"ONE")}
     theirs = {"notes.txt": LINES.replace(b"five", b"FIVE")}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == ["notes.txt"]
+    assert refused_paths(trees, base, ours, theirs) == ["notes.txt"]
 
 
 def test_the_refusal_names_five_paths_then_says_there_are_more(trees):
@@ -383,9 +366,7 @@ def test_a_record_path_holding_a_link_goes_to_the_line_merge_and_is_refused(tree
     base = {RECORD: record_text()}
     ours = {RECORD: (b"elsewhere.md", LINK_MODE)}
     theirs = {RECORD: record_text(priority=80, updated_at=T0 + 5)}
-    with pytest.raises(Unmergeable) as refused:
-        trees.merge(base, ours, theirs)
-    assert refused.value.paths == [RECORD]
+    assert refused_paths(trees, base, ours, theirs) == [RECORD]
 
 
 def test_a_file_beside_the_record_layout_is_merged_by_lines_not_as_a_record(trees):
