@@ -229,7 +229,8 @@ def _version(repo: pygit2.Repository, files: dict[str, Entry], source_id: str) -
         return SourceVersion(manifest)
     # Two bodies for one source is a broken tree (lantern check says so); the first by name
     # stands for the source, so the choice is the same on every host.
-    return SourceVersion(manifest, _blob(repo, files[bodies[0]]), bodies[0].rsplit(".", 1)[-1])
+    # sources/<ab>/<id>.<ext>: the folder and the id hold no dot
+    return SourceVersion(manifest, _blob(repo, files[bodies[0]]), bodies[0].partition(".")[2])
 
 
 def _merge_source(
