@@ -131,6 +131,13 @@ def test_a_body_merge_and_a_source_merge_cannot_be_changed_once_made():
     source = merge_source(version(BASE), version(BASE + b"a\n"), version(BASE), SID)
     with pytest.raises(FrozenInstanceError):
         source.ext = "md"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        version(BASE).ext = "md"  # type: ignore[misc]
+
+
+def test_a_blank_line_both_tails_start_with_is_kept_once():
+    result = merge_bodies(BASE, BASE + b"\nUser: a\n", BASE + b"\nUser: b\n")
+    assert result.body == BASE + b"\nUser: a\nUser: b\n"
 
 
 def test_a_body_that_is_not_text_gives_way_to_the_other_and_two_are_refused():
@@ -242,6 +249,8 @@ def tie(ours_extra: dict, theirs_extra: dict) -> dict:
 
 
 def test_a_tie_orders_absent_below_text_below_other_values():
+    assert tie({}, {"note": ""}) == {"note": ""}
+    assert tie({"note": ""}, {}) == {"note": ""}
     assert tie({}, {"note": "changed"}) == {"note": "changed"}
     assert tie({"note": "changed"}, {}) == {"note": "changed"}
     assert tie({"note": None}, {"note": "changed"}) == {"note": "changed"}
@@ -289,6 +298,19 @@ def test_an_extension_one_side_changed_is_taken_whatever_the_times(swap):
 @pytest.mark.parametrize("swap", [False, True])
 def test_an_extension_both_sides_changed_comes_from_the_later_side(swap):
     assert ext_merged(("csv", T0 + 2), ("md", T0 + 1), swap) == "csv"
+
+
+def test_meta_keys_past_the_limit_take_the_deciding_side_whole():
+    ours_meta = {f"ours{n}": "o" for n in range(40)}
+    theirs_meta = {f"theirs{n}": "t" for n in range(40)}  # 80 together: over the 64 allowed
+    result = merged(
+        version(BASE),
+        version(BASE + b"a\n", meta=ours_meta, updated_at=T0 + 2),
+        version(BASE + b"b\n", meta=theirs_meta, updated_at=T0 + 1),
+    )
+    found = fields_of(result)
+    assert found.meta == ours_meta  # the later side, whole
+    assert (found.updated_at, found.lines) == (T0 + 2, describe(result.body)["lines"])
 
 
 def test_a_merge_equal_to_one_side_keeps_that_sides_own_bytes():
@@ -362,3 +384,25 @@ def test_the_manifest_driver_refuses_when_a_sides_body_cannot_be_found(missing):
 
     with pytest.raises(MergeError, match="not in the repository"):
         merge_manifest_files(base_manifest, ours, theirs, SID, lambda m: found.get(m.sha256))
+
+
+def test_the_manifest_driver_needs_no_body_when_both_sides_hold_the_same_one():
+    same = BASE + b"more\n"
+    ours = manifest(same, title="A", updated_at=T0 + 1).to_yaml()
+    theirs = manifest(same, title="B", updated_at=T0 + 2).to_yaml()
+    result = SourceManifest.from_yaml(
+        merge_manifest_files(manifest(BASE).to_yaml(), ours, theirs, SID, no_body)
+    )
+    assert (result.title, result.sha256) == ("B", manifest(same).sha256)
+
+
+def test_the_manifest_driver_does_not_use_a_body_that_is_not_the_one_described():
+    ours_body, theirs_body = BASE + b"User: a\n", BASE + b"User: b\n"
+    ours = manifest(ours_body, updated_at=T0 + 1).to_yaml()
+    theirs = manifest(theirs_body, updated_at=T0 + 2).to_yaml()
+
+    def wrong(found: SourceManifest) -> bytes | None:
+        return BASE + b"User: someone else\n"  # never the body the manifest names
+
+    with pytest.raises(MergeError, match="not in the repository"):
+        merge_manifest_files(manifest(BASE).to_yaml(), ours, theirs, SID, wrong)
