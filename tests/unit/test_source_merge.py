@@ -401,8 +401,14 @@ def test_the_manifest_driver_does_not_use_a_body_that_is_not_the_one_described()
     ours = manifest(ours_body, updated_at=T0 + 1).to_yaml()
     theirs = manifest(theirs_body, updated_at=T0 + 2).to_yaml()
 
-    def wrong(found: SourceManifest) -> bytes | None:
-        return BASE + b"User: someone else\n"  # never the body the manifest names
-
-    with pytest.raises(MergeError, match="not in the repository"):
-        merge_manifest_files(manifest(BASE).to_yaml(), ours, theirs, SID, wrong)
+    # Bodies that are not the one named, with digests below and above the named one's
+    named = manifest(ours_body).sha256
+    others = [BASE + b"User: someone else %d\n" % n for n in range(20)]
+    below = next(b for b in others if manifest(b).sha256 < named)
+    above = next(b for b in others if manifest(b).sha256 > named)
+    for wrong in (below, above):
+        found = {manifest(theirs_body).sha256: theirs_body, named: wrong}
+        with pytest.raises(MergeError, match="not in the repository"):
+            merge_manifest_files(
+                manifest(BASE).to_yaml(), ours, theirs, SID, lambda m, f=found: f.get(m.sha256)
+            )
