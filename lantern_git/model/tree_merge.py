@@ -334,13 +334,15 @@ def _merge_other(
         return pygit2.IndexEntry(path, pygit2.Oid(hex=e[0]), cast(FileMode, e[1]))
 
     try:
-        # pygit2 1.19+: a MergeFileResult, its contents decoded as UTF-8 (ValueError when the
-        # merged file is not: left to git, as a conflict is)
+        # A MergeFileResult, its contents decoded as UTF-8 (ValueError when the merged file is
+        # not: left to git, as a conflict is)
         outcome = repo.merge_file_from_index(
             entry(base_entry), entry(ours_entry), entry(theirs_entry)
         )
     except (pygit2.GitError, ValueError):
         return None
-    if not outcome.automergeable:
+    # pygit2 before 1.19 (the newest on Python 3.10) returns the text alone, markers and all,
+    # without saying whether it merged: left to git (docs/sync.md)
+    if isinstance(outcome, str) or not outcome.automergeable:
         return None
     return str(repo.create_blob(outcome.contents.encode("utf-8"))), ours_entry[1]
