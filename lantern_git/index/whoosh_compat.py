@@ -836,7 +836,9 @@ def _check_direct_segments() -> bool:
 
     files = []
     for direct in (False, True):
-        storage = RamStorage()
+        # its own temporary folder: stock RamStorage's, $TMPDIR/probe.tmp, is shared by every
+        # process on the machine, and two running this check at once failed it
+        storage = _PrivateRamStorage()
         ix = storage.create_index(schema(), "probe")
         writer = _direct_writer()(ix) if direct else SegmentWriter(ix)
         for document in documents():

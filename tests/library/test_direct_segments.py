@@ -184,3 +184,16 @@ def test_documents_with_whoosh_s_boost_and_stored_keys_are_written_as_whoosh_wri
     scores = dict(answers[0])
     plain = scores[docs[0]["path"]]
     assert scores[docs[1]["path"]] > plain and scores[docs[3]["path"]] > plain
+
+
+def test_the_check_keeps_its_temporary_files_to_itself(monkeypatch, tmp_path):
+    """Stock Whoosh keeps an index in memory's temporary files in one folder per index name
+    for the whole machine, and the writer that finishes deletes it: two processes running
+    the check at once (two xdist workers, two lantern commands) failed it. Here that folder's
+    name is taken by a file, as another process could have left it: the check must not care."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "probe.tmp").write_text("another process's")
+    monkeypatch.setattr(whoosh_compat, "_usable", {})
+    assert whoosh_compat.usable("direct segments")
