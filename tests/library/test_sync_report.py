@@ -48,6 +48,7 @@ def test_a_sync_already_in_step_pushes_nothing_and_names_the_head(tmp_path, remo
     assert a.sync().pushed
     report = a.sync()
     assert (report.pushed, report.pushed_commits, report.attempts) == (False, 0, 1)
+    assert report.set_upstream is False  # the upstream was set by the first sync
     assert report.head_before == report.head_after == report.remote_head == a.head()
     assert report.to_dict()["head_after"] == a.head()
 
