@@ -84,6 +84,8 @@ def test_the_merge_commit_says_how_many_records_both_sides_changed(tmp_path, rem
     assert len(report.merge_commits) == 1
     summary = git(b.path, "log", "-1", "--format=%s", report.merge_commits[0]).strip()
     assert summary == f"merge origin/main: {words} changed on both sides"
+    # The branch's move to it is logged with the same line (git reflog)
+    assert git(b.path, "reflog", "-1", "--format=%gs", "main").strip() == f"lantern: {summary}"
 
 
 def test_each_review_branch_is_brought_in_step_after_one_only_this_host_has(tmp_path, remote):
