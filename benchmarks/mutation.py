@@ -494,6 +494,21 @@ MODULES = [
         ),
         180,
     ),
+    # The one write transaction every writer goes through: what a writer reads in review mode,
+    # where its commits go, what the index is told, what entering checks. Its own tests ask it
+    # directly; refuse_uncommitted is the ``uncommitted`` module's.
+    Module(
+        "transaction",
+        "lantern_git/workspace/transaction.py",
+        None,
+        (
+            "tests/library/test_write_transaction.py",
+            "tests/library/test_journal.py",
+            "tests/library/test_review_decisions.py",
+        ),
+        180,
+        excluded=("refuse_uncommitted",),
+    ),
     # An entity file both sides changed, merged field by field (aliases as a set, the later
     # side's name). The tree merge's tests first, then a real sync and git's merge driver.
     Module(
