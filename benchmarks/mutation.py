@@ -510,12 +510,14 @@ MODULES = [
         excluded=("refuse_uncommitted",),
     ),
     # An entity file both sides changed, merged field by field (aliases as a set, the later
-    # side's name). The tree merge's tests first, then a real sync and git's merge driver.
+    # side's name). Its own tests ask it field by field; then the tree merge's, a real sync
+    # and git's merge driver.
     Module(
         "entity_merge",
         "lantern_git/model/entity_merge.py",
         None,
         (
+            "tests/unit/test_entity_merge.py",
             "tests/unit/test_tree_merge.py",
             "tests/surfaces/test_entities.py::test_sync_merges_an_entity_both_hosts_changed_field_by_field",
             "tests/surfaces/test_entities.py::test_a_plain_git_pull_merges_entity_files_through_the_driver",

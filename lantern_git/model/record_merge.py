@@ -28,7 +28,7 @@ byte for byte. Only PyYAML (through record.py) is imported, so the git merge dri
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,14 +206,20 @@ def _earlier(base: Any, ours: Any, theirs: Any) -> Any:
     return min(ours, theirs)
 
 
+def union(base: Iterable[str], ours: Iterable[str], theirs: Iterable[str]) -> list[str]:
+    """The entries either side holds: the base's still held, in base order, then the others
+    sorted, so the answer does not depend on which side is "ours" (the entity merge's aliases
+    and keys follow it too)."""
+    present = {*ours, *theirs}
+    kept = [entry for entry in dict.fromkeys(base) if entry in present]
+    return [*kept, *sorted(present.difference(kept))]
+
+
 def _union(cap: int) -> Callable[[Any, Any, Any], tuple[str, ...]]:
-    """The rule for a list: the base's entries still held, in base order, then the others
-    sorted; the first ``cap`` of them (the validator's limit)."""
+    """The rule for a list: :func:`union`, the first ``cap`` of it (the validator's limit)."""
 
     def unite(base: Any, ours: Any, theirs: Any) -> tuple[str, ...]:
-        present = {*_entries(ours), *_entries(theirs)}
-        kept = [entry for entry in dict.fromkeys(_entries(base)) if entry in present]
-        return tuple([*kept, *sorted(present.difference(kept))][:cap])
+        return tuple(union(_entries(base), _entries(ours), _entries(theirs))[:cap])
 
     return unite
 
