@@ -294,12 +294,15 @@ def test_a_commit_returns_its_id_and_the_transaction_keeps_each(seeded):
     with opened(path) as store, store.transaction() as tx:
         assert (tx.last_commit, tx.commits, tx.pending_review) == (None, [], False)
         one = tx.commit({"notes/one.txt": b"one\n"}, "one", "update", [])
+        assert tx.last_commit == one
         two = tx.commit({"notes/two.txt": b"two\n"}, "two", "update", [])
-        assert tx.commits == [one, two] and tx.last_commit == two
+        three = tx.commit({"notes/three.txt": b"three\n"}, "three", "update", [])
+        assert tx.commits == [one, two, three] and tx.last_commit == three
         assert not tx.pending_review  # the store's branch, not a review
-    assert git(path, "rev-parse", "HEAD").strip() == two
-    assert git(path, "rev-parse", "HEAD~1").strip() == one
-    assert (path / "notes/two.txt").read_bytes() == b"two\n"
+    assert git(path, "rev-parse", "HEAD").strip() == three
+    assert git(path, "rev-parse", "HEAD~1").strip() == two
+    assert git(path, "rev-parse", "HEAD~2").strip() == one
+    assert (path / "notes/three.txt").read_bytes() == b"three\n"
 
 
 def test_a_review_commit_goes_to_the_branch_and_leaves_head_and_the_working_tree(seeded):
@@ -431,6 +434,21 @@ def test_advance_moves_the_branch_and_the_working_tree_to_a_commit_made_elsewher
     assert git(path, "status", "--porcelain") == ""
 
 
+def test_advance_tells_the_index_the_record_files_it_brought(seeded):
+    path, first, _ = seeded
+    with reviewing(path) as agent:
+        agent.update(first, priority=64)  # a commit on HEAD, made beside the store's branch
+    repo = pygit2.Repository(str(path))
+    head, new = repo.head.target, repo.references[REVIEW].target
+    changes = {record_path(first): (str(repo[new].tree[record_path(first)].id), 0o100644)}
+    with opened(path) as store:
+        index = Told(store.workspace.index)
+        with transaction_of(store, index) as tx:
+            tx.advance(head, new, changes, "brought a record", "sync")
+        assert (index.written, index.rebuilt) == ([[record_path(first)]], 0)
+        assert store.get(first).priority == 64
+
+
 def test_advance_never_writes_over_an_untracked_file_the_commit_adds(seeded):
     path, _, _ = seeded
     head, new = commit_adding(path, "brought.txt", b"brought\n")
@@ -476,14 +494,17 @@ def test_move_branch_creates_and_moves_a_branch_that_is_not_checked_out(seeded):
 # -- entering
 
 
-def test_a_store_whose_branch_has_no_commit_is_refused_with_the_command_that_commits_it(
-    tmp_path: Path,
-):
-    path = tmp_path / "store"
-    make_store(path)
-    fresh = tmp_path / "fresh"
-    init_repo(fresh)
-    (fresh / "lantern.yaml").write_bytes((path / "lantern.yaml").read_bytes())
+@pytest.fixture
+def fresh(tmp_path: Path) -> Path:
+    """A store's files in a repository whose branch has no commit yet."""
+    made = make_store(tmp_path / "store")
+    path = tmp_path / "fresh"
+    init_repo(path)
+    (path / "lantern.yaml").write_bytes((made / "lantern.yaml").read_bytes())
+    return path
+
+
+def test_a_store_whose_branch_has_no_commit_is_refused_with_the_command_that_commits_it(fresh):
     with opened(fresh) as store:
         with pytest.raises(GitError) as caught, store.transaction():
             pass
@@ -494,6 +515,15 @@ def test_a_store_whose_branch_has_no_commit_is_refused_with_the_command_that_com
         with store.transaction(require_head=False) as tx:
             assert tx.commits == []
     assert git(fresh, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""
+
+
+def test_a_write_transaction_asks_for_a_commit_on_the_branch_unless_told_not_to(fresh):
+    with opened(fresh) as store:
+        with pytest.raises(GitError) as caught, transaction_of(store):
+            pass
+        assert "has no commits yet" in str(caught.value)
+        with transaction_of(store, require_head=False) as tx:
+            assert tx.commits == []
 
 
 def test_a_repository_in_the_middle_of_a_git_merge_is_not_written(seeded):
