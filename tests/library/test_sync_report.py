@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.stores import git
+from support.stores import git, snapshot
 from support.sync import (
     Host,
     before_push,
@@ -18,7 +18,7 @@ from support.sync import (
     merged_by_git,
 )
 
-from lantern_git.errors import GitError
+from lantern_git.errors import GitError, UnsupportedFormat
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
@@ -265,8 +265,55 @@ def test_a_sync_in_step_with_a_remote_it_has_no_upstream_for_sets_one(tmp_path, 
 def test_an_untracked_file_that_is_not_lantern_data_does_not_stop_a_sync(tmp_path, remote):
     a = first_host(tmp_path, remote)
     b = clone_host(tmp_path, remote, "b")
-    (b.path / "a-draft.txt").write_text("mine, not lantern's\n")  # sorts before lantern.yaml
+    # One file name sorts before lantern.yaml and one after: neither is lantern data.
+    (b.path / "a-draft.txt").write_text("mine, not lantern's\n")
+    (b.path / "todo.txt").write_text("mine too\n")
     a.add("Written on a.")
     a.sync()
     report = b.sync()
     assert report.fast_forward and (b.path / "a-draft.txt").exists()
+    assert (b.path / "todo.txt").read_text() == "mine too\n"
+
+
+def test_review_branches_synced_without_a_push_say_they_were_not_pushed(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    with reviewing(a.path, "agent") as agent:
+        agent.add("proposed", kind="fact")
+    report = a.store.sync(review_branches=True, push=False)
+    assert [(item.name, item.how, item.pushed) for item in report.review_branches] == [
+        ("agent", "ahead", False)
+    ]
+    assert git(remote, "rev-parse", "--verify", "-q", "lantern/review/agent", check=False) == ""
+
+
+def test_a_remote_branch_under_review_whose_name_is_no_review_name_is_skipped_with_a_warning(
+    tmp_path, remote
+):
+    a = first_host(tmp_path, remote)
+    with reviewing(a.path, "agent") as agent:
+        agent.add("proposed", kind="fact")
+    git(remote, "update-ref", "refs/heads/lantern/review/_odd", "main")
+    warnings: list[str] = []
+    store = Store.open(str(a.path), warn=warnings.append)
+    try:
+        report = store.sync(review_branches=True)
+    finally:
+        store.close()
+    assert [(item.name, item.pushed) for item in report.review_branches] == [("agent", True)]
+    assert warnings == [
+        "warning: skipped refs/heads/lantern/review/_odd on origin: not a review name"
+    ]
+    assert git(a.path, "rev-parse", "--verify", "-q", "lantern/review/_odd", check=False) == ""
+
+
+def test_a_fast_forward_to_a_store_format_this_lantern_does_not_know_is_refused(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    b = clone_host(tmp_path, remote, "b")
+    (a.path / "lantern.yaml").write_text("format: 99\n")
+    git(a.path, "commit", "-qam", "a format from the future")
+    git(a.path, "push", "-q", "origin", "main")
+    before = snapshot(b.path)
+    with pytest.raises(UnsupportedFormat) as caught:
+        b.sync()
+    assert "is store format 99, and this lantern knows formats up to" in str(caught.value)
+    assert snapshot(b.path) == before
