@@ -511,6 +511,21 @@ MODULES = [
         180,
         excluded=("refuse_uncommitted",),
     ),
+    # Entity keys: the one way a key becomes a path (a hostile key must never name a file
+    # outside entities/), and how text names an entity. Its own tests ask each refusal at its
+    # bounds; then the CLI's refusal of hostile keys and the records that name entities.
+    Module(
+        "entity_keys",
+        "lantern_git/model/entity_keys.py",
+        None,
+        (
+            "tests/unit/test_entity_keys.py",
+            "tests/surfaces/test_entities.py::test_a_hostile_key_is_refused_before_anything_is_written",
+            "tests/surfaces/test_entity_records.py::test_memory_add_and_update_name_entities_lower_cased_and_once",
+            "tests/surfaces/test_entity_records.py::test_entity_show_answers_the_records_that_name_or_link_it_in_list_order",
+        ),
+        120,
+    ),
     # An entity file both sides changed, merged field by field (aliases as a set, the later
     # side's name). Its own tests ask it field by field; then the tree merge's, a real sync
     # and git's merge driver.
