@@ -511,6 +511,16 @@ MODULES = [
         180,
         excluded=("refuse_uncommitted",),
     ),
+    # Record files: where a record lives (an id never becomes another path), the one safe
+    # read (no link followed, no FIFO blocking), and each wrong file's problem. Its own tests
+    # first, on real files; then every command facing a FIFO, a socket or a link.
+    Module(
+        "record_file",
+        "lantern_git/model/record_file.py",
+        None,
+        ("tests/unit/test_record_file.py", "tests/robustness/test_record_files.py"),
+        180,
+    ),
     # Entity keys: the one way a key becomes a path (a hostile key must never name a file
     # outside entities/), and how text names an entity. Its own tests ask each refusal at its
     # bounds; then the CLI's refusal of hostile keys and the records that name entities.
