@@ -511,6 +511,15 @@ MODULES = [
         180,
         excluded=("refuse_uncommitted",),
     ),
+    # The git layer's last word on where a write may go: each path of every commit, review
+    # commit and fast-forward. Its own tests, then the transaction's that reach it.
+    Module(
+        "write_paths",
+        "lantern_git/git/repo.py",
+        ("check_inside",),
+        ("tests/unit/test_write_paths.py", "tests/library/test_write_transaction.py"),
+        120,
+    ),
     # Record files: where a record lives (an id never becomes another path), the one safe
     # read (no link followed, no FIFO blocking), and each wrong file's problem. Its own tests
     # first, on real files; then every command facing a FIFO, a socket or a link.
