@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from pathlib import Path
 
 import pygit2
@@ -90,6 +91,7 @@ def test_what_is_wrong_with_a_place_for_a_record():
     assert layout_problem("memory/01/0123456789abcdef.md") is None
     outside = f"is outside the store layout; records live at {LAYOUT}"
     assert layout_problem("notes/01/0123456789abcdef.md") == outside
+    assert layout_problem("archive/01/0123456789abcdef.md") == outside  # sorts before memory
     assert layout_problem("memory/0123456789abcdef.md") == outside
     assert layout_problem("memory/01/0123456789abcdef.txt") == MISNAMED
     assert layout_problem("memory/01/0123456789abcde.md") == MISNAMED
@@ -220,8 +222,9 @@ def test_each_wrong_record_file_gets_its_problem_and_line():
     assert parse(path, nested.encode())[0] is None
 
 
-def test_a_record_whose_id_is_not_its_file_name_is_refused_at_line_2():
-    kept, other = record("one"), record("two")
+@pytest.mark.parametrize("contents", [("one", "two"), ("two", "one")])
+def test_a_record_whose_id_is_not_its_file_name_is_refused_at_line_2(contents):
+    kept, other = record(contents[0]), record(contents[1])
     path = record_path(other.id)
     assert parse(path, kept.to_markdown().encode()) == (
         None,
@@ -279,9 +282,12 @@ def test_record_files_are_the_md_files_of_real_shards(tmp_path):
     put(tmp_path, "memory/e.md", b"x")
     put(tmp_path, "elsewhere/f.md", b"x")
     os.symlink(tmp_path / "elsewhere", tmp_path / "memory" / "03")
+    os.symlink(tmp_path / "elsewhere" / "f.md", tmp_path / "memory" / "02" / "g.md")
     found = dict(record_files(str(tmp_path)))
-    assert sorted(found) == ["memory/01/a.md", "memory/02/d.md"]
+    assert sorted(found) == ["memory/01/a.md", "memory/02/d.md", "memory/02/g.md"]
     assert found["memory/01/a.md"].st_size == 1
+    # A link is listed as the link it is (reading it reports it), never as what it names.
+    assert stat.S_ISLNK(found["memory/02/g.md"].st_mode)
 
 
 def test_record_files_of_a_linked_or_missing_memory_folder_are_none(tmp_path):
