@@ -133,8 +133,13 @@ def merge_trees(
 ) -> TreeMerge:
     """Three-way merge of trees: record files field by field, other files as git would.
 
-    ``strict`` is off for virtual merge bases, where an unmergeable file keeps ours rather
-    than stopping the sync.
+    ``strict`` is off for virtual merge bases (the merge of a criss-cross's bases), where an
+    unmergeable file is left out of the base rather than stopping the sync: git's virtual base
+    holds such a file with conflict markers, which neither side of the merge that follows
+    equals, and a base without the file is the same to that merge (two different versions are
+    refused, one version on both sides is taken; a record's merge reads a base with markers
+    as empty too). Keeping one side instead would let the other side's version through as the
+    only change.
     """
     repo = git.repo
     ours_changes = git.tree_changes(base, ours)
@@ -151,6 +156,8 @@ def merge_trees(
         if merged_source is None:
             if strict:
                 unmerged.append(manifest_path(source_id))
+            else:
+                result.update(dict.fromkeys(_source_files(repo, ours, source_id)))
             continue
         entries, source_report = merged_source
         result.update(entries)
@@ -172,6 +179,8 @@ def merge_trees(
             if outcome is None:
                 if strict:
                     unmerged.append(path)
+                else:
+                    result[path] = None
                 continue
             entry, report = outcome
             reports.append(report)
@@ -185,6 +194,8 @@ def merge_trees(
         if merged is None:
             if strict:
                 unmerged.append(path)
+            else:
+                result[path] = None
         elif merged != ours_entry:
             result[path] = merged
     if unmerged:

@@ -254,6 +254,41 @@ def test_a_criss_cross_merge_keeps_what_each_side_reverted_as_git_does(tmp_path,
     assert a.memory() == twin.memory()
 
 
+def test_a_criss_cross_whose_bases_conflicted_is_refused_as_git_refuses_it(tmp_path, remote):
+    """Each host merged the other's change to the same line with plain git and kept its own
+    side. Git's virtual base then holds that conflict, so the next merge conflicts again; a
+    virtual base that kept one side instead would hand the sync the other host's version
+    without a word."""
+    a = first_host(tmp_path, remote)
+    (a.path / "notes.txt").write_text("one\n")
+    git(a.path, "add", "notes.txt")
+    git(a.path, "commit", "-qm", "notes")
+    a.sync()
+    b = clone_host(tmp_path, remote, "b")
+    for host, line in ((a, "from a\n"), (b, "from b\n")):
+        (host.path / "notes.txt").write_text(line)
+        git(host.path, "commit", "-qam", "notes changed")
+    git(a.path, "remote", "add", "peer", str(b.path))
+    git(b.path, "remote", "add", "peer", str(a.path))
+    for host in (a, b):
+        git(host.path, "fetch", "-q", "peer")
+    for host in (a, b):
+        git(host.path, "merge", "-q", "peer/main", check=False)
+        git(host.path, "checkout", "--ours", "notes.txt")
+        git(host.path, "commit", "-qam", "kept mine")
+    git(b.path, "push", "-q", "origin", "main")
+    twin = tmp_path / "twin"
+    git(tmp_path, "clone", "-q", str(a.path), "twin")
+    git(twin, "fetch", "-q", str(b.path), "main")
+    assert "CONFLICT" in git(twin, "merge", "--no-edit", "FETCH_HEAD", check=False)
+    before = snapshot(a.path)
+    with pytest.raises(GitError) as caught:
+        a.sync()
+    assert caught.value.code == "merge_conflict" and "notes.txt" in str(caught.value)
+    assert snapshot(a.path) == before
+    assert (a.path / "notes.txt").read_text() == "from a\n"
+
+
 def test_a_sync_in_step_with_a_remote_it_has_no_upstream_for_sets_one(tmp_path, remote):
     a = first_host(tmp_path, remote)
     git(a.path, "branch", "--unset-upstream")

@@ -193,12 +193,13 @@ def test_a_file_that_is_not_utf8_is_left_to_git_even_where_its_lines_would_merge
     assert refused_paths(trees, base, ours, theirs) == ["notes.txt"]
 
 
-def test_a_merge_base_that_is_not_strict_keeps_ours_where_lines_conflict(trees):
+def test_a_merge_base_that_is_not_strict_leaves_out_a_file_whose_lines_conflict(trees):
+    # As git's virtual base holds it conflicted: a version neither side of the next merge is.
     base = {"notes.txt": LINES}
     ours = {"notes.txt": LINES.replace(b"two", b"ours")}
     theirs = {"notes.txt": LINES.replace(b"two", b"theirs"), "t.txt": b"t\n"}
     merged = trees.merge(base, ours, theirs, strict=False)
-    assert trees.files(merged.tree) == {"notes.txt": ours["notes.txt"], "t.txt": b"t\n"}
+    assert trees.files(merged.tree) == {"t.txt": b"t\n"}
 
 
 @pytest.mark.parametrize("removed", ["ours", "theirs"])
@@ -341,13 +342,13 @@ def test_an_invalid_side_of_a_record_is_replaced_by_the_valid_one(trees, broken)
     assert [r.note for r in merged.records] == [f"invalid {side} version replaced"]
 
 
-def test_a_record_neither_side_of_which_reads_is_refused_or_kept_as_ours(trees):
+def test_a_record_neither_side_of_which_reads_is_refused_or_left_out_of_a_base(trees):
     ours, theirs = b"---\nnot: a record\n---\n", b"---\nnor: this\n---\n"
     with pytest.raises(Unmergeable) as refused:
         trees.merge({RECORD: record_text()}, {RECORD: ours}, {RECORD: theirs})
     assert refused.value.paths == [RECORD]
     merged = trees.merge({RECORD: record_text()}, {RECORD: ours}, {RECORD: theirs}, strict=False)
-    assert trees.files(merged.tree) == {RECORD: ours}
+    assert trees.files(merged.tree) == {}
     assert merged.records == []
 
 
@@ -359,7 +360,7 @@ def test_a_merge_base_that_is_not_strict_goes_on_past_an_unmergeable_record(tree
         {RECORD: theirs, "zz-after.txt": b"theirs\n"},
         strict=False,
     )
-    assert trees.files(merged.tree) == {RECORD: ours, "zz-after.txt": b"theirs\n"}
+    assert trees.files(merged.tree) == {"zz-after.txt": b"theirs\n"}
 
 
 def test_a_record_path_holding_a_link_goes_to_the_line_merge_and_is_refused(trees):
@@ -412,7 +413,7 @@ def test_an_entity_file_that_does_not_read_is_refused(trees):
         {ENTITY: entity(name="Ana L")},
         strict=False,
     )
-    assert trees.files(merged.tree) == {ENTITY: b"---\nkey: [\n---\n"}
+    assert trees.files(merged.tree) == {}
 
 
 def test_an_entity_link_is_not_merged_as_an_entity(trees):
@@ -522,7 +523,7 @@ def test_a_merge_base_that_is_not_strict_goes_on_past_an_unmergeable_source(tree
         strict=False,
     )
     files = trees.files(merged.tree)
-    assert files[body_path(below, "txt")] == b"\xff\x00ours"
+    assert manifest_path(below) not in files and body_path(below, "txt") not in files
     assert files[body_path(SID, "txt")] == TALK + b"User: from a\nUser: from b\n"
     assert [r.id for r in merged.sources] == [SID]
 
@@ -607,14 +608,14 @@ def test_a_source_with_an_invalid_manifest_on_one_side_says_which_was_replaced(t
     assert report.notes() == ["appended on both sides", f"invalid {side} manifest replaced"]
 
 
-def test_a_source_neither_body_of_which_is_text_is_refused_or_kept_as_ours(trees):
+def test_a_source_neither_body_of_which_is_text_is_refused_or_left_out_of_a_base(trees):
     ours = source(b"\xff\xfe\x00binary ours")
     theirs = source(b"\xff\xfe\x00binary theirs")
     with pytest.raises(Unmergeable) as refused:
         trees.merge(source(TALK), ours, theirs)
     assert refused.value.paths == [manifest_path(SID)]
     merged = trees.merge(source(TALK), ours, theirs, strict=False)
-    assert trees.files(merged.tree)[body_path(SID, "txt")] == b"\xff\xfe\x00binary ours"
+    assert trees.files(merged.tree) == {}  # both of its files
     assert merged.sources == []
 
 
