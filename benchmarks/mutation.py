@@ -513,7 +513,13 @@ MODULES = [
     ),
     # lantern revert: undo one commit, record by record, as a new commit, or refuse and write
     # nothing (a later change to a field it changed, a hand edit, a commit that is no change).
-    Module("revert", "lantern_git/memory/revert.py", None, ("tests/library/test_undo.py",), 120),
+    Module(
+        "revert",
+        "lantern_git/memory/revert.py",
+        None,
+        ("tests/library/test_revert_rules.py", "tests/library/test_undo.py"),
+        120,
+    ),
     # The git layer's last word on where a write may go: each path of every commit, review
     # commit and fast-forward. Its own tests, then the transaction's that reach it.
     Module(
