@@ -81,6 +81,7 @@ def test_the_id_a_path_must_hold():
         "memory/01/0123456789abcdef.txt",
         "memory/01/0123456789abcdeg.md",
         "notes/01/0123456789abcdef.md",
+        "archive/01/0123456789abcdef.md",  # a folder sorting before memory/
         "memory/0123456789abcdef.md",
         "memory/01/x/0123456789abcdef.md",
     ):
@@ -93,6 +94,7 @@ def test_what_is_wrong_with_a_place_for_a_record():
     assert layout_problem("notes/01/0123456789abcdef.md") == outside
     assert layout_problem("archive/01/0123456789abcdef.md") == outside  # sorts before memory
     assert layout_problem("memory/0123456789abcdef.md") == outside
+    assert layout_problem("memory/01/x/0123456789abcdef.md") == outside
     assert layout_problem("memory/01/0123456789abcdef.txt") == MISNAMED
     assert layout_problem("memory/01/0123456789abcde.md") == MISNAMED
     assert layout_problem("memory/02/0123456789abcdef.md") == (
@@ -255,8 +257,10 @@ def test_walk_lists_every_entry_a_record_file_should_be_in_path_order(tmp_path):
     put(root, f"memory/01/.a.md{TMP_SUFFIX}", b"lantern's own")
     put(root, "memory/01/.hidden.md", b"a person's")
     put(root, "memory/stray.md", b"x")
+    put(root, "memory/0-first.md", b"x")  # a file sorting before the shards
     (root / "memory" / "01" / "deeper").mkdir()
     assert list(walk(str(root))) == [
+        "memory/0-first.md",
         "memory/01/.hidden.md",
         "memory/01/a.md",
         "memory/01/deeper",
