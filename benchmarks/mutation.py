@@ -544,6 +544,19 @@ MODULES = [
         ),
         180,
     ),
+    # Entity writes: add, update and rename (one commit that moves the file and rewrites every
+    # record naming it), their refusals, and what a review writer reads; then the entity reads.
+    Module(
+        "entity_writes",
+        "lantern_git/entities/entities.py",
+        None,
+        (
+            "tests/library/test_entity_writes.py",
+            "tests/library/test_entity_index.py",
+            "tests/library/test_entity_phrases.py",
+        ),
+        120,
+    ),
     # Entity keys: the one way a key becomes a path (a hostile key must never name a file
     # outside entities/), and how text names an entity. Its own tests ask each refusal at its
     # bounds; then the CLI's refusal of hostile keys and the records that name entities.
