@@ -544,6 +544,30 @@ MODULES = [
         ),
         180,
     ),
+    # The record writes every surface calls: add, archive, restore, update, supersede, delete,
+    # the change they share, the hand-edit commit and memory edit's start and finish.
+    Module(
+        "record_writes",
+        "lantern_git/memory/records.py",
+        (
+            "add",
+            "archive",
+            "restore",
+            "update",
+            "supersede",
+            "delete",
+            "_mutate",
+            "ensure_committed",
+            "commit_hand_edits",
+            "begin_edit",
+            "apply_edit",
+            "_ref_list",
+            "_first_line",
+            "_summary",
+        ),
+        ("tests/library/test_store.py", "tests/library/test_lifecycle.py"),
+        120,
+    ),
     # Entity writes: add, update and rename (one commit that moves the file and rewrites every
     # record naming it), their refusals, and what a review writer reads; then the entity reads.
     Module(
