@@ -233,6 +233,20 @@ def test_rename_never_writes_over_an_uncommitted_file_at_either_path(store, edit
     assert snapshot(store.root) == before
 
 
+def test_rename_to_a_key_that_sorts_first_is_a_rename_like_any(store):
+    store.entities.add("person:zed")
+    moved = store.entities.rename("person:zed", "person:ana")
+    assert moved.key == "person:ana" and moved.aliases == ("person:zed",)
+
+
+def test_the_list_of_one_type_is_that_types_entities(store):
+    for key in ("person:ana", "person:bea", "project:beta", "host:zettabyte"):
+        store.entities.add(key)
+    assert [e.key for e in store.entities.list(type="Person")] == ["person:ana", "person:bea"]
+    assert [e.key for e in store.entities.list(type="host")] == ["host:zettabyte"]
+    assert len(store.entities.list()) == 4
+
+
 # -- review mode
 
 
