@@ -565,7 +565,11 @@ MODULES = [
             "_first_line",
             "_summary",
         ),
-        ("tests/library/test_store.py", "tests/library/test_lifecycle.py"),
+        (
+            "tests/library/test_record_writes.py",
+            "tests/library/test_store.py",
+            "tests/library/test_lifecycle.py",
+        ),
         120,
     ),
     # Entity writes: add, update and rename (one commit that moves the file and rewrites every
