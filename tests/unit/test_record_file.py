@@ -311,6 +311,7 @@ def test_the_candidates_for_a_prefix_are_the_ids_of_its_shard(tmp_path):
     assert sorted(record_candidates(root, "0123")) == ["0123456789abcd00", "0123456789abcdef"]
     assert record_candidates(root, "01ff") == ["01ffffffffffffff"]
     assert record_candidates(root, "0123456789abcdef") == ["0123456789abcdef"]
+    assert record_candidates(root, "0123456789abcde") == ["0123456789abcdef"]  # 15 digits
     assert record_candidates(root, "0123456789abcde0") == []
     assert record_candidates(root, "ffff") == []
 
