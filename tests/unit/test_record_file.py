@@ -78,6 +78,9 @@ def test_the_id_a_path_must_hold():
         None,
         "",
         "memory/02/0123456789abcdef.md",  # the wrong shard
+        "memory/00/0123456789abcdef.md",  # the wrong shard, sorting before the right one
+        "memory/01/0123456789abcdef.md/x",
+        "memory/01/0123456789abcdef.md/0123456789abcdef.md",
         "memory/01/0123456789abcdef.txt",
         "memory/01/0123456789abcdeg.md",
         "notes/01/0123456789abcdef.md",
@@ -97,9 +100,12 @@ def test_what_is_wrong_with_a_place_for_a_record():
     assert layout_problem("memory/01/x/0123456789abcdef.md") == outside
     assert layout_problem("memory/01/0123456789abcdef.txt") == MISNAMED
     assert layout_problem("memory/01/0123456789abcde.md") == MISNAMED
-    assert layout_problem("memory/02/0123456789abcdef.md") == (
-        "is in the wrong folder; record 0123456789abcdef belongs at memory/01/0123456789abcdef.md"
-    )
+    assert layout_problem("memory/01/0123456789abcdef.MD") == MISNAMED  # sorts before .md
+    for shard in ("00", "02"):
+        assert layout_problem(f"memory/{shard}/0123456789abcdef.md") == (
+            "is in the wrong folder; record 0123456789abcdef belongs at "
+            "memory/01/0123456789abcdef.md"
+        )
 
 
 def test_conflict_markers_are_found_only_in_order_and_at_the_start_of_lines():
@@ -116,6 +122,8 @@ def test_a_problem_names_its_path_and_line():
     assert str(Problem("memory/a.md", 3, "is bad")) == "memory/a.md:3: is bad"
     assert str(Problem("memory/a.md", None, "is bad")) == "memory/a.md: is bad"
     assert Problem("p", 2, "m").to_dict() == {"path": "p", "line": 2, "message": "m"}
+    # A value: the same problem found twice is one problem.
+    assert len({Problem("p", 2, "m"), Problem("p", 2, "m")}) == 1
 
 
 # -- reading one file
@@ -216,6 +224,9 @@ def test_each_wrong_record_file_gets_its_problem_and_line():
         Problem(path, None, f"is larger than {MAX_FILE_BYTES} bytes"),
     )
     assert parse(path, b"---\nok\n\xff\n") == (None, Problem(path, 3, "is not valid UTF-8"))
+    assert parse(path, b"---\n\xff\n") == (None, Problem(path, 2, "is not valid UTF-8"))
+    at_most = parse(path, b"x" * MAX_FILE_BYTES)[1]
+    assert at_most is not None and at_most.message != f"is larger than {MAX_FILE_BYTES} bytes"
     conflicted = parse(path, f"{text}<<<<<<< a\n=======\n>>>>>>> b\n".encode())[1]
     assert conflicted is not None and conflicted.line == text.count("\n") + 1
     assert conflicted.message.startswith("holds git merge conflict markers")
