@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.stores import git
+from support.format1 import unpack_format1
+from support.stores import git, snapshot
 
-from lantern_git.errors import InvalidInput, NotFound
+from lantern_git.errors import InvalidInput, NeedsMigration, NotFound
+from lantern_git.evidence.sources import SourceInput
 from lantern_git.model.record_file import record_path
 from lantern_git.store import Store
 
@@ -84,3 +86,35 @@ def test_memory_edit_of_a_default_store_not_made_yet_finds_no_record(tmp_path):
     finally:
         store.close()
     assert not (tmp_path / "nowhere").exists()  # reading made nothing
+
+
+def test_a_format_1_store_takes_plain_writes_and_refuses_entities(tmp_path):
+    beta = unpack_format1(tmp_path).beta
+    store = Store.open(str(beta))
+    try:
+        [first, *_] = store.list()
+        before = snapshot(beta)
+        for write in (
+            lambda: store.add("Ana again", kind="fact", entities=["person:ana"]),
+            lambda: store.update(first.id, add_entities=["person:ana"]),
+            lambda: store.update(first.id, remove_entities=["person:ana"]),
+        ):
+            with pytest.raises(NeedsMigration):
+                write()
+            assert snapshot(beta) == before
+        added = store.add("A plain fact.", kind="fact")
+        changed = store.update(first.id, priority=first.priority + 1)
+        assert store.get(added.id).entities == () and changed.priority == first.priority + 1
+    finally:
+        store.close()
+
+
+def test_a_records_source_references_are_pinned_to_the_version_current_now(store):
+    [ingested] = store.sources.add([SourceInput(b"one\ntwo\n", "n.md", uri="note:1")])
+    sid = ingested.manifest.id
+    cited = store.add("Cites a note.", kind="fact", source_refs=[f"source:{sid}#L1-L2"])
+    [ref] = cited.source_refs
+    assert ref.startswith(f"source:{sid}@") and ref.endswith("#L1-L2")
+    assert store.get(cited.id).source_refs == (ref,)
+    plain = store.add("Cites nothing.", kind="fact", source_refs=["https://example.com/x"])
+    assert plain.source_refs == ("https://example.com/x",)
