@@ -6,32 +6,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pygit2
 import pytest
 from support.cli import cli_env, lantern
 from support.reliability import add_args
-from support.stores import git, make_store, snapshot
+from support.stores import git, make_store, opened, snapshot
 
 from lantern_git.errors import GitError, InvalidInput, NotFound
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.git.repo import parse_trailers
 from lantern_git.model.record_file import record_path
-from lantern_git.store import Store
 
 CLI_BRANCH = "refs/heads/lantern/review/cli"
 API_BRANCH = "refs/heads/lantern/review/api"
-
-
-@contextmanager
-def opened(path: Path, **kwargs):
-    store = Store.open(str(path), **kwargs)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def untouched(path: Path) -> dict:

@@ -8,27 +8,14 @@ choices they left unasked (the mutation run, benchmarks/mutation.py, found them)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.stores import make_store
+from support.stores import make_store, opened
 
 from lantern_git.errors import AmbiguousId, InvalidInput
 from lantern_git.model.record import Record
-from lantern_git.store import Store
-
-
-@contextmanager
-def opened(path: Path, **kwargs: Any) -> Iterator[Store]:
-    store = Store.open(str(path), **kwargs)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 
 import pygit2
 import pytest
-from support.stores import colliding_contents, git, init_repo, make_store, snapshot
+from support.stores import colliding_contents, git, init_repo, make_store, opened, snapshot
 
 from lantern_git.core.fields import JOURNAL, TMP_SUFFIX
 from lantern_git.errors import AmbiguousId, GitError, NotFound, StoreError, UncommittedChanges
@@ -32,15 +32,6 @@ from lantern_git.store import Store
 from lantern_git.workspace.transaction import interrupted, recover, write_transaction
 
 REVIEW = "refs/heads/lantern/review/agent"
-
-
-@contextmanager
-def opened(path: Path, **kwargs: Any) -> Iterator[Store]:
-    store = Store.open(str(path), **kwargs)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 @pytest.fixture

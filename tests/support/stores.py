@@ -4,7 +4,10 @@ and the snapshot that a refused write must leave as it was."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -41,6 +44,16 @@ def store(store_path) -> Store:
     s = Store.open(str(store_path), actor="api")
     yield s
     s.close()
+
+
+@contextmanager
+def opened(path: Path, **kwargs: Any) -> Iterator[Store]:
+    """The store at ``path`` (``Store.open``'s keywords), closed after."""
+    store = Store.open(str(path), **kwargs)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def git(path, *args, check=True) -> str:
