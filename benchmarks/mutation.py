@@ -520,6 +520,10 @@ MODULES = [
         ("tests/library/test_revert_rules.py", "tests/library/test_undo.py"),
         120,
     ),
+    # memory edit: the edited file's checks (the id kept, one record per file), the stamp, and
+    # the refusal when the file changed while the editor was open; the editor run without a
+    # shell. The command's tests, with real editors (small scripts).
+    Module("editing", "lantern_git/memory/editing.py", None, ("tests/surfaces/test_edit.py",), 180),
     # The git layer's last word on where a write may go: each path of every commit, review
     # commit and fast-forward. Its own tests, then the transaction's that reach it.
     Module(
