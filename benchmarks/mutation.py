@@ -523,7 +523,13 @@ MODULES = [
     # memory edit: the edited file's checks (the id kept, one record per file), the stamp, and
     # the refusal when the file changed while the editor was open; the editor run without a
     # shell. The command's tests, with real editors (small scripts).
-    Module("editing", "lantern_git/memory/editing.py", None, ("tests/surfaces/test_edit.py",), 180),
+    Module(
+        "editing",
+        "lantern_git/memory/editing.py",
+        None,
+        ("tests/library/test_edit_rules.py", "tests/surfaces/test_edit.py"),
+        180,
+    ),
     # The git layer's last word on where a write may go: each path of every commit, review
     # commit and fast-forward. Its own tests, then the transaction's that reach it.
     Module(
