@@ -81,3 +81,19 @@ def test_an_edited_copy_that_is_not_utf8_names_its_line(store):
                 session.edited_text()
             assert (caught.value.reason, caught.value.line) == ("is not valid UTF-8", line)
             assert caught.value.path == record_path(kept.id)
+
+
+@pytest.mark.parametrize("script, status", [("exit 3", 3), ("kill -9 $$", -9)])
+def test_an_editor_that_fails_or_is_killed_leaves_the_record(store, script, status):
+    kept = store.add("the record", kind="fact")
+    before = snapshot(store.root)
+    with store.begin_edit(kept.id) as session:
+        # The script writes a change first: a failed editor's file is never committed.
+        command = ["sh", "-c", f'echo "urgency: 9" >> "$1"; {script}', "editor"]
+        with pytest.raises(StoreError) as caught:
+            session.edit(command)
+    assert caught.value.code == "editor_failed"
+    assert str(caught.value) == (
+        f"the editor exited with status {status}; the record was not changed"
+    )
+    assert snapshot(store.root) == before
