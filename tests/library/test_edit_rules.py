@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from support.stores import snapshot
 
-from lantern_git.errors import StoreError, ValidationError
+from lantern_git.errors import InvalidInput, StoreError, ValidationError
+from lantern_git.memory.editing import editor_command
 from lantern_git.model.record import Record
 from lantern_git.model.record_file import record_path
 
@@ -97,3 +98,27 @@ def test_an_editor_that_fails_or_is_killed_leaves_the_record(store, script, stat
         f"the editor exited with status {status}; the record was not changed"
     )
     assert snapshot(store.root) == before
+
+
+@pytest.mark.parametrize("priority", [40, 60])
+def test_an_edit_is_committed_whichever_way_its_text_sorts(store, priority):
+    kept = store.add("the record", kind="fact", priority=50)
+    text = text_of(store, kept.id)
+    changed = store.apply_edit(kept.id, text, text.replace("priority: 50", f"priority: {priority}"))
+    assert changed.priority == priority == store.get(kept.id).priority
+
+
+def test_an_editor_setting_that_cannot_be_split_into_words_is_refused(monkeypatch):
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", 'vi "unclosed')
+    with pytest.raises(InvalidInput) as caught:
+        editor_command()
+    assert str(caught.value).startswith("$EDITOR: cannot be split into words: ")
+
+
+def test_closing_an_edit_twice_is_harmless(store):
+    kept = store.add("the record", kind="fact")
+    session = store.begin_edit(kept.id)
+    session.close()
+    session.close()
+    assert not Path(session.path).exists()
