@@ -254,11 +254,11 @@ def test_a_criss_cross_merge_keeps_what_each_side_reverted_as_git_does(tmp_path,
     assert a.memory() == twin.memory()
 
 
-def test_a_criss_cross_whose_bases_conflicted_is_refused_as_git_refuses_it(tmp_path, remote):
-    """Each host merged the other's change to the same line with plain git and kept its own
-    side. Git's virtual base then holds that conflict, so the next merge conflicts again; a
-    virtual base that kept one side instead would hand the sync the other host's version
-    without a word."""
+def conflicted_criss_cross(tmp_path: Path, remote: Path, resolved: str | None) -> tuple[Host, str]:
+    """Two hosts that changed the same line of notes.txt, then each merged the other's commit
+    with plain git and resolved the conflict: each its own side (``resolved`` None) or both
+    alike. The second host pushed. Returns the first host and what git's own merge of the two
+    says."""
     a = first_host(tmp_path, remote)
     (a.path / "notes.txt").write_text("one\n")
     git(a.path, "add", "notes.txt")
@@ -274,19 +274,53 @@ def test_a_criss_cross_whose_bases_conflicted_is_refused_as_git_refuses_it(tmp_p
         git(host.path, "fetch", "-q", "peer")
     for host in (a, b):
         git(host.path, "merge", "-q", "peer/main", check=False)
-        git(host.path, "checkout", "--ours", "notes.txt")
-        git(host.path, "commit", "-qam", "kept mine")
+        if resolved is None:
+            git(host.path, "checkout", "--ours", "notes.txt")
+        else:
+            (host.path / "notes.txt").write_text(resolved)
+        git(host.path, "commit", "-qam", "resolved")
     git(b.path, "push", "-q", "origin", "main")
     twin = tmp_path / "twin"
     git(tmp_path, "clone", "-q", str(a.path), "twin")
     git(twin, "fetch", "-q", str(b.path), "main")
-    assert "CONFLICT" in git(twin, "merge", "--no-edit", "FETCH_HEAD", check=False)
+    return a, git(twin, "merge", "--no-edit", "FETCH_HEAD", check=False)
+
+
+def test_a_criss_cross_whose_bases_conflicted_is_refused_as_git_refuses_it(tmp_path, remote):
+    """Each host kept its own side. Git's virtual base holds that conflict, so the next merge
+    conflicts again; a virtual base that kept one side instead would hand the sync the other
+    host's version without a word."""
+    a, by_git = conflicted_criss_cross(tmp_path, remote, None)
+    assert "CONFLICT" in by_git
     before = snapshot(a.path)
     with pytest.raises(GitError) as caught:
         a.sync()
     assert caught.value.code == "merge_conflict" and "notes.txt" in str(caught.value)
     assert snapshot(a.path) == before
     assert (a.path / "notes.txt").read_text() == "from a\n"
+
+
+def test_a_criss_cross_whose_bases_conflicted_merges_when_both_resolved_alike(tmp_path, remote):
+    """Both hosts resolved the conflict the same way: git merges, and so does the sync (a
+    virtual base that refused what it cannot merge would stop it)."""
+    a, by_git = conflicted_criss_cross(tmp_path, remote, "agreed\n")
+    assert "CONFLICT" not in by_git
+    report = a.sync()
+    assert report.merge_commits and report.pushed
+    assert (a.path / "notes.txt").read_text() == "agreed\n"
+    assert git(a.path, "status", "--porcelain") == ""
+
+
+def test_the_report_counts_records_past_a_file_that_is_no_record(tmp_path, remote):
+    a = first_host(tmp_path, remote)
+    b = clone_host(tmp_path, remote, "b")
+    (a.path / "a-first.txt").write_text("sorts before memory/\n")
+    git(a.path, "add", "a-first.txt")
+    git(a.path, "commit", "-qm", "a file")
+    added = a.add("Written on a.")
+    a.sync()
+    report = b.sync()
+    assert report.fast_forward and report.added == [added.id]
 
 
 def test_a_sync_in_step_with_a_remote_it_has_no_upstream_for_sets_one(tmp_path, remote):
