@@ -195,6 +195,14 @@ def test_a_two_sided_merge_keeps_the_base_file_s_own_formatting():
     ).replace(f"updated_at: {T0}\n", f"updated_at: {T0 + 7}\n")
 
 
+def test_a_ref_both_sides_removed_is_gone_from_the_union():
+    base = base_record(source_refs=("gone", "kept"))
+    ours = side(base, source_refs=("kept", "ours"), updated_at=T0 + 1)
+    theirs = side(base, source_refs=("kept", "theirs"), updated_at=T0 + 2)
+    result = merge(base, ours, theirs)
+    assert parsed(result.text).source_refs == ("kept", "ours", "theirs")
+
+
 def test_the_united_source_refs_keep_the_first_200():
     base = base_record(source_refs=("base-ref",))
     ours_refs = [f"a-{n:03}" for n in range(120)]
