@@ -628,6 +628,73 @@ MODULES = [
         ),
         120,
     ),
+    # Source writes: add (a new source or a new version of one), append, remove, the ref a
+    # record cites resolved and pinned to a blob, and where source files are routed to the
+    # merge driver. The evidence tests: each write, its refusals and the edges of bodies.
+    Module(
+        "source_writes",
+        "lantern_git/evidence/sources.py",
+        (
+            "add",
+            "_version",
+            "append",
+            "remove",
+            "_committed",
+            "_current",
+            "resolve",
+            "pin",
+            "_pin_one",
+            "_route_sources_to_driver",
+            "_name",
+        ),
+        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
+        150,
+    ),
+    # lantern verify: a reference pinned to a blob and a line range, checked against the text
+    # it quoted (found moved, changed or gone), with the bodies' line index it reads through.
+    Module(
+        "verify",
+        "lantern_git/evidence/sources.py",
+        (
+            "verify",
+            "evidence",
+            "check_refs",
+            "hold",
+            "data",
+            "lookup",
+            "line_count",
+            "spans",
+            "find",
+            "_line_index",
+            "_source",
+            "check",
+            "_lines_label",
+            "_same",
+            "_text",
+            "_body_entry",
+            "_object_exists",
+        ),
+        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
+        150,
+    ),
+    # lantern check and lantern commit: hand edits checked file by file (records, sources,
+    # what is no regular file) and committed with provenance, or refused with nothing written.
+    Module(
+        "checker",
+        "lantern_git/memory/checker.py",
+        None,
+        ("tests/library/test_check_commit.py",),
+        90,
+    ),
+    # lantern import: lines parsed and checked, ids computed, every record (and its sources
+    # and entities) written in one commit or none.
+    Module(
+        "transfer",
+        "lantern_git/memory/transfer.py",
+        None,
+        ("tests/library/test_transfer.py",),
+        90,
+    ),
 ]
 
 
