@@ -111,6 +111,34 @@ BM25_STORE_SEARCHES = (
 )
 
 
+# The evidence edges' tests but their two MCP ones: those start a server, which imports
+# lantern from the installed package, not from the mutated clone.
+EVIDENCE_EDGES = (
+    "tests/robustness/test_evidence_edges.py::test_line_spans_cut_a_body_into_its_lines",
+    "tests/robustness/test_evidence_edges.py::test_drifted_text_is_found_at_its_first_whole_line_place",
+    "tests/robustness/test_evidence_edges.py::test_drifted_text_is_found_past_places_that_do_not_fit",
+    "tests/robustness/test_evidence_edges.py::test_drifted_text_is_not_found_inside_longer_lines",
+    "tests/robustness/test_evidence_edges.py::test_a_block_whose_last_line_goes_on_in_the_current_version_is_not_there",
+    "tests/robustness/test_evidence_edges.py::test_a_last_line_without_newline_is_found_where_it_ends_a_line",
+    "tests/robustness/test_evidence_edges.py::test_text_gone_from_the_current_version_has_no_place",
+    "tests/robustness/test_evidence_edges.py::test_a_blank_cited_line_is_drifted_with_no_place",
+    "tests/robustness/test_evidence_edges.py::test_many_references_into_one_body_each_get_their_own_answer",
+    "tests/robustness/test_evidence_edges.py::test_a_symlink_on_the_command_line_is_refused_and_nothing_written",
+    "tests/robustness/test_evidence_edges.py::test_follow_symlinks_reads_the_target_and_records_its_path",
+    "tests/robustness/test_evidence_edges.py::test_a_file_under_a_linked_folder_is_read_and_named_by_its_real_path",
+    "tests/robustness/test_evidence_edges.py::test_a_file_over_the_limit_is_refused_naming_its_real_size",
+    "tests/robustness/test_evidence_edges.py::test_stdin_over_the_limit_is_refused_as_larger_than_the_limit",
+    "tests/robustness/test_evidence_edges.py::test_text_over_the_limit_is_refused_naming_its_size",
+    "tests/robustness/test_evidence_edges.py::test_check_names_a_hand_placed_body_over_the_limit_without_a_wrong_size",
+    "tests/robustness/test_evidence_edges.py::test_an_append_of_nothing_but_whitespace_is_refused_on_each_surface",
+    "tests/robustness/test_evidence_edges.py::test_an_append_with_one_visible_character_keeps_its_whitespace",
+    "tests/robustness/test_evidence_edges.py::test_an_ingest_stores_an_empty_or_blank_document_as_it_is",
+    "tests/robustness/test_evidence_edges.py::test_source_show_names_its_argument_not_a_record_field",
+    "tests/robustness/test_evidence_edges.py::test_a_record_s_bad_reference_still_names_source_refs",
+    "tests/robustness/test_evidence_edges.py::test_a_reference_where_a_source_id_is_taken_names_the_source_id",
+)
+
+
 MODULES = [
     # The rule's own tests: the surfaces' (CLI, MCP) take two minutes on a busy machine.
     Module(
@@ -647,7 +675,7 @@ MODULES = [
             "_route_sources_to_driver",
             "_name",
         ),
-        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
+        ("tests/library/test_evidence.py", *EVIDENCE_EDGES),
         150,
     ),
     # lantern verify: a reference pinned to a blob and a line range, checked against the text
@@ -674,7 +702,7 @@ MODULES = [
             "_body_entry",
             "_object_exists",
         ),
-        ("tests/library/test_evidence.py", "tests/robustness/test_evidence_edges.py"),
+        ("tests/library/test_evidence.py", *EVIDENCE_EDGES),
         150,
     ),
     # lantern check and lantern commit: hand edits checked file by file (records, sources,
