@@ -714,14 +714,24 @@ MODULES = [
         ("tests/library/test_check_commit.py",),
         90,
     ),
-    # lantern import: lines parsed and checked, ids computed, every record (and its sources
-    # and entities) written in one commit or none.
+    # lantern export and import: lines parsed and checked, ids computed, every record (and its
+    # sources and entities) written in one commit or none. The transfer tests, then those of
+    # the importers, of sources and entities carried, and of import in review mode.
     Module(
         "transfer",
         "lantern_git/memory/transfer.py",
         None,
-        ("tests/library/test_transfer.py",),
-        90,
+        (
+            "tests/library/test_transfer.py",
+            "tests/surfaces/test_imports.py",
+            "tests/library/test_evidence.py::test_export_and_import_carry_sources",
+            "tests/library/test_evidence.py::test_an_import_line_with_a_bad_source_is_refused_naming_the_line",
+            "tests/surfaces/test_entities.py::test_export_and_import_carry_entities",
+            "tests/surfaces/test_entities.py::test_importing_entities_into_a_format1_store_needs_migration",
+            "tests/robustness/test_record_files.py::test_export_exits_4_and_counts_the_hand_broken_files_it_skipped",
+            "tests/library/test_review.py::test_edit_import_revert_and_source_writes_work_in_review_mode_on_the_pending_version",
+        ),
+        120,
     ),
 ]
 
