@@ -707,12 +707,23 @@ MODULES = [
     ),
     # lantern check and lantern commit: hand edits checked file by file (records, sources,
     # what is no regular file) and committed with provenance, or refused with nothing written.
+    # Their own tests, then every command facing a FIFO or a link, and the sources' and
+    # entities' checks.
     Module(
         "checker",
         "lantern_git/memory/checker.py",
         None,
-        ("tests/library/test_check_commit.py",),
-        90,
+        (
+            "tests/library/test_check_commit.py",
+            "tests/robustness/test_record_files.py",
+            "tests/library/test_evidence.py::test_check_and_commit_see_hand_edits_to_sources",
+            "tests/library/test_evidence.py::test_a_manifest_edited_into_nonsense_is_reported_and_commit_refuses",
+            "tests/library/test_evidence.py::test_conflict_markers_in_a_body_are_reported_by_check",
+            "tests/library/test_evidence.py::test_source_list_reads_manifests_only_and_check_judges_the_bodies",
+            "tests/surfaces/test_entities.py::test_lantern_check_reports_invalid_and_misplaced_entity_files",
+            "tests/surfaces/test_entities.py::test_store_check_reports_every_entity_file_the_model_refuses_and_the_cli_exits_4",
+        ),
+        150,
     ),
     # lantern export and import: lines parsed and checked, ids computed, every record (and its
     # sources and entities) written in one commit or none. The transfer tests, then those of
