@@ -675,7 +675,7 @@ MODULES = [
             "_route_sources_to_driver",
             "_name",
         ),
-        ("tests/library/test_evidence.py", *EVIDENCE_EDGES),
+        ("tests/library/test_source_writes.py", "tests/library/test_evidence.py", *EVIDENCE_EDGES),
         150,
     ),
     # lantern verify: a reference pinned to a blob and a line range, checked against the text

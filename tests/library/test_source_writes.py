@@ -1,0 +1,153 @@
+"""Source writes asked directly (docs/evidence.md): what a new ingest of a known source
+changes, how a reference is pinned, and the ``.gitattributes`` line the first ingest writes.
+
+test_evidence.py holds the commands; these hold the rules its tests left unasked (the mutation
+run of ``source_writes``, benchmarks/mutation.py, found them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from support.stores import git, make_store, opened
+
+from lantern_git.errors import ValidationError
+from lantern_git.evidence.sources import SourceInput
+
+URI = "session:2026-12-06"
+ROUTE = "sources/** merge=lantern"
+
+
+def ingest(store, data: bytes, **more):
+    more.setdefault("uri", URI)
+    [result] = store.sources.add([SourceInput(data, "chat.md", **more)])
+    return result
+
+
+def head(path: Path) -> str:
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+def changed_in_head(path: Path) -> list[str]:
+    return git(path, "show", "--name-only", "--format=", "HEAD").split()
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return make_store(tmp_path / "store")
+
+
+def test_the_same_bytes_title_and_meta_again_are_unchanged_and_commit_nothing(path):
+    with opened(path) as store:
+        first = ingest(store, b"User: hi\n", title="chat", meta={"host": "laptop"})
+        before = head(path)
+        again = ingest(store, b"User: hi\n", title="chat", meta={"host": "laptop"})
+    assert again.status == "unchanged" and again.manifest == first.manifest
+    assert head(path) == before
+
+
+def test_a_new_title_or_meta_is_taken_whichever_way_it_sorts(path):
+    with opened(path) as store:
+        ingest(store, b"User: hi\n", title="b chat", meta={"host": "b"})
+        retitled = ingest(store, b"User: hi\n", title="a chat")
+        assert (retitled.status, retitled.manifest.title) == ("updated", "a chat")
+        moved = ingest(store, b"User: hi\n", meta={"host": "a"})
+        assert (moved.status, moved.manifest.meta) == ("updated", {"host": "a"})
+        assert store.sources.get(retitled.manifest.id).meta == {"host": "a"}
+
+
+def test_a_new_title_alone_is_an_update_that_leaves_the_body_file_alone(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"User: hi\n", title="chat").manifest.id
+        retitled = ingest(store, b"User: hi\n", title="the chat")
+    # Not "appended": the body is the same bytes, not a longer one.
+    assert retitled.status == "updated"
+    assert changed_in_head(path) == [f"sources/{source_id[:2]}/{source_id}.yaml"]
+
+
+def test_a_reference_to_a_source_whose_removal_awaits_review_is_refused(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"User: hi\n").manifest.id
+    with opened(path, review=True, review_name="agent") as agent:
+        agent.sources.remove(source_id)
+        before = head(path)
+        with pytest.raises(ValidationError) as refused:
+            agent.add("hi was said", kind="fact", source_refs=[f"source:{source_id}#L1"])
+    assert "no such source in this store (its removal awaits review)" in str(refused.value)
+    assert refused.value.field == "source_refs"
+    assert head(path) == before
+
+
+def blob_id(body: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+
+
+def two_bodies_sharing_a_pin_prefix(digits: int = 7) -> tuple[bytes, bytes]:
+    """Two bodies whose git blob ids begin with the same ``digits`` hex digits (a birthday
+    search: about 16,000 hashes for seven digits)."""
+    seen: dict[str, bytes] = {}
+    number = 0
+    while True:
+        body = f"User: line {number}\n".encode()
+        prefix = blob_id(body)[:digits]
+        if prefix in seen:
+            return seen[prefix], body
+        seen[prefix] = body
+        number += 1
+
+
+def test_a_pin_prefix_naming_two_versions_is_refused(path):
+    first, second = two_bodies_sharing_a_pin_prefix()
+    with opened(path) as store:
+        source_id = ingest(store, first).manifest.id
+        ingest(store, second)
+        ingest(store, b"User: the current version\n")
+        prefix = blob_id(first)[:7]
+        assert blob_id(second)[:7] == prefix and blob_id(first) != blob_id(second)
+        assert {blob_id(first), blob_id(second)} <= set(store.sources.versions(source_id))
+        before = head(path)
+        with pytest.raises(ValidationError) as refused:
+            store.add("a line was said", kind="fact", source_refs=[f"source:{source_id}@{prefix}"])
+        assert f"{prefix} names more than one version; give more digits" in str(refused.value)
+        assert head(path) == before
+        one = blob_id(second)[:12]
+        kept = store.add("one line", kind="fact", source_refs=[f"source:{source_id}@{one}"])
+        assert kept.source_refs == (f"source:{source_id}@{one}",)
+
+
+def test_the_first_ingest_writes_the_route_where_no_gitattributes_was_ever_committed(path):
+    git(path, "rm", "-q", ".gitattributes")
+    git(path, "commit", "-qm", "a store without attributes")
+    with opened(path) as store:
+        ingest(store, b"User: hi\n")
+    assert (path / ".gitattributes").read_text().splitlines() == [ROUTE]
+    assert ".gitattributes" in changed_in_head(path)
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_an_uncommitted_edit_of_gitattributes_is_left_alone_by_an_ingest(path):
+    attributes = path / ".gitattributes"
+    committed = attributes.read_text()
+    without_route = "".join(line + "\n" for line in committed.splitlines() if ROUTE not in line)
+    attributes.write_text(without_route + "*.csv text\n")
+    git(path, "commit", "-qam", "a store from before sources")
+    # The user's edit removes a line: shorter, so it sorts before what is committed.
+    edited = without_route.splitlines(keepends=True)[0]
+    attributes.write_text(edited)
+    with opened(path) as store:
+        ingest(store, b"User: hi\n")
+    assert attributes.read_text() == edited
+    assert ".gitattributes" not in changed_in_head(path)
+
+
+def test_an_ingest_leaves_a_gitattributes_it_cannot_read_alone(path):
+    git(path, "rm", "-q", ".gitattributes")
+    git(path, "commit", "-qm", "a store without attributes")
+    (path / ".gitattributes").mkdir()
+    with opened(path) as store:
+        result = ingest(store, b"User: hi\n")
+    assert result.status == "added"
+    assert (path / ".gitattributes").is_dir()
+    assert ".gitattributes" not in changed_in_head(path)
