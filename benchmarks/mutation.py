@@ -714,6 +714,7 @@ MODULES = [
         "lantern_git/memory/checker.py",
         None,
         (
+            "tests/library/test_check_rules.py",
             "tests/library/test_check_commit.py",
             "tests/robustness/test_record_files.py",
             "tests/library/test_evidence.py::test_check_and_commit_see_hand_edits_to_sources",
@@ -733,6 +734,7 @@ MODULES = [
         "lantern_git/memory/transfer.py",
         None,
         (
+            "tests/library/test_import_rules.py",
             "tests/library/test_transfer.py",
             "tests/surfaces/test_imports.py",
             "tests/library/test_evidence.py::test_export_and_import_carry_sources",

@@ -1,0 +1,74 @@
+"""Export and import asked directly (docs/transfer.md): what an import skips, and what an
+export says of a source it cannot read.
+
+test_transfer.py holds the commands; these hold the rules its tests left unasked (the mutation
+run of ``transfer``, benchmarks/mutation.py, found them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.stores import git, make_store, opened
+
+from lantern_git.evidence.sources import SourceInput
+from lantern_git.memory.transfer import RecordExport
+from lantern_git.model.entity_keys import entity_path
+
+
+def entity_line(key: str, name: str) -> str:
+    return json.dumps({"entity": {"key": key, "name": name, "created_at": 1, "updated_at": 1}})
+
+
+def head_of_review(path: Path) -> str:
+    return git(path, "rev-parse", "lantern/review/agent").strip()
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return make_store(tmp_path / "store")
+
+
+def test_an_entity_twice_in_one_import_is_written_once_the_first_time(path):
+    with opened(path) as store:
+        result = store.import_records(
+            [entity_line("person:ana", "Ana"), entity_line("person:ana", "Ana Again")]
+        )
+        assert result.entities == ["person:ana"] and result.imported == 0
+        assert store.entities.get("person:ana").name == "Ana"
+    message = git(path, "log", "-1", "--format=%B")
+    assert message.count("Lantern-Entity: person:ana") == 1
+    assert message.splitlines()[0] == "import 0 records and 1 entity"
+
+
+def test_an_entity_the_review_branch_added_is_not_imported_again_in_review_mode(path):
+    with opened(path, review=True, review_name="agent") as agent:
+        agent.entities.add("person:ana", name="Ana")
+        # The entity is on the review branch only: the working tree has no file for it.
+        assert not (path / entity_path("person:ana")).exists()
+        tip = head_of_review(path)
+        result = agent.import_records([entity_line("person:ana", "Ana Again")])
+        assert result.entities == [] and result.commit is None
+    assert head_of_review(path) == tip
+    pending = git(path, "show", f"lantern/review/agent:{entity_path('person:ana')}")
+    assert "name: Ana\n" in pending
+
+
+def test_an_export_skips_a_source_it_cannot_read_and_says_so(path):
+    with opened(path) as store:
+        [good] = store.sources.add([SourceInput(b"User: hi\n", "a.md", uri="session:a")])
+        [bad] = store.sources.add([SourceInput(b"User: bye\n", "b.md", uri="session:b")])
+    manifest = path / "sources" / bad.manifest.id[:2] / f"{bad.manifest.id}.yaml"
+    manifest.write_text("id: [not, an, id]\n")
+    warned: list[str] = []
+    told = RecordExport(str(path), warn=warned.append)
+    assert [s.manifest.id for s in told.sources()] == [good.manifest.id]
+    assert len(warned) == 1 and warned[0].startswith(
+        f"warning: skipped {manifest.relative_to(path)}"
+    )
+    quiet = RecordExport(str(path))
+    assert [s.manifest.id for s in quiet.sources()] == [good.manifest.id]
+    assert [str(p) for p in quiet.skipped] == [str(p) for p in told.skipped]
+    assert len(quiet.skipped) == 1
