@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -990,6 +990,13 @@ def main() -> int:
     parser.add_argument(
         "--again", action="store_true", help="run the last run's survivors again, not the rest"
     )
+    parser.add_argument(
+        "--first-pass",
+        action="append",
+        metavar="TEST",
+        help="this run asks only these tests (repeatable; one module): a fast first pass, whose "
+        "survivors --again then runs against all the module's tests",
+    )
     args = parser.parse_args()
     if "TMPDIR" not in os.environ and SCRATCH.parent.is_dir():
         SCRATCH.mkdir(exist_ok=True)
@@ -999,6 +1006,10 @@ def main() -> int:
     if unknown:
         parser.error(f"no module {', '.join(sorted(unknown))}; the modules: {', '.join(names)}")
     chosen = [m for m in MODULES if not args.module or m.name in args.module]
+    if args.first_pass:
+        if len(chosen) != 1:
+            parser.error("--first-pass needs one --module")
+        chosen = [replace(chosen[0], tests=tuple(args.first_pass))]
     if args.list:
         for module in chosen:
             scope = ", ".join(module.functions) if module.functions else "the whole file"
