@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.stores import git, make_store, opened
 
-from lantern_git.errors import ValidationError
+from lantern_git.errors import InvalidInput, ValidationError
 from lantern_git.evidence.sources import SourceInput
 
 URI = "session:2026-12-06"
@@ -151,3 +151,51 @@ def test_an_ingest_leaves_a_gitattributes_it_cannot_read_alone(path):
     assert result.status == "added"
     assert (path / ".gitattributes").is_dir()
     assert ".gitattributes" not in changed_in_head(path)
+
+
+def test_one_ingest_over_the_total_limit_is_refused_before_anything_is_written(path):
+    from lantern_git.model.source import MAX_INGEST_BYTES, MAX_SOURCE_BYTES
+
+    # Eight bodies at the largest a source may be make the total limit exactly; one byte more
+    # is over it. The same bytes object serves every body (each has its own uri).
+    largest = b"a" * MAX_SOURCE_BYTES
+    assert 8 * MAX_SOURCE_BYTES == MAX_INGEST_BYTES
+    inputs = [SourceInput(largest, f"{n}.txt", uri=f"note:{n}") for n in range(8)]
+    inputs.append(SourceInput(b"b", "last.txt", uri="note:last"))
+    before = head(path)
+    with opened(path) as store, pytest.raises(ValidationError) as refused:
+        store.sources.add(inputs)
+    assert refused.value.code == "too_large"
+    assert f"one ingest may write at most {MAX_INGEST_BYTES} bytes; split it" in str(refused.value)
+    assert head(path) == before and not (path / "sources").exists()
+
+
+def test_an_ingest_reports_its_progress_one_document_at_a_time(path):
+    done: list[int] = []
+    with opened(path) as store:
+        store.sources.add(
+            [
+                SourceInput(b"one\n", "a.md", uri="note:a"),
+                SourceInput(b"two\n", "b.md", uri="note:b"),
+            ],
+            progress=done.append,
+        )
+    assert done == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("digits", "found"), [(3, False), (4, True), (15, True), (16, True), (17, False)]
+)
+def test_a_source_is_named_by_its_id_or_a_prefix_of_4_to_15_hex_digits(path, digits, found):
+    with opened(path) as store:
+        source_id = ingest(store, b"User: hi\n").manifest.id
+        ref = (source_id + "0")[:digits]
+        if found:
+            assert store.sources.get(ref).id == source_id
+            return
+        with pytest.raises(InvalidInput) as refused:
+            store.sources.get(ref)
+    assert str(refused.value) == (
+        f"invalid source id {ref!r}: expected 16 hex digits or a prefix of 4 or more"
+    )
+    assert refused.value.code == "invalid_id"
