@@ -73,3 +73,149 @@ def test_commit_leaves_out_a_source_larger_than_a_record_whose_working_file_is_a
         done = store.commit_hand_edits()
     assert (done.records, done.sources) == ([record.id], [])
     assert git(path, "show", "--name-only", "--format=", "HEAD").split() == [record_path(record.id)]
+
+
+def test_a_duplicate_id_names_each_other_file_and_never_its_own(path):
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    real = record_path(record.id)
+    copy = f"memory/{record.id[:2]}/copy.md"
+    (path / copy).write_text((path / real).read_text())
+    with opened(path) as store:
+        duplicates = [str(p) for p in store.check().problems if "duplicate id" in p.message]
+    assert sorted(duplicates) == sorted(
+        [
+            f"{copy}:2: id: duplicate id {record.id}, also in {real}",
+            f"{real}:2: id: duplicate id {record.id}, also in {copy}",
+        ]
+    )
+
+
+def test_commit_finds_a_record_edit_behind_a_new_file_outside_memory(path):
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    # git lists a.txt before memory/: the walk must go past it.
+    (path / "a.txt").write_text("not lantern's\n")
+    file = path / record_path(record.id)
+    file.write_text(file.read_text().replace("priority: 50", "priority: 70"))
+    with opened(path) as store:
+        done = store.commit_hand_edits()
+    assert done.records == [record.id] and done.commit is not None
+    assert git(path, "status", "--porcelain") == "?? a.txt\n"
+
+
+@pytest.mark.parametrize("offset", [-100, 100])
+def test_commit_keeps_an_updated_at_set_by_hand_whichever_way_it_moved(path, offset):
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    file = path / record_path(record.id)
+    text = file.read_text().replace("priority: 50", "priority: 70")
+    wanted = record.updated_at + offset
+    file.write_text(text.replace(f"updated_at: {record.updated_at}", f"updated_at: {wanted}"))
+    with opened(path) as store:
+        done = store.commit_hand_edits()
+        assert done.updated == [] and store.get(record.id).updated_at == wanted
+
+
+def ingest_two(path: Path) -> tuple[str, str]:
+    with opened(path) as store:
+        return tuple(  # type: ignore[return-value]
+            store.sources.add([SourceInput(f"User: {n}\n".encode(), "chat.md", uri=f"note:{n}")])[
+                0
+            ].manifest.id
+            for n in ("a", "b")
+        )
+
+
+def manifest_of(path: Path, source_id: str) -> Path:
+    return path / "sources" / source_id[:2] / f"{source_id}.yaml"
+
+
+def test_a_refused_commit_reports_every_broken_or_deleted_file_it_checked(path):
+    from lantern_git.memory.checker import HandEditsInvalid
+
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    first, second = ingest_two(path)
+    (path / record_path(record.id)).unlink()
+    for source_id in (first, second):
+        manifest_of(path, source_id).write_text("- a list\n")
+    with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
+        store.commit_hand_edits()
+    report = refused.value.report
+    assert sorted(p.path for p in report.problems) == sorted(
+        [
+            record_path(record.id),
+            f"sources/{first[:2]}/{first}.yaml",
+            f"sources/{second[:2]}/{second}.yaml",
+        ]
+    )
+    # The deleted record and the two sources.
+    assert report.checked == 3
+
+
+def test_a_source_deleted_by_hand_is_refused_naming_how_to_remove_it(path):
+    from lantern_git.memory.checker import HandEditsInvalid
+
+    first, _ = ingest_two(path)
+    before = git(path, "rev-parse", "HEAD")
+    for name in (f"{first}.md", f"{first}.yaml"):
+        (path / "sources" / first[:2] / name).unlink()
+    with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
+        store.commit_hand_edits()
+    assert [str(p) for p in refused.value.report.problems] == [
+        f"sources/{first[:2]}/{first}.yaml: was deleted by hand; remove a source with: lantern "
+        f"source remove {first} (or bring it back with: git checkout HEAD -- sources/{first[:2]}/)"
+    ]
+    assert git(path, "rev-parse", "HEAD") == before
+
+
+@pytest.mark.parametrize(
+    ("records", "sources", "summary"),
+    [
+        (0, 1, "edit source {source} by hand"),
+        (0, 2, "edit 0 records and 2 sources by hand"),
+        (1, 1, "edit 1 records and 1 sources by hand"),
+        (2, 0, "edit 2 records by hand"),
+    ],
+)
+def test_a_hand_commit_s_summary_names_what_it_holds(path, records, sources, summary):
+    with opened(path) as store:
+        added = [store.add(f"fact {n}", kind="fact") for n in range(records)]
+    source_ids = ingest_two(path)[:sources]
+    for record in added:
+        file = path / record_path(record.id)
+        file.write_text(file.read_text().replace("priority: 50", "priority: 70"))
+    for source_id in source_ids:
+        body = path / "sources" / source_id[:2] / f"{source_id}.md"
+        body.write_text(body.read_text() + "User: more\n")
+    with opened(path) as store:
+        store.commit_hand_edits()
+    expected = summary.format(source=source_ids[0] if source_ids else "")
+    assert git(path, "log", "-1", "--format=%s") == expected + "\n"
+
+
+def test_a_manifest_edited_by_hand_is_committed_as_written_when_its_body_is_unchanged(path):
+    first, _ = ingest_two(path)
+    manifest = manifest_of(path, first)
+    uri = "uri: note:a\n"
+    written = manifest.read_text().replace(uri, uri + "title: chat a\n") + "# checked by Ana\n"
+    assert written != manifest.read_text()
+    manifest.write_text(written)
+    with opened(path) as store:
+        store.commit_hand_edits()
+        assert store.sources.get(first).title == "chat a"
+    assert git(path, "show", f"HEAD:sources/{first[:2]}/{first}.yaml") == written
+
+
+def test_a_body_renamed_by_hand_is_committed_under_its_new_name_only(path):
+    first, _ = ingest_two(path)
+    folder = path / "sources" / first[:2]
+    (folder / f"{first}.md").rename(folder / f"{first}.txt")
+    with opened(path) as store:
+        store.commit_hand_edits()
+    assert git(path, "ls-files", f"sources/{first[:2]}/{first}.*").split() == [
+        f"sources/{first[:2]}/{first}.txt",
+        f"sources/{first[:2]}/{first}.yaml",
+    ]
+    assert git(path, "status", "--porcelain") == ""
