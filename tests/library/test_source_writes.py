@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from support.stores import git, make_store, opened
 
-from lantern_git.errors import InvalidInput, ValidationError
+from lantern_git.errors import AmbiguousId, InvalidInput, ValidationError
 from lantern_git.evidence.sources import SourceInput
+from lantern_git.model.source import compute_source_id
 
 URI = "session:2026-12-06"
 ROUTE = "sources/** merge=lantern"
@@ -41,9 +42,10 @@ def path(tmp_path: Path) -> Path:
 
 def test_the_same_bytes_title_and_meta_again_are_unchanged_and_commit_nothing(path):
     with opened(path) as store:
-        first = ingest(store, b"User: hi\n", title="chat", meta={"host": "laptop"})
+        same = {"title": "chat", "meta": {"host": "laptop"}, "kind": "transcript"}
+        first = ingest(store, b"User: hi\n", **same)
         before = head(path)
-        again = ingest(store, b"User: hi\n", title="chat", meta={"host": "laptop"})
+        again = ingest(store, b"User: hi\n", **same)
     assert again.status == "unchanged" and again.manifest == first.manifest
     assert head(path) == before
 
@@ -199,3 +201,48 @@ def test_a_source_is_named_by_its_id_or_a_prefix_of_4_to_15_hex_digits(path, dig
         f"invalid source id {ref!r}: expected 16 hex digits or a prefix of 4 or more"
     )
     assert refused.value.code == "invalid_id"
+
+
+def test_a_uri_of_4096_characters_is_taken_and_one_more_is_refused(path):
+    longest = "note:" + "a" * (4096 - len("note:"))
+    with opened(path) as store:
+        assert ingest(store, b"User: hi\n", uri=longest).manifest.uri == longest
+        before = head(path)
+        with pytest.raises(ValidationError) as refused:
+            ingest(store, b"User: hi\n", uri=longest + "a")
+    assert str(refused.value) == "uri: must be one line of at most 4096 characters"
+    assert head(path) == before
+
+
+def two_uris_sharing_an_id_prefix(digits: int = 4) -> tuple[str, str]:
+    """Two uris whose source ids begin with the same ``digits`` hex digits."""
+    seen: dict[str, str] = {}
+    number = 0
+    while True:
+        uri = f"note:{number}"
+        prefix = compute_source_id(uri, b"")[:digits]
+        if prefix in seen:
+            return seen[prefix], uri
+        seen[prefix] = uri
+        number += 1
+
+
+def test_a_prefix_two_sources_share_is_ambiguous_and_names_both(path):
+    first, second = two_uris_sharing_an_id_prefix()
+    with opened(path) as store:
+        ids = sorted(ingest(store, b"User: hi\n", uri=uri).manifest.id for uri in (first, second))
+        with pytest.raises(AmbiguousId) as refused:
+            store.sources.get(ids[0][:4])
+    assert refused.value.candidates == ids
+
+
+def test_a_line_range_ending_past_the_last_line_is_refused(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"one\ntwo\nthree\n").manifest.id
+        before = head(path)
+        with pytest.raises(ValidationError) as refused:
+            store.add("three lines", kind="fact", source_refs=[f"source:{source_id}#L2-L4"])
+        assert "lines 2-4 are out of range: the source has 3 lines" in str(refused.value)
+        assert head(path) == before
+        kept = store.add("two lines", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
+        assert kept.source_refs[0].endswith("#L2-L3")
