@@ -156,8 +156,6 @@ def changed_memory_paths(git: GitRepo, top: str = MEMORY_DIR) -> list[str]:
     for path, flags in statuses.items():
         if not path.startswith(top + "/") or flags == pygit2.GIT_STATUS_CURRENT:
             continue
-        if flags & pygit2.GIT_STATUS_IGNORED:
-            continue
         full = os.path.join(git.root, path)
         current = read_bytes(git.root, path, limit)[0] if os.path.lexists(full) else None
         if git.blob_at(head_tree, path) != current or os.path.islink(full):

@@ -219,3 +219,38 @@ def test_a_body_renamed_by_hand_is_committed_under_its_new_name_only(path):
         f"sources/{first[:2]}/{first}.yaml",
     ]
     assert git(path, "status", "--porcelain") == ""
+
+
+def test_commit_checks_the_files_changed_since_head_not_every_file(path):
+    with opened(path) as store:
+        broken = store.add("Ana drinks tea", kind="preference")
+        edited = store.add("Bo drinks coffee", kind="preference")
+    # A broken file committed with plain git past the hook: check reports it, and commit,
+    # which checks what changed since HEAD, still takes another record's edit.
+    file = path / record_path(broken.id)
+    file.write_text(file.read_text().replace("priority: 50", "priority: lots"))
+    git(path, "commit", "-q", "--no-verify", "-am", "broken by hand")
+    other = path / record_path(edited.id)
+    other.write_text(other.read_text().replace("priority: 50", "priority: 70"))
+    with opened(path) as store:
+        assert [p.path for p in store.check().problems] == [record_path(broken.id)]
+        done = store.commit_hand_edits()
+    assert done.records == [edited.id]
+    assert git(path, "show", "--name-only", "--format=", "HEAD").split() == [record_path(edited.id)]
+
+
+def test_commit_leaves_a_file_git_ignores_under_memory_alone(path):
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    (path / ".gitignore").write_text("*.swp\n")
+    git(path, "add", ".gitignore")
+    git(path, "commit", "-qm", "ignore swap files")
+    swap = path / "memory" / record.id[:2] / f".{record.id}.md.swp"
+    swap.write_bytes(b"an editor's swap file\0")
+    file = path / record_path(record.id)
+    file.write_text(file.read_text().replace("priority: 50", "priority: 70"))
+    with opened(path) as store:
+        done = store.commit_hand_edits()
+    assert done.records == [record.id]
+    assert git(path, "show", "--name-only", "--format=", "HEAD").split() == [record_path(record.id)]
+    assert swap.exists()
