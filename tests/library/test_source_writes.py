@@ -246,3 +246,56 @@ def test_a_line_range_ending_past_the_last_line_is_refused(path):
         assert head(path) == before
         kept = store.add("two lines", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
         assert kept.source_refs[0].endswith("#L2-L3")
+
+
+def test_a_document_without_a_name_takes_its_uri_s_extension(path):
+    with opened(path) as store:
+        [result] = store.sources.add([SourceInput(b"# notes\n", None, uri="file:///notes/a.md")])
+    source_id = result.manifest.id
+    assert result.manifest.media_type == "text/markdown"
+    assert (path / "sources" / source_id[:2] / f"{source_id}.md").read_bytes() == b"# notes\n"
+
+
+def test_a_new_version_that_sorts_before_the_old_is_taken_with_its_facts(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"b later\n").manifest.id
+        result = ingest(store, b"a\n")
+    assert result.status == "updated"
+    assert (result.manifest.bytes, result.manifest.lines) == (2, 1)
+    assert result.manifest.sha256 == hashlib.sha256(b"a\n").hexdigest()
+    assert (path / "sources" / source_id[:2] / f"{source_id}.md").read_bytes() == b"a\n"
+
+
+def test_a_prefix_with_a_letter_past_f_is_refused_as_no_id(path):
+    with opened(path) as store:
+        ingest(store, b"User: hi\n")
+        with pytest.raises(InvalidInput) as refused:
+            store.sources.get("abcz")
+    assert refused.value.code == "invalid_id"
+
+
+def test_a_reference_to_a_source_whose_manifest_is_broken_is_refused_naming_why(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"User: hi\n").manifest.id
+    (path / "sources" / source_id[:2] / f"{source_id}.yaml").write_text("- a list\n")
+    with opened(path) as store:
+        before = head(path)
+        with pytest.raises(ValidationError) as refused:
+            store.add("hi was said", kind="fact", source_refs=[f"source:{source_id}#L1"])
+    assert str(refused.value).startswith(
+        f"source_refs: source:{source_id}#L1: the source cannot be read ("
+    )
+    assert head(path) == before
+
+
+@pytest.mark.parametrize(
+    ("title", "uri", "named"),
+    [("the chat", "note:a", "the chat"), (None, "note:a", "note:a"), (None, None, "{id}")],
+)
+def test_an_append_s_commit_names_the_source_by_title_then_uri_then_id(path, title, uri, named):
+    with opened(path) as store:
+        [added] = store.sources.add([SourceInput(b"User: hi\n", None, uri=uri, title=title)])
+        source_id = added.manifest.id
+        store.sources.append(source_id, "User: bye")
+    subject = git(path, "log", "-1", "--format=%s").strip()
+    assert subject == f"append {source_id}: 9 bytes to {named.format(id=source_id)}"
