@@ -1,0 +1,174 @@
+"""lantern verify asked directly (docs/evidence.md): the lines a reference names when it names
+none, a removed source's pinned text, a pin to another source's blob whichever way the ids
+sort, text found again at its place or moved, and what the detail says.
+
+test_evidence.py holds the command's statuses; these hold the rules its tests left unasked
+(the mutation run of ``verify``, benchmarks/mutation.py, found them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from support.stores import git, make_store, opened
+
+from lantern_git.evidence.sources import SourceInput
+from lantern_git.model.record_file import record_path
+
+FIVE = b"one\ntwo\nthree\nfour\nfive\n"
+
+
+def blob_id(body: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return make_store(tmp_path / "store")
+
+
+def ingest(store, body: bytes, uri: str = "note:five") -> str:
+    [result] = store.sources.add([SourceInput(body, "notes.md", uri=uri)])
+    return result.manifest.id
+
+
+def cite(path: Path, refs: list[str]) -> str:
+    """A record whose references are written by hand, as lantern never pins them."""
+    with opened(path) as store:
+        record = store.add("cited by hand", kind="fact")
+    file = path / record_path(record.id)
+    listed = "".join(f"- {ref}\n" for ref in refs)
+    file.write_text(file.read_text().replace("\n---\n", f"\nsource_refs:\n{listed}---\n", 1))
+    git(path, "commit", "-q", "--no-verify", "-am", "references by hand")
+    return record.id
+
+
+def checked(path: Path, record_id: str) -> list[tuple]:
+    with opened(path) as store:
+        record = store.get(record_id)
+        return [
+            (c.problem, c.detail, c.lines, c.text, c.moved_to)
+            for _, c in store.sources.check_refs(record)
+        ]
+
+
+def test_a_reference_without_lines_names_the_whole_pinned_body(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        record = store.add("all five", kind="fact", source_refs=[f"source:{source_id}"])
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.lines) == ("ok", (1, 5))
+    assert found.text == FIVE.decode()
+
+
+def test_a_reference_past_the_pinned_version_s_end_is_out_of_range_naming_its_length(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+    record_id = cite(path, [f"source:{source_id}@{blob_id(FIVE)[:12]}#L3-L6"])
+    [(problem, detail, *_)] = checked(path, record_id)
+    assert (problem, detail) == ("out_of_range", "lines 3-6: the pinned version has 5 lines")
+
+
+def test_an_empty_body_cited_whole_is_out_of_range(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"")
+    record_id = cite(path, [f"source:{source_id}"])
+    [(problem, detail, *_)] = checked(path, record_id)
+    assert (problem, detail) == ("out_of_range", "lines 1-0: the pinned version has 0 lines")
+
+
+def test_a_removed_source_s_pinned_lines_stay_readable(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        whole = store.add("all five", kind="fact", source_refs=[f"source:{source_id}"])
+        two = store.add("two and three", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
+        store.sources.remove(source_id)
+        results = [store.sources.check_refs(r)[0][1] for r in (whole, two)]
+    assert [(r.problem, r.lines, r.text) for r in results] == [
+        ("removed", (1, 5), FIVE.decode()),
+        ("removed", (2, 3), "two\nthree\n"),
+    ]
+    assert results[0].detail == f"source {source_id} was removed; the pinned text is still readable"
+
+
+def test_a_removed_source_s_reference_past_its_end_has_no_lines(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        store.sources.remove(source_id)
+    record_id = cite(path, [f"source:{source_id}@{blob_id(FIVE)[:12]}#L4-L9"])
+    [(problem, _, lines, text, _)] = checked(path, record_id)
+    assert (problem, lines, text) == ("removed", None, None)
+
+
+def other_bodies(current: str) -> tuple[bytes, bytes]:
+    """Two bodies whose blob ids sort one before ``current`` and one after it."""
+    below = above = None
+    number = 0
+    while below is None or above is None:
+        body = f"another note {number}\n".encode()
+        if blob_id(body) < current:
+            below = below or body
+        else:
+            above = above or body
+        number += 1
+    return below, above
+
+
+def test_a_pin_to_another_source_s_blob_is_no_version_whichever_way_the_ids_sort(path):
+    below, above = other_bodies(blob_id(FIVE))
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        ingest(store, below, uri="note:below")
+        ingest(store, above, uri="note:above")
+    refs = [f"source:{source_id}@{blob_id(body)[:12]}#L1" for body in (below, above)]
+    record_id = cite(path, refs)
+    assert [(p, d) for p, d, *_ in checked(path, record_id)] == [
+        ("unknown_version", f"{blob_id(body)[:12]} is not a version of source {source_id}")
+        for body in (below, above)
+    ]
+
+
+def test_an_older_pin_whose_lines_are_unchanged_at_the_end_of_the_body_is_ok(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        last = store.add("five", kind="fact", source_refs=[f"source:{source_id}#L5"])
+        ingest(store, FIVE.replace(b"one", b"ONE"))
+        [(_, found)] = store.sources.check_refs(last)
+    assert (found.problem, found.lines, found.text) == ("ok", (5, 5), "five\n")
+
+
+@pytest.mark.parametrize(
+    ("lines", "detail"),
+    [
+        ("#L2", "line 2 no longer holds the pinned text; the text is now at line 3"),
+        ("#L2-L3", "lines 2-3 no longer hold the pinned text; the text is now at lines 3-4"),
+    ],
+)
+def test_drifted_text_is_named_by_its_old_and_new_lines(path, lines, detail):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        record = store.add("cited", kind="fact", source_refs=[f"source:{source_id}{lines}"])
+        ingest(store, b"zero\n" + FIVE)
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.detail) == ("drifted", detail)
+
+
+def test_drifted_text_on_a_last_line_without_a_newline_is_found(path):
+    body = b"one\ntwo\nthree"
+    with opened(path) as store:
+        source_id = ingest(store, body)
+        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L3"])
+        ingest(store, b"zero\n" + body)
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to) == ("drifted", (4, 4))
+
+
+def test_drifted_text_is_found_in_a_body_that_starts_with_a_blank_line(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"a\nthree\n")
+        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L2"])
+        ingest(store, b"\nzero\nthree")
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to) == ("drifted", (3, 3))
