@@ -702,7 +702,7 @@ MODULES = [
             "_body_entry",
             "_object_exists",
         ),
-        ("tests/library/test_evidence.py", *EVIDENCE_EDGES),
+        ("tests/library/test_verify_rules.py", "tests/library/test_evidence.py", *EVIDENCE_EDGES),
         150,
     ),
     # lantern check and lantern commit: hand edits checked file by file (records, sources,
