@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support.stores import git, make_store, opened
 
+from lantern_git.errors import ValidationError
 from lantern_git.evidence.sources import SourceInput
 from lantern_git.memory.transfer import RecordExport
 from lantern_git.model.entity_keys import entity_path
@@ -72,3 +73,29 @@ def test_an_export_skips_a_source_it_cannot_read_and_says_so(path):
     assert [s.manifest.id for s in quiet.sources()] == [good.manifest.id]
     assert [str(p) for p in quiet.skipped] == [str(p) for p in told.skipped]
     assert len(quiet.skipped) == 1
+
+
+def test_an_entity_line_with_a_key_beside_entity_is_refused_naming_the_line(path):
+    extra = json.dumps({"entity": {"key": "person:ana", "created_at": 1, "updated_at": 1}, "x": 1})
+    before = git(path, "rev-parse", "HEAD")
+    with opened(path) as store, pytest.raises(ValidationError) as refused:
+        store.import_records([extra])
+    assert str(refused.value) == "line 1: an entity line has one key, entity"
+    assert git(path, "rev-parse", "HEAD") == before
+
+
+def test_a_source_line_without_its_extension_is_refused_naming_the_field(path):
+    manifest = {"id": "0123456789abcdef", "kind": "note", "captured_at": 1, "updated_at": 1}
+    line = json.dumps({"source": manifest, "body": "User: hi\n"})
+    with opened(path) as store, pytest.raises(ValidationError) as refused:
+        store.import_records([line])
+    assert str(refused.value) == "line 1: ext: must be the body file's extension"
+
+
+def test_a_file_whose_name_sorts_before_a_dash_is_read_as_a_file_not_stdin(path, monkeypatch):
+    from lantern_git.memory.transfer import read_import_source
+
+    (path / "+export.jsonl").write_text('{"kind": "fact", "content": "from the file"}\n')
+    monkeypatch.chdir(path)
+    lines = read_import_source("+export.jsonl")
+    assert lines == [b'{"kind": "fact", "content": "from the file"}']
