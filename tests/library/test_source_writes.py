@@ -299,3 +299,12 @@ def test_an_append_s_commit_names_the_source_by_title_then_uri_then_id(path, tit
         store.sources.append(source_id, "User: bye")
     subject = git(path, "log", "-1", "--format=%s").strip()
     assert subject == f"append {source_id}: 9 bytes to {named.format(id=source_id)}"
+
+
+def test_references_after_an_opaque_one_are_kept_and_pinned_in_order(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"User: hi\n").manifest.id
+        refs = ["chat:1", f"source:{source_id}#L1", "ticket:7"]
+        record = store.add("hi was said", kind="fact", source_refs=refs)
+    pin = blob_id(b"User: hi\n")[:12]
+    assert record.source_refs == ("chat:1", f"source:{source_id}@{pin}#L1", "ticket:7")
