@@ -7,6 +7,7 @@ mutation run of ``checker``, benchmarks/mutation.py, found them).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,7 @@ def test_a_source_deleted_by_hand_is_refused_naming_how_to_remove_it(path):
 @pytest.mark.parametrize(
     ("records", "sources", "summary"),
     [
+        (1, 0, "edit {record} by hand"),
         (0, 1, "edit source {source} by hand"),
         (0, 2, "edit 0 records and 2 sources by hand"),
         (1, 1, "edit 1 records and 1 sources by hand"),
@@ -191,7 +193,9 @@ def test_a_hand_commit_s_summary_names_what_it_holds(path, records, sources, sum
         body.write_text(body.read_text() + "User: more\n")
     with opened(path) as store:
         store.commit_hand_edits()
-    expected = summary.format(source=source_ids[0] if source_ids else "")
+    expected = summary.format(
+        source=source_ids[0] if source_ids else "", record=added[0].id if added else ""
+    )
     assert git(path, "log", "-1", "--format=%s") == expected + "\n"
 
 
@@ -254,3 +258,16 @@ def test_commit_leaves_a_file_git_ignores_under_memory_alone(path):
     assert done.records == [record.id]
     assert git(path, "show", "--name-only", "--format=", "HEAD").split() == [record_path(record.id)]
     assert swap.exists()
+
+
+def test_commit_never_looks_inside_a_linked_folder_under_memory(path, tmp_path):
+    from lantern_git.memory.checker import HandEditsInvalid
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.mkfifo(elsewhere / "pipe")
+    (path / "memory").mkdir(exist_ok=True)
+    (path / "memory" / "zz").symlink_to(elsewhere, target_is_directory=True)
+    with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
+        store.commit_hand_edits()
+    assert [p.path for p in refused.value.report.problems] == ["memory/zz"]
