@@ -99,3 +99,57 @@ def test_a_file_whose_name_sorts_before_a_dash_is_read_as_a_file_not_stdin(path,
     monkeypatch.chdir(path)
     lines = read_import_source("+export.jsonl")
     assert lines == [b'{"kind": "fact", "content": "from the file"}']
+
+
+def test_records_after_an_entity_line_are_imported_too(path):
+    record = json.dumps({"kind": "fact", "content": "Ana lives in Lisbon"})
+    with opened(path) as store:
+        result = store.import_records([entity_line("person:ana", "Ana"), record])
+    assert (result.imported, result.entities) == (1, ["person:ana"])
+
+
+def test_an_entity_the_store_has_is_skipped_and_the_next_one_imported(path):
+    with opened(path) as store:
+        store.entities.add("person:ana", name="Ana")
+        result = store.import_records(
+            [entity_line("person:ana", "Ana Again"), entity_line("person:bo", "Bo")]
+        )
+        assert result.entities == ["person:bo"]
+        assert store.entities.get("person:ana").name == "Ana"
+
+
+def source_line(uri: str, body: str) -> str:
+    """An export's line for a source of ``uri`` holding ``body``."""
+    from lantern_git.memory.transfer import SourceImport
+    from lantern_git.model.source import SourceManifest, compute_source_id
+    from lantern_git.model.source_file import describe
+
+    data = body.encode()
+    manifest = SourceManifest(
+        id=compute_source_id(uri, data),
+        kind="note",
+        uri=uri,
+        media_type="text/markdown",
+        captured_at=1,
+        updated_at=1,
+        **describe(data),
+    )
+    return json.dumps(SourceImport(manifest, "md", data).to_dict())
+
+
+@pytest.mark.parametrize(("count", "subject"), [(1, "1 source"), (2, "2 sources")])
+def test_an_import_s_subject_counts_its_sources(path, count, subject):
+    lines = [source_line(f"note:{n}", f"User: {n}\n") for n in range(count)]
+    with opened(path) as store:
+        assert len(store.import_records(lines).sources) == count
+    assert git(path, "log", "-1", "--format=%s").strip() == f"import 0 records and {subject}"
+
+
+def test_a_source_the_review_branch_added_is_not_imported_again_in_review_mode(path):
+    with opened(path, review=True, review_name="agent") as agent:
+        [added] = agent.sources.add([SourceInput(b"User: 1\n", "a.md", uri="note:1")])
+        tip = head_of_review(path)
+        result = agent.import_records([source_line("note:1", "User: other\n")])
+        assert result.sources == [] and result.commit is None
+    assert head_of_review(path) == tip
+    assert added.manifest.id == json.loads(source_line("note:1", ""))["source"]["id"]

@@ -162,8 +162,9 @@ def test_one_ingest_over_the_total_limit_is_refused_before_anything_is_written(p
     # is over it. The same bytes object serves every body (each has its own uri).
     largest = b"a" * MAX_SOURCE_BYTES
     assert 8 * MAX_SOURCE_BYTES == MAX_INGEST_BYTES
-    inputs = [SourceInput(largest, f"{n}.txt", uri=f"note:{n}") for n in range(8)]
-    inputs.append(SourceInput(b"b", "last.txt", uri="note:last"))
+    # The byte goes first, so no running total is the limit itself: only "over" refuses.
+    inputs = [SourceInput(b"b", "first.txt", uri="note:first")]
+    inputs += [SourceInput(largest, f"{n}.txt", uri=f"note:{n}") for n in range(8)]
     before = head(path)
     with opened(path) as store, pytest.raises(ValidationError) as refused:
         store.sources.add(inputs)
@@ -308,3 +309,12 @@ def test_references_after_an_opaque_one_are_kept_and_pinned_in_order(path):
         record = store.add("hi was said", kind="fact", source_refs=refs)
     pin = blob_id(b"User: hi\n")[:12]
     assert record.source_refs == ("chat:1", f"source:{source_id}@{pin}#L1", "ticket:7")
+
+
+def test_a_new_kind_is_taken_whichever_way_it_sorts(path):
+    with opened(path) as store:
+        ingest(store, b"User: hi\n", kind="file")
+        later = ingest(store, b"User: hi\n", kind="transcript")
+        assert (later.status, later.manifest.kind) == ("updated", "transcript")
+        earlier = ingest(store, b"User: hi\n", kind="file")
+        assert (earlier.status, earlier.manifest.kind) == ("updated", "file")
