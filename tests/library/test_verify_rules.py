@@ -172,3 +172,74 @@ def test_drifted_text_is_found_in_a_body_that_starts_with_a_blank_line(path):
         ingest(store, b"\nzero\nthree")
         [(_, found)] = store.sources.check_refs(record)
     assert (found.problem, found.moved_to) == ("drifted", (3, 3))
+
+
+def test_evidence_names_the_problem_of_each_reference_but_an_ok_one(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        record = store.add(
+            "two then five",
+            kind="fact",
+            source_refs=[f"source:{source_id}#L2", f"source:{source_id}#L5", "chat:1"],
+        )
+        ingest(store, FIVE.replace(b"two", b"TWO"))
+        shown = store.sources.evidence(record)
+    assert [(e["problem"], e["lines"], e["text"]) for e in shown] == [
+        ("drifted", [2, 2], "two\n"),
+        (None, [5, 5], "five\n"),
+        (None, None, None),
+    ]
+
+
+def two_uris_in_one_shard() -> tuple[str, str]:
+    """Two uris whose source ids share their first two hex digits (one folder of sources/),
+    the first's id sorting after the second's."""
+    from lantern_git.model.source import compute_source_id
+
+    seen: dict[str, str] = {}
+    number = 0
+    while True:
+        uri = f"note:{number}"
+        source_id = compute_source_id(uri, b"")
+        if source_id[:2] in seen:
+            other = seen[source_id[:2]]
+            pair = sorted([uri, other], key=lambda u: compute_source_id(u, b""), reverse=True)
+            return pair[0], pair[1]
+        seen[source_id[:2]] = uri
+        number += 1
+
+
+def test_a_pin_to_a_blob_of_another_source_in_the_same_folder_is_no_version(path):
+    later, earlier = two_uris_in_one_shard()
+    other_body = b"the other source\n"
+    with opened(path) as store:
+        source_id = ingest(store, FIVE, uri=later)
+        other_id = ingest(store, other_body, uri=earlier)
+    assert other_id[:2] == source_id[:2] and other_id < source_id
+    pin = blob_id(other_body)[:12]
+    record_id = cite(path, [f"source:{source_id}@{pin}#L1"])
+    assert [(p, d) for p, d, *_ in checked(path, record_id)] == [
+        ("unknown_version", f"{pin} is not a version of source {source_id}")
+    ]
+    with opened(path) as store:
+        assert set(store.sources.versions(source_id)) == {blob_id(FIVE)}
+
+
+def test_showing_a_pin_that_is_no_version_says_which_kind_of_miss(path):
+    from lantern_git.errors import InvalidInput, NotFound
+
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+        other = blob_id(b"the other source\n")
+        ingest(store, b"the other source\n", uri="note:other")
+        with pytest.raises(InvalidInput) as not_a_version:
+            store.sources.show(f"source:{source_id}@{other[:12]}")
+        with pytest.raises(NotFound) as missing:
+            store.sources.show(f"source:{source_id}@{'0' * 12}")
+    assert not_a_version.value.code == "unknown_version"
+    assert str(not_a_version.value) == (
+        f"source:{source_id}@{other[:12]}: {other[:12]} is not a version of source {source_id}"
+    )
+    assert str(missing.value) == (
+        f"source:{source_id}@{'0' * 12}: no such version in this repository"
+    )
