@@ -243,3 +243,23 @@ def test_showing_a_pin_that_is_no_version_says_which_kind_of_miss(path):
     assert str(missing.value) == (
         f"source:{source_id}@{'0' * 12}: no such version in this repository"
     )
+
+
+def test_drifted_text_that_moved_to_the_first_line_is_found_there(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"zero\nthree\nfour\n")
+        record = store.add("three, four", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
+        ingest(store, b"three\nfour\nzero\n")
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to) == ("drifted", (1, 2))
+
+
+def test_drifted_text_is_not_matched_across_the_body_s_start(path):
+    # "four" is the rarer line of the two; its first place in the new version is line 1, where
+    # the text would have to start at line 0.
+    with opened(path) as store:
+        source_id = ingest(store, b"x\nthree\nfour\n")
+        record = store.add("three, four", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
+        ingest(store, b"four\nthree\nthree\nx\n")
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to) == ("drifted", None)
