@@ -153,3 +153,67 @@ def test_a_source_the_review_branch_added_is_not_imported_again_in_review_mode(p
         assert result.sources == [] and result.commit is None
     assert head_of_review(path) == tip
     assert added.manifest.id == json.loads(source_line("note:1", ""))["source"]["id"]
+
+
+def test_an_export_skips_an_entity_file_it_cannot_read_and_says_so(path):
+    with opened(path) as store:
+        store.entities.add("person:ana", name="Ana")
+        store.entities.add("person:bo", name="Bo")
+    (path / entity_path("person:bo")).write_text("no front matter\n")
+    warned: list[str] = []
+    told = RecordExport(str(path), warn=warned.append)
+    assert [e.key for e in told.entities()] == ["person:ana"]
+    assert len(warned) == 1 and warned[0].startswith(f"warning: skipped {entity_path('person:bo')}")
+    quiet = RecordExport(str(path))
+    assert [e.key for e in quiet.entities()] == ["person:ana"] and len(quiet.skipped) == 1
+
+
+def test_a_bad_entity_line_is_refused_naming_its_line(path):
+    bad = json.dumps({"entity": {"key": "no colon", "created_at": 1, "updated_at": 1}})
+    with opened(path) as store, pytest.raises(ValidationError) as refused:
+        store.import_records([entity_line("person:ana", "Ana"), bad])
+    assert str(refused.value).startswith("line 2: ")
+
+
+def test_records_after_a_source_line_and_a_repeated_source_are_imported_too(path):
+    record = json.dumps({"kind": "fact", "content": "Ana lives in Lisbon"})
+    lines = [source_line("note:1", "User: 1\n"), source_line("note:1", "User: 1\n")]
+    lines += [source_line("note:2", "User: 2\n"), record]
+    with opened(path) as store:
+        result = store.import_records(lines)
+    assert (result.imported, len(result.sources)) == (1, 2)
+    assert git(path, "log", "-1", "--format=%s").strip() == "import 1 record and 2 sources"
+
+
+def test_an_import_s_subject_counts_its_entities(path):
+    lines = [entity_line("person:ana", "Ana"), entity_line("person:bo", "Bo")]
+    with opened(path) as store:
+        assert store.import_records(lines).entities == ["person:ana", "person:bo"]
+    assert git(path, "log", "-1", "--format=%s").strip() == "import 0 records and 2 entities"
+
+
+def test_an_import_reports_progress_once_a_line_blank_lines_too(path):
+    told: list[int] = []
+    record = json.dumps({"kind": "fact", "content": "Ana lives in Lisbon"})
+    with opened(path) as store:
+        store.import_records([record, "", entity_line("person:ana", "Ana")], progress=told.append)
+    assert told == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "rebuilds"),
+    [
+        (1000, 0, False),
+        (1001, 0, True),
+        (1001, 4003, True),
+        (1001, 4004, False),
+        (4000, 15_999, True),
+        (4000, 16_000, False),
+    ],
+)
+def test_an_import_rebuilds_the_index_past_1000_new_records_and_a_quarter_of_the_store(
+    new, existing, rebuilds
+):
+    from lantern_git.memory.transfer import rebuilds_index
+
+    assert rebuilds_index(new, existing) is rebuilds
