@@ -318,3 +318,22 @@ def test_a_new_kind_is_taken_whichever_way_it_sorts(path):
         assert (later.status, later.manifest.kind) == ("updated", "transcript")
         earlier = ingest(store, b"User: hi\n", kind="file")
         assert (earlier.status, earlier.manifest.kind) == ("updated", "file")
+
+
+@pytest.mark.parametrize(("first", "second"), [("a.md", "b.md"), (None, "b.md")])
+def test_one_ingest_naming_one_source_twice_is_refused_naming_both(path, first, second):
+    inputs = [SourceInput(b"one\n", first, uri=URI), SourceInput(b"two\n", second, uri=URI)]
+    source_id = compute_source_id(URI, b"")
+    with opened(path) as store, pytest.raises(InvalidInput) as refused:
+        store.sources.add(inputs)
+    assert str(refused.value) == (
+        f"{second} and {first or 'stdin'} are the same source ({source_id}): one ingest takes "
+        "each uri (or, without one, each text) once"
+    )
+    assert not (path / "sources").exists()
+
+
+def test_an_empty_source_id_is_refused_as_no_text(path):
+    with opened(path) as store, pytest.raises(InvalidInput) as refused:
+        store.sources.get("")
+    assert (str(refused.value), refused.value.code) == ("source id: must be text", "invalid_id")
