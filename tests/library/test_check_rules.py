@@ -8,6 +8,7 @@ mutation run of ``checker``, benchmarks/mutation.py, found them).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,8 @@ def test_a_refused_commit_reports_every_broken_or_deleted_file_it_checked(path):
     )
     # The deleted record and the two sources.
     assert report.checked == 3
+    deleted = next(p for p in report.problems if p.path == record_path(record.id))
+    assert f"lantern memory delete {record.id})" in deleted.message
 
 
 def test_a_source_deleted_by_hand_is_refused_naming_how_to_remove_it(path):
@@ -204,11 +207,13 @@ def test_a_manifest_edited_by_hand_is_committed_as_written_when_its_body_is_unch
     manifest = manifest_of(path, first)
     uri = "uri: note:a\n"
     written = manifest.read_text().replace(uri, uri + "title: chat a\n") + "# checked by Ana\n"
-    assert written != manifest.read_text()
+    # An updated_at set by hand, long before now: a manifest lantern rewrote would show it.
+    written = re.sub(r"updated_at: \d+", "updated_at: 1700000000", written)
     manifest.write_text(written)
     with opened(path) as store:
         store.commit_hand_edits()
-        assert store.sources.get(first).title == "chat a"
+        kept = store.sources.get(first)
+    assert (kept.title, kept.updated_at) == ("chat a", 1_700_000_000)
     assert git(path, "show", f"HEAD:sources/{first[:2]}/{first}.yaml") == written
 
 
@@ -271,3 +276,68 @@ def test_commit_never_looks_inside_a_linked_folder_under_memory(path, tmp_path):
     with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
         store.commit_hand_edits()
     assert [p.path for p in refused.value.report.problems] == ["memory/zz"]
+
+
+def test_a_refused_commit_counts_a_stray_file_under_sources_and_reports_each_source(path):
+    from lantern_git.memory.checker import HandEditsInvalid
+
+    first, second = sorted(ingest_two(path))
+    for name in (f"{first}.md", f"{first}.yaml"):
+        (path / "sources" / first[:2] / name).unlink()
+    manifest_of(path, second).write_text("- a list\n")
+    (path / "sources" / "notes.txt").write_text("not a source\n")
+    with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
+        store.commit_hand_edits()
+    report = refused.value.report
+    assert [p.path for p in report.problems] == [
+        f"sources/{first[:2]}/{first}.yaml",
+        f"sources/{second[:2]}/{second}.yaml",
+        "sources/notes.txt",
+    ]
+    # The stray file and the two sources.
+    assert report.checked == 3
+
+
+def test_a_commit_message_with_a_carriage_return_is_refused(path):
+    from lantern_git.errors import InvalidInput
+
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    file = path / record_path(record.id)
+    file.write_text(file.read_text().replace("priority: 50", "priority: 70"))
+    before = git(path, "rev-parse", "HEAD")
+    with opened(path) as store, pytest.raises(InvalidInput) as refused:
+        store.commit_hand_edits("one\rtwo")
+    assert refused.value.code == "invalid_message"
+    assert git(path, "rev-parse", "HEAD") == before
+
+
+def test_check_goes_on_past_a_file_it_cannot_read(path):
+    with opened(path) as store:
+        record = store.add("Ana drinks tea", kind="preference")
+    file = path / record_path(record.id)
+    file.write_text(file.read_text().replace("priority: 50", "priority: lots"))
+    fifo = path / "memory" / "00" / "0000000000000000.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    with opened(path) as store:
+        problems = [p.path for p in store.check().problems]
+    assert problems == ["memory/00/0000000000000000.md", record_path(record.id)]
+
+
+def test_a_body_shortened_by_hand_gets_its_manifest_s_facts_whichever_way_they_sort(path):
+    import hashlib
+
+    first, _ = ingest_two(path)  # "User: a\n"
+    old = hashlib.sha256(b"User: a\n").hexdigest()
+    # A shorter body: fewer bytes, as many lines, a sha256 that sorts first; no fact of it is
+    # larger than the manifest's.
+    shorter = next(
+        body for n in range(1000) if hashlib.sha256(body := f"{n}\n".encode()).hexdigest() < old
+    )
+    (path / "sources" / first[:2] / f"{first}.md").write_bytes(shorter)
+    with opened(path) as store:
+        store.commit_hand_edits()
+        manifest = store.sources.get(first)
+    assert (manifest.bytes, manifest.lines) == (len(shorter), 1)
+    assert manifest.sha256 == hashlib.sha256(shorter).hexdigest()
