@@ -203,8 +203,10 @@ def test_an_import_reports_progress_once_a_line_blank_lines_too(path):
 @pytest.mark.parametrize(
     ("new", "existing", "rebuilds"),
     [
+        (10, 0, False),
         (1000, 0, False),
         (1001, 0, True),
+        (1001, 5000, False),
         (1001, 4003, True),
         (1001, 4004, False),
         (4000, 15_999, True),
