@@ -97,7 +97,7 @@ def test_a_removed_source_s_reference_past_its_end_has_no_lines(path):
     with opened(path) as store:
         source_id = ingest(store, FIVE)
         store.sources.remove(source_id)
-    record_id = cite(path, [f"source:{source_id}@{blob_id(FIVE)[:12]}#L4-L9"])
+    record_id = cite(path, [f"source:{source_id}@{blob_id(FIVE)[:12]}#L4-L6"])
     [(problem, _, lines, text, _)] = checked(path, record_id)
     assert (problem, lines, text) == ("removed", None, None)
 
@@ -263,3 +263,12 @@ def test_drifted_text_is_not_matched_across_the_body_s_start(path):
         ingest(store, b"four\nthree\nthree\nx\n")
         [(_, found)] = store.sources.check_refs(record)
     assert (found.problem, found.moved_to) == ("drifted", None)
+
+
+def test_a_pinned_line_past_the_end_of_a_shorter_current_version_is_drifted(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"one\ntwo\nthree\n")
+        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L3"])
+        ingest(store, b"one\ntwo\n")
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to, found.text) == ("drifted", None, "three\n")
