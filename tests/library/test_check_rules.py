@@ -341,3 +341,18 @@ def test_a_body_shortened_by_hand_gets_its_manifest_s_facts_whichever_way_they_s
         manifest = store.sources.get(first)
     assert (manifest.bytes, manifest.lines) == (len(shorter), 1)
     assert manifest.sha256 == hashlib.sha256(shorter).hexdigest()
+
+
+def test_a_stray_file_sorting_first_under_sources_does_not_hide_the_sources_after_it(path):
+    from lantern_git.memory.checker import HandEditsInvalid
+
+    first, _ = ingest_two(path)
+    (path / "sources" / "!notes.txt").write_text("not a source\n")
+    body = path / "sources" / first[:2] / f"{first}.md"
+    body.write_text(body.read_text() + "User: more\n")
+    with opened(path) as store, pytest.raises(HandEditsInvalid) as refused:
+        store.commit_hand_edits()
+    report = refused.value.report
+    assert [p.path for p in report.problems] == ["sources/!notes.txt"]
+    # The stray file and the edited source, checked after it.
+    assert report.checked == 2
