@@ -272,3 +272,20 @@ def test_a_pinned_line_past_the_end_of_a_shorter_current_version_is_drifted(path
         ingest(store, b"one\ntwo\n")
         [(_, found)] = store.sources.check_refs(record)
     assert (found.problem, found.moved_to, found.text) == ("drifted", None, "three\n")
+
+
+def test_a_cited_blank_last_line_is_never_found_past_a_body_s_end(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"a\nx\n\n")
+        record = store.add("x, then blank", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
+        ingest(store, b"b\nx\n")
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.moved_to) == ("drifted", None)
+
+
+def test_a_one_line_body_cited_whole_is_ok(path):
+    with opened(path) as store:
+        source_id = ingest(store, b"only\n")
+        record = store.add("only", kind="fact", source_refs=[f"source:{source_id}"])
+        [(_, found)] = store.sources.check_refs(record)
+    assert (found.problem, found.lines) == ("ok", (1, 1))
