@@ -761,8 +761,7 @@ class _Bodies:
         return str(obj.id)
 
     def line_count(self, blob: str) -> int:
-        if blob in self._spans:
-            return len(self._spans[blob]) - 1
+        # Only a write's pinning counts lines, and it never splits a body: no spans to reuse.
         if blob not in self._counts:
             self._counts[blob] = count_lines(self.data(blob))
         return self._counts[blob]
