@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from support.sources import blob_id, sharing_a_prefix
 from support.stores import git, make_store, opened
 
 from lantern_git.errors import AmbiguousId, InvalidInput, ValidationError
@@ -82,22 +83,9 @@ def test_a_reference_to_a_source_whose_removal_awaits_review_is_refused(path):
     assert head(path) == before
 
 
-def blob_id(body: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
-
-
-def two_bodies_sharing_a_pin_prefix(digits: int = 7) -> tuple[bytes, bytes]:
-    """Two bodies whose git blob ids begin with the same ``digits`` hex digits (a birthday
-    search: about 16,000 hashes for seven digits)."""
-    seen: dict[str, bytes] = {}
-    number = 0
-    while True:
-        body = f"User: line {number}\n".encode()
-        prefix = blob_id(body)[:digits]
-        if prefix in seen:
-            return seen[prefix], body
-        seen[prefix] = body
-        number += 1
+def two_bodies_sharing_a_pin_prefix() -> tuple[bytes, bytes]:
+    """Two bodies whose git blob ids begin with the same seven hex digits."""
+    return sharing_a_prefix(lambda n: f"User: line {n}\n".encode(), blob_id, 7)
 
 
 def test_a_pin_prefix_naming_two_versions_is_refused(path):
@@ -215,17 +203,9 @@ def test_a_uri_of_4096_characters_is_taken_and_one_more_is_refused(path):
     assert head(path) == before
 
 
-def two_uris_sharing_an_id_prefix(digits: int = 4) -> tuple[str, str]:
-    """Two uris whose source ids begin with the same ``digits`` hex digits."""
-    seen: dict[str, str] = {}
-    number = 0
-    while True:
-        uri = f"note:{number}"
-        prefix = compute_source_id(uri, b"")[:digits]
-        if prefix in seen:
-            return seen[prefix], uri
-        seen[prefix] = uri
-        number += 1
+def two_uris_sharing_an_id_prefix() -> tuple[str, str]:
+    """Two uris whose source ids begin with the same four hex digits."""
+    return sharing_a_prefix(lambda n: f"note:{n}", lambda uri: compute_source_id(uri, b""), 4)
 
 
 def test_a_prefix_two_sources_share_is_ambiguous_and_names_both(path):

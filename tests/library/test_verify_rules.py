@@ -8,20 +8,16 @@ test_evidence.py holds the command's statuses; these hold the rules its tests le
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
+from support.sources import blob_id, sharing_a_prefix
 from support.stores import git, make_store, opened
 
-from lantern_git.evidence.sources import SourceInput
+from lantern_git.evidence.sources import RefCheck, SourceInput
 from lantern_git.model.record_file import record_path
 
 FIVE = b"one\ntwo\nthree\nfour\nfive\n"
-
-
-def blob_id(body: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
 
 
 @pytest.fixture
@@ -52,6 +48,17 @@ def checked(path: Path, record_id: str) -> list[tuple]:
             (c.problem, c.detail, c.lines, c.text, c.moved_to)
             for _, c in store.sources.check_refs(record)
         ]
+
+
+def found_after(path: Path, before: bytes, lines: str, after: bytes) -> RefCheck:
+    """What verify finds for a reference to ``lines`` (``#L2``, ``#L2-L3``) of ``before``
+    once ``after`` is the source's current version."""
+    with opened(path) as store:
+        source_id = ingest(store, before)
+        record = store.add("cited", kind="fact", source_refs=[f"source:{source_id}{lines}"])
+        ingest(store, after)
+        [(_, found)] = store.sources.check_refs(record)
+    return found
 
 
 def test_a_reference_without_lines_names_the_whole_pinned_body(path):
@@ -131,11 +138,7 @@ def test_a_pin_to_another_source_s_blob_is_no_version_whichever_way_the_ids_sort
 
 
 def test_an_older_pin_whose_lines_are_unchanged_at_the_end_of_the_body_is_ok(path):
-    with opened(path) as store:
-        source_id = ingest(store, FIVE)
-        last = store.add("five", kind="fact", source_refs=[f"source:{source_id}#L5"])
-        ingest(store, FIVE.replace(b"one", b"ONE"))
-        [(_, found)] = store.sources.check_refs(last)
+    found = found_after(path, FIVE, "#L5", FIVE.replace(b"one", b"ONE"))
     assert (found.problem, found.lines, found.text) == ("ok", (5, 5), "five\n")
 
 
@@ -147,30 +150,18 @@ def test_an_older_pin_whose_lines_are_unchanged_at_the_end_of_the_body_is_ok(pat
     ],
 )
 def test_drifted_text_is_named_by_its_old_and_new_lines(path, lines, detail):
-    with opened(path) as store:
-        source_id = ingest(store, FIVE)
-        record = store.add("cited", kind="fact", source_refs=[f"source:{source_id}{lines}"])
-        ingest(store, b"zero\n" + FIVE)
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, FIVE, lines, b"zero\n" + FIVE)
     assert (found.problem, found.detail) == ("drifted", detail)
 
 
 def test_drifted_text_on_a_last_line_without_a_newline_is_found(path):
     body = b"one\ntwo\nthree"
-    with opened(path) as store:
-        source_id = ingest(store, body)
-        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L3"])
-        ingest(store, b"zero\n" + body)
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, body, "#L3", b"zero\n" + body)
     assert (found.problem, found.moved_to) == ("drifted", (4, 4))
 
 
 def test_drifted_text_is_found_in_a_body_that_starts_with_a_blank_line(path):
-    with opened(path) as store:
-        source_id = ingest(store, b"a\nthree\n")
-        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L2"])
-        ingest(store, b"\nzero\nthree")
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, b"a\nthree\n", "#L2", b"\nzero\nthree")
     assert (found.problem, found.moved_to) == ("drifted", (3, 3))
 
 
@@ -196,17 +187,12 @@ def two_uris_in_one_shard() -> tuple[str, str]:
     the first's id sorting after the second's."""
     from lantern_git.model.source import compute_source_id
 
-    seen: dict[str, str] = {}
-    number = 0
-    while True:
-        uri = f"note:{number}"
-        source_id = compute_source_id(uri, b"")
-        if source_id[:2] in seen:
-            other = seen[source_id[:2]]
-            pair = sorted([uri, other], key=lambda u: compute_source_id(u, b""), reverse=True)
-            return pair[0], pair[1]
-        seen[source_id[:2]] = uri
-        number += 1
+    def source_id(uri: str) -> str:
+        return compute_source_id(uri, b"")
+
+    pair = sharing_a_prefix(lambda n: f"note:{n}", source_id, 2)
+    later, earlier = sorted(pair, key=source_id, reverse=True)
+    return later, earlier
 
 
 def test_a_pin_to_a_blob_of_another_source_in_the_same_folder_is_no_version(path):
@@ -246,40 +232,24 @@ def test_showing_a_pin_that_is_no_version_says_which_kind_of_miss(path):
 
 
 def test_drifted_text_that_moved_to_the_first_line_is_found_there(path):
-    with opened(path) as store:
-        source_id = ingest(store, b"zero\nthree\nfour\n")
-        record = store.add("three, four", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
-        ingest(store, b"three\nfour\nzero\n")
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, b"zero\nthree\nfour\n", "#L2-L3", b"three\nfour\nzero\n")
     assert (found.problem, found.moved_to) == ("drifted", (1, 2))
 
 
 def test_drifted_text_is_not_matched_across_the_body_s_start(path):
     # "four" is the rarer line of the two; its first place in the new version is line 1, where
     # the text would have to start at line 0.
-    with opened(path) as store:
-        source_id = ingest(store, b"x\nthree\nfour\n")
-        record = store.add("three, four", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
-        ingest(store, b"four\nthree\nthree\nx\n")
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, b"x\nthree\nfour\n", "#L2-L3", b"four\nthree\nthree\nx\n")
     assert (found.problem, found.moved_to) == ("drifted", None)
 
 
 def test_a_pinned_line_past_the_end_of_a_shorter_current_version_is_drifted(path):
-    with opened(path) as store:
-        source_id = ingest(store, b"one\ntwo\nthree\n")
-        record = store.add("three", kind="fact", source_refs=[f"source:{source_id}#L3"])
-        ingest(store, b"one\ntwo\n")
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, b"one\ntwo\nthree\n", "#L3", b"one\ntwo\n")
     assert (found.problem, found.moved_to, found.text) == ("drifted", None, "three\n")
 
 
 def test_a_cited_blank_last_line_is_never_found_past_a_body_s_end(path):
-    with opened(path) as store:
-        source_id = ingest(store, b"a\nx\n\n")
-        record = store.add("x, then blank", kind="fact", source_refs=[f"source:{source_id}#L2-L3"])
-        ingest(store, b"b\nx\n")
-        [(_, found)] = store.sources.check_refs(record)
+    found = found_after(path, b"a\nx\n\n", "#L2-L3", b"b\nx\n")
     assert (found.problem, found.moved_to) == ("drifted", None)
 
 
