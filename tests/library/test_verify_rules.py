@@ -259,3 +259,25 @@ def test_a_one_line_body_cited_whole_is_ok(path):
         record = store.add("only", kind="fact", source_refs=[f"source:{source_id}"])
         [(_, found)] = store.sources.check_refs(record)
     assert (found.problem, found.lines) == ("ok", (1, 1))
+
+
+def test_verify_checks_the_source_references_after_an_opaque_one(path):
+    with opened(path) as store:
+        source_id = ingest(store, FIVE)
+    record_id = cite(path, ["chat:1", f"source:{source_id}#L9"])
+    with opened(path) as store:
+        report = store.sources.verify()
+    assert report.checked == 1
+    assert [(p.record_id, p.problem) for p in report.problems] == [(record_id, "out_of_range")]
+
+
+def test_drifted_text_is_matched_line_for_line_never_by_order(path):
+    # "b" is the rarer line; the line before it in the new version sorts before "a".
+    found = found_after(path, b"a\nb\n", "#L1-L2", b"a\na\nZ\nb\n")
+    assert (found.problem, found.moved_to) == ("drifted", None)
+
+
+def test_a_malformed_source_reference_written_by_hand_is_an_unknown_source(path):
+    record_id = cite(path, ["source:not-an-id"])
+    [(problem, detail, *_)] = checked(path, record_id)
+    assert problem == "unknown_source" and detail
