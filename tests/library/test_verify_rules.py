@@ -281,3 +281,14 @@ def test_a_malformed_source_reference_written_by_hand_is_an_unknown_source(path)
     record_id = cite(path, ["source:not-an-id"])
     [(problem, detail, *_)] = checked(path, record_id)
     assert problem == "unknown_source" and detail
+
+
+def test_a_range_of_one_line_past_256_written_by_hand_is_named_as_one_line(path):
+    # Two equal numbers above 256 are two objects in CPython: the label compares values.
+    body = b"".join(b"line %d\n" % n for n in range(1, 301))
+    with opened(path) as store:
+        source_id = ingest(store, body)
+        ingest(store, body.replace(b"line 300\n", b"changed\n"))
+    record_id = cite(path, [f"source:{source_id}@{blob_id(body)[:12]}#L300-L300"])
+    [(problem, detail, *_)] = checked(path, record_id)
+    assert (problem, detail) == ("drifted", "line 300 no longer holds the pinned text")
