@@ -746,6 +746,65 @@ MODULES = [
         ),
         120,
     ),
+    # How a commit is made: the message and its trailers, the tree built from the changed
+    # paths only, author and committer, the objects of a write, a review branch's commit (on
+    # its tip or fresh from HEAD) and the one compare-and-swap that moves it. Its own tests
+    # ask each on a real repository; then the transaction's, the journal's and review's.
+    Module(
+        "git_commits",
+        "lantern_git/git/repo.py",
+        (
+            "format_message",
+            "parse_trailers",
+            "build_tree",
+            "_write_tree",
+            "create_commit",
+            "commit_files",
+            "_objects",
+            "branch_tip",
+            "branch_changes",
+            "commit_to_branch",
+            "check_side_branch",
+            "move_branch",
+            "_move_ref",
+        ),
+        (
+            "tests/library/test_git_commits.py",
+            "tests/library/test_write_transaction.py",
+            "tests/robustness/test_journal_recovery.py",
+            "tests/library/test_history.py",
+            "tests/library/test_review.py",
+        ),
+        180,
+    ),
+    # What a write or a recovery leaves in the working tree: the atomic file write, a file, a
+    # link or a removal (empty folders pruned), what a working file is as git would store it,
+    # and the git lock files a killed writer left. Its own tests, then the journal's.
+    Module(
+        "git_worktree",
+        "lantern_git/git/repo.py",
+        (
+            "atomic_write",
+            "write_worktree",
+            "_worktree_blob",
+            "worktree_entry",
+            "_read_worktree_file",
+            "_prune_empty_dirs",
+            "_worktree_oid",
+            "_restore_file",
+            "_remove_temporaries",
+            "_lock_names",
+            "_existing_locks",
+            "_clear_stale_git_locks",
+        ),
+        (
+            "tests/library/test_git_worktree.py",
+            "tests/robustness/test_journal_recovery.py",
+            "tests/library/test_write_transaction.py",
+            "tests/robustness/test_faults.py",
+        ),
+        300,
+    ),
 ]
 
 
