@@ -805,6 +805,21 @@ MODULES = [
         ),
         300,
     ),
+    # Network git through the git CLI: the environment it runs in (no prompts, ssh in batch
+    # mode), which remote and branch a sync goes to, what a failure says, fetch, push, merge
+    # bases and clone. Its own tests on local bare remotes; then sync's, over a real sshd too.
+    Module(
+        "remote",
+        "lantern_git/git/remote.py",
+        None,
+        (
+            "tests/library/test_git_remote.py",
+            "tests/library/test_sync.py",
+            "tests/surfaces/test_clone.py",
+            "tests/surfaces/test_sync_ssh.py",
+        ),
+        240,
+    ),
 ]
 
 
