@@ -896,7 +896,8 @@ def _read_worktree_file(full: str) -> tuple[bytes, int] | None:
             return os.fsencode(os.readlink(full)), LINK_MODE
         if stat.S_ISREG(st.st_mode):
             with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
-                return f.read(), EXECUTABLE_MODE if st.st_mode & 0o111 else BLOB_MODE
+                # Git's rule: the owner's execute bit alone makes a file executable.
+                return f.read(), EXECUTABLE_MODE if st.st_mode & stat.S_IXUSR else BLOB_MODE
     except OSError:
         pass
     return None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,7 +110,9 @@ def test_an_atomic_write_that_cannot_rename_removes_its_temporary_and_raises(tmp
 def test_a_file_is_written_with_its_blob_s_bytes_and_its_mode(repo, umask):
     root = Path(repo.root)
     repo.write_worktree("memory/aa/one.md", blob(repo, b"one\n"))
-    repo.write_worktree("bin/run", blob(repo, b"#!/bin/sh\n"), EXECUTABLE_MODE)
+    # The mode as a tree gives it (not the module's own constant object).
+    tree = repo.repo[repo.build_tree(None, {"run": (blob(repo, b"#!/bin/sh\n"), EXECUTABLE_MODE)})]
+    repo.write_worktree("bin/run", blob(repo, b"#!/bin/sh\n"), int(tree["run"].filemode))
     repo.write_worktree("given.md", blob(repo, b"in git\n"), BLOB_MODE, data=b"given\n")
     assert (root / "memory/aa/one.md").read_bytes() == b"one\n"
     assert permissions(root / "memory/aa/one.md") == 0o644
@@ -187,6 +191,23 @@ def test_a_working_file_is_read_as_git_would_store_it(repo):
     assert repo.worktree_entry("missing.md") is None
 
 
+@pytest.mark.parametrize(
+    "permission",
+    [0o644, 0o654, 0o645, 0o655, 0o744, 0o700, 0o600, 0o755],
+    ids=lambda permission: f"{permission:o}",
+)
+def test_a_working_file_is_executable_exactly_when_git_says_so(repo, permission):
+    """Git's own answer is the oracle: ``git add`` then ``git ls-files -s``."""
+    path = Path(repo.root) / "file.md"
+    path.write_bytes(b"text\n")
+    path.chmod(permission)
+    subprocess.run(["git", "add", "file.md"], cwd=repo.root, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-s", "file.md"], cwd=repo.root, capture_output=True, text=True
+    ).stdout
+    assert repo.worktree_entry("file.md") == (str(pygit2.hash(b"text\n")), int(listed[:6], 8))
+
+
 def test_what_no_tree_holds_is_an_empty_entry_and_a_fifo_is_never_opened(repo):
     root = Path(repo.root)
     (root / "folder").mkdir()
@@ -233,13 +254,24 @@ def locks_left(repo: GitRepo) -> list[str]:
     return [name for name in LOCKS if Path(repo.repo.path, name).exists()]
 
 
-def test_a_recovery_clears_every_git_lock_the_killed_writer_left(repo, tmp_path):
-    journal = str(tmp_path / "state")
+# The journal's time, set by the test: half-way through a second, so that a bound one second
+# before it differs from the whole second it falls in.
+JOURNAL_TIME = 1_764_000_000.5
+
+
+def cut_off_at_a_known_time(repo: GitRepo, journal: str) -> None:
     seeded(repo, journal)
     cut_off_write(repo, journal, {"memory/a.md": b"A\n"})
-    journal_time = os.stat(Path(journal, JOURNAL)).st_mtime
-    # Within the second before the journal counts as the writer's own (file times are coarse).
-    plant_locks(repo, journal_time - 0.5)
+    os.utime(Path(journal, JOURNAL), (JOURNAL_TIME, JOURNAL_TIME))
+
+
+@pytest.mark.parametrize("before_journal", [0.0, 0.9, 1.0])
+def test_a_recovery_clears_every_git_lock_made_from_a_second_before_its_journal(
+    repo, tmp_path, before_journal
+):
+    journal = str(tmp_path / "state")
+    cut_off_at_a_known_time(repo, journal)
+    plant_locks(repo, JOURNAL_TIME - before_journal)
     assert recover(repo, journal) is not None
     assert locks_left(repo) == []
 
@@ -263,18 +295,15 @@ def refused_naming_each_lock(repo: GitRepo, journal: str, **kwargs: bool) -> Non
 
 def test_a_git_lock_older_than_the_journal_is_left_for_the_git_that_made_it(repo, tmp_path):
     journal = str(tmp_path / "state")
-    seeded(repo, journal)
-    cut_off_write(repo, journal, {"memory/a.md": b"A\n"})
-    journal_time = os.stat(Path(journal, JOURNAL)).st_mtime
-    plant_locks(repo, journal_time - 1.5)
+    cut_off_at_a_known_time(repo, journal)
+    plant_locks(repo, JOURNAL_TIME - 1.1)
     refused_naming_each_lock(repo, journal)
 
 
 def test_a_recovery_told_not_to_clear_locks_leaves_them(repo, tmp_path):
     journal = str(tmp_path / "state")
-    seeded(repo, journal)
-    cut_off_write(repo, journal, {"memory/a.md": b"A\n"})
-    plant_locks(repo, os.stat(Path(journal, JOURNAL)).st_mtime + 5)
+    cut_off_at_a_known_time(repo, journal)
+    plant_locks(repo, JOURNAL_TIME + 5)
     refused_naming_each_lock(repo, journal, clear_locks=False)
 
 
@@ -324,3 +353,52 @@ def test_a_rolled_back_recovery_puts_a_link_back_as_the_link_it_was(repo, tmp_pa
     repo.repo.references["refs/heads/main"].set_target(linked)
     assert recover(repo, journal) is not None
     assert os.readlink(root / "memory" / "link.md") == "a.md"
+
+
+def an_edit_whose_id_sorts(than: str, *, above: bool) -> bytes:
+    """Text whose blob id sorts above (or below) ``than`` as text."""
+    for n in range(200):
+        data = f"an uncommitted edit {n}\n".encode()
+        if (str(pygit2.hash(data)) > than) == above:
+            return data
+    raise AssertionError("no text with its id on that side in 200 tries")
+
+
+@pytest.mark.parametrize("above", [True, False], ids=["id-above", "id-below"])
+def test_a_rollback_puts_back_an_uncommitted_edit_the_write_replaced(repo, tmp_path, above):
+    """The git layer alone (the writers above it refuse such a write): the edit's bytes are
+    kept as a blob before the file is replaced, whichever way its id sorts."""
+    journal = str(tmp_path / "state")
+    seeded(repo, journal)
+    head = repo.head_oid()
+    edit = an_edit_whose_id_sorts(str(pygit2.hash(b"a\n")), above=above)
+    working = Path(repo.root, "memory", "a.md")
+    working.write_bytes(edit)
+    cut_off_write(repo, journal, {"memory/a.md": b"the write\n"})
+    repo.repo.references["refs/heads/main"].set_target(head)
+    assert recover(repo, journal) == (
+        "lantern: rolled back an interrupted update; nothing of it was committed"
+    )
+    assert working.read_bytes() == edit
+
+
+def test_a_recovery_over_a_fifo_where_its_file_goes_never_waits_on_it(repo, tmp_path):
+    """Nothing writes to the FIFO: a recovery that opened it to read would wait for ever. It
+    runs in a thread held to a bound; past it the test opens the FIFO's other end itself, so
+    the thread ends and the test fails rather than hangs."""
+    journal = str(tmp_path / "state")
+    seeded(repo, journal)
+    cut_off_write(repo, journal, {"memory/a.md": b"A\n"})
+    working = Path(repo.root, "memory", "a.md")
+    working.unlink()
+    os.mkfifo(working)
+    outcome: list[str | None] = []
+    worker = threading.Thread(target=lambda: outcome.append(recover(repo, journal)))
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():
+        os.close(os.open(working, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(20)
+        pytest.fail("the recovery waited on the FIFO")
+    assert outcome and outcome[0] is not None and "completed" in outcome[0]
+    assert working.read_bytes() == b"A\n"
