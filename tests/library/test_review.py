@@ -644,6 +644,19 @@ def test_accept_refuses_a_hand_edit_of_a_record_it_would_change_and_changes_noth
     assert {**untouched(path), "review": tip(path, bot).id} == before
 
 
+def test_accept_takes_a_record_whose_file_only_its_group_may_run_as_git_calls_it_clean(seeded):
+    """Git counts a file executable by its owner's bit alone: a file its group may run but its
+    owner may not is unchanged to git status and to lantern commit, so accept must take it."""
+    path, seed = seeded
+    with opened(path, review=True, review_name="bot") as store:
+        store.update(seed, priority=91)
+    (path / record_path(seed)).chmod(0o654)
+    assert git(path, "status", "--porcelain") == ""
+    with opened(path, review_name="raphael") as person:
+        assert person.review_accept([seed]).records == [seed]
+    assert "priority: 91" in (path / record_path(seed)).read_text()
+
+
 def test_accept_refuses_a_fifo_where_a_pending_record_goes_without_waiting_on_it(seeded):
     """Nothing writes to the FIFO: an accept that opened it to compare it would wait forever
     (the CLI's timeout turns that into a failure here)."""

@@ -360,6 +360,24 @@ def test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref(store_pat
         assert after < synced.index(folder, after) < min(refs), synced
 
 
+def test_a_recovery_flushes_each_file_it_puts_back_before_it_drops_the_journal(seeded, tmp_path):
+    """A write cut off after its branch moved, its record file lost: the next command writes
+    the file back and must flush it (and its folder) before the journal that would redo it
+    is gone. Traced from outside, as above."""
+    path, seed = seeded
+    lantern(*_op_args("archive", seed), env=cli_env(LANTERN_FAULT="after-ref"), store=path)
+    record = path / "memory" / seed[:2] / f"{seed}.md"
+    record.unlink()
+    synced = _fsynced(path, "memory", "show", seed, trace=tmp_path / "trace")
+    assert "status: archived" in record.read_text()
+    put_back = f"memory/{seed[:2]}/.{seed}.md{TMP_SUFFIX}"
+    assert put_back in synced, synced
+    # The journal's folder is flushed once the journal is gone: the last word of the recovery.
+    dropped = max(n for n, p in enumerate(synced) if p == ".lantern")
+    assert synced.index(put_back) < synced.index(f"memory/{seed[:2]}", synced.index(put_back))
+    assert synced.index(f"memory/{seed[:2]}", synced.index(put_back)) < dropped, synced
+
+
 def test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref(
     store_path, tmp_path
 ):
