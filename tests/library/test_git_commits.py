@@ -346,6 +346,32 @@ def test_a_write_of_many_files_is_one_commit_holding_each(repo, journal, count):
     )
 
 
+@pytest.mark.parametrize("path", ["../outside.md", "memory/../../outside.md", "/abs.md"])
+def test_a_write_to_a_path_that_leaves_the_store_is_refused_writing_nothing(
+    repo, journal, tmp_path, path
+):
+    head = commit(repo, journal, {"a.md": b"a\n"})
+    objects = sorted(p.name for p in Path(repo.repo.path, "objects").rglob("*"))
+    for write in (repo.commit_files, lambda *a, **k: repo.commit_to_branch(SIDE, *a, **k)):
+        with pytest.raises(GitError, match="not a plain path inside the store"):
+            write({"b.md": b"b\n", path: b"x\n"}, "w", Provenance(op="add"), journal_dir=journal)
+    assert repo.head_oid() == head and repo.branch_tip(SIDE) is None
+    assert sorted(p.name for p in Path(repo.repo.path, "objects").rglob("*")) == objects
+    assert not (tmp_path / "outside.md").exists() and not (Path(repo.root) / "b.md").exists()
+
+
+def test_a_write_through_a_linked_folder_is_refused_naming_the_link(repo, journal, tmp_path):
+    head = commit(repo, journal, {"a.md": b"a\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    Path(repo.root, "memory").symlink_to(outside)
+    for write in (repo.commit_files, lambda *a, **k: repo.commit_to_branch(SIDE, *a, **k)):
+        with pytest.raises(GitError, match="memory is a symbolic link"):
+            write({"memory/b.md": b"b\n"}, "w", Provenance(op="add"), journal_dir=journal)
+    assert repo.head_oid() == head and repo.branch_tip(SIDE) is None
+    assert list(outside.iterdir()) == []
+
+
 # --------------------------------------------------------------------- a review branch
 
 
@@ -368,6 +394,26 @@ def test_a_review_branch_ahead_of_head_grows_on_its_tip(repo, journal):
     assert [p.id for p in repo.repo[second].peel(pygit2.Commit).parents] == [first]
     assert files_of(repo, second) == {"b.md": b"b\n", "c.md": b"c\n"}
     assert repo.head_oid() == head
+
+
+def a_commit_whose_id_sorts(repo: GitRepo, parent: pygit2.Oid, than: pygit2.Oid, *, above: bool):
+    """A commit on ``parent`` whose id sorts above (or below) ``than``'s as text."""
+    tree = repo.repo[parent].peel(pygit2.Commit).tree_id
+    signature = pygit2.Signature("Agent", "agent@example.com", 1_764_000_000, 0)
+    for n in range(200):
+        oid = repo.repo.create_commit(None, signature, signature, f"r {n}", tree, [parent])
+        if (str(oid) > str(than)) == above:
+            return oid
+    raise AssertionError("no commit id on that side in 200 tries")
+
+
+@pytest.mark.parametrize("above", [True, False], ids=["tip-id-above", "tip-id-below"])
+def test_a_review_branch_ahead_grows_on_its_tip_whichever_way_the_ids_sort(repo, journal, above):
+    head = commit(repo, journal, {"a.md": b"a\n"})
+    pending = a_commit_whose_id_sorts(repo, head, head, above=above)
+    repo.repo.references.create(SIDE, pending)
+    made = side_commit(repo, journal, {"b.md": b"b\n"})
+    assert [p.id for p in repo.repo[made].peel(pygit2.Commit).parents] == [pending]
 
 
 def test_a_review_branch_head_has_taken_in_starts_fresh_from_head(repo, journal):
