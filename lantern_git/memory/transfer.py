@@ -29,11 +29,12 @@ if TYPE_CHECKING:
 REBUILD_THRESHOLD = 1000
 
 
-def rebuilds_index(new: int, existing: int) -> bool:
-    """Whether an import of ``new`` records into a store of ``existing`` ones rebuilds the
+def rebuilds_index(new: int, existing: Callable[[], int]) -> bool:
+    """Whether an import of ``new`` records into a store of ``existing()`` ones rebuilds the
     search index once rather than telling it each file. Either way the index is the same;
-    only the time differs, so the rule is asked here, at its bounds."""
-    return new > REBUILD_THRESHOLD and new * 4 > existing
+    only the time differs, so the rule is asked here, at its bounds. The store is counted
+    (a walk of every record file) only past the threshold: a small import never walks it."""
+    return new > REBUILD_THRESHOLD and new * 4 > existing()
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,7 @@ def import_records(
         summary += f" and {len(new_sources)} source{'s' if len(new_sources) != 1 else ''}"
     if new_entities:
         summary += f" and {len(new_entities)} entit{'ies' if len(new_entities) != 1 else 'y'}"
-    rebuild = rebuilds_index(count, sum(1 for _ in record_files(tx.root)))
+    rebuild = rebuilds_index(count, lambda: sum(1 for _ in record_files(tx.root)))
     commit = tx.commit(
         files,
         summary,

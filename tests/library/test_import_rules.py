@@ -218,4 +218,12 @@ def test_an_import_rebuilds_the_index_past_1000_new_records_and_a_quarter_of_the
 ):
     from lantern_git.memory.transfer import rebuilds_index
 
-    assert rebuilds_index(new, existing) is rebuilds
+    counted: list[int] = []
+
+    def count() -> int:
+        counted.append(existing)
+        return existing
+
+    assert rebuilds_index(new, count) is rebuilds
+    # The store is walked to count it only when the import is past the threshold.
+    assert counted == ([existing] if new > 1000 else [])
