@@ -823,6 +823,22 @@ MODULES = [
         ),
         240,
     ),
+    # What a store needs from git's configuration: the merge driver's registration and the
+    # .gitattributes line that routes files to it, the pull strategy, the lines added to
+    # .gitignore and .gitattributes. Its own tests; then the store's, migrations' and syncs'.
+    Module(
+        "git_config",
+        "lantern_git/git/config.py",
+        None,
+        (
+            "tests/unit/test_git_config.py",
+            "tests/library/test_store.py",
+            "tests/unit/test_migrations.py",
+            "tests/surfaces/test_clone.py",
+            "tests/library/test_sync.py",
+        ),
+        180,
+    ),
 ]
 
 
