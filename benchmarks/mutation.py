@@ -111,6 +111,39 @@ BM25_STORE_SEARCHES = (
 )
 
 
+# The crash tests that go through the journal: every step of a one-file write, both sides of the
+# ref for a removal, a bulk import, the sources' writes, what each flushes, the git locks a killed
+# writer leaves, init's (test_faults.py's other 40 cases repeat those paths, and its index and
+# git-state tests never write).
+JOURNAL_CRASHES = (
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-objects]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-journal]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-first-file]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-files]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-ref]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-index]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-search-index]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-first-file]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-ref]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-first-file]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-ref]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[append-after-files]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-first-file]",
+    "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-index]",
+    "tests/robustness/test_faults.py::test_a_write_that_fails_before_the_branch_moves_is_rolled_back_in_process",
+    "tests/robustness/test_faults.py::test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref",
+    "tests/robustness/test_faults.py::test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref",
+    "tests/robustness/test_faults.py::test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command",
+    "tests/robustness/test_faults.py::test_a_crash_during_recovery_is_recovered_by_the_next_command",
+    "tests/robustness/test_faults.py::test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_command",
+    "tests/robustness/test_faults.py::test_git_lock_files_left_by_the_killed_writer_are_cleared",
+    "tests/robustness/test_faults.py::test_a_git_lock_older_than_the_write_is_not_ours_and_is_named",
+    "tests/robustness/test_faults.py::test_init_repairs_an_interrupted_write_before_committing",
+    "tests/robustness/test_faults.py::test_a_crashed_init_puts_back_the_users_own_untracked_files",
+    "tests/robustness/test_faults.py::test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore",
+)
+
+
 # The evidence edges' tests but their two MCP ones: those start a server, which imports
 # lantern from the installed package, not from the mutated clone.
 EVIDENCE_EDGES = (
@@ -427,37 +460,11 @@ MODULES = [
         "git_journal",
         "lantern_git/git/repo.py",
         ("apply", "_write_journal", "_undone_on_failure", "_undo", "finish", "recover"),
-        # The crashes that go through the journal: every step of a one-file write, both
-        # sides of the ref for a removal, a bulk import and the sources' writes (the file's
-        # other 40 cases repeat those paths, and its index and git-state tests never write).
-        # First the same states asked in process (seconds, not a minute: most mutants die there).
+        # The crashes that go through the journal (JOURNAL_CRASHES), and first the same states
+        # asked in process (seconds, not a minute: most mutants die there).
         (
             "tests/robustness/test_journal_recovery.py",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-objects]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-journal]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-first-file]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-files]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-ref]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-index]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[add-after-search-index]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-first-file]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[delete-after-ref]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-first-file]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[import-after-ref]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[append-after-files]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-first-file]",
-            "tests/robustness/test_faults.py::test_a_write_killed_at_any_step_is_completed_or_rolled_back[remove-after-index]",
-            "tests/robustness/test_faults.py::test_a_write_that_fails_before_the_branch_moves_is_rolled_back_in_process",
-            "tests/robustness/test_faults.py::test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref",
-            "tests/robustness/test_faults.py::test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref",
-            "tests/robustness/test_faults.py::test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command",
-            "tests/robustness/test_faults.py::test_a_crash_during_recovery_is_recovered_by_the_next_command",
-            "tests/robustness/test_faults.py::test_a_crash_while_completing_a_committed_write_is_completed_by_the_next_command",
-            "tests/robustness/test_faults.py::test_git_lock_files_left_by_the_killed_writer_are_cleared",
-            "tests/robustness/test_faults.py::test_a_git_lock_older_than_the_write_is_not_ours_and_is_named",
-            "tests/robustness/test_faults.py::test_init_repairs_an_interrupted_write_before_committing",
-            "tests/robustness/test_faults.py::test_a_crashed_init_puts_back_the_users_own_untracked_files",
-            "tests/robustness/test_faults.py::test_a_crashed_init_never_loses_uncommitted_edits_to_gitignore",
+            *JOURNAL_CRASHES,
         ),
         300,
     ),
@@ -803,8 +810,9 @@ MODULES = [
         (
             "tests/library/test_git_worktree.py",
             "tests/robustness/test_journal_recovery.py",
+            "tests/robustness/test_faults.py::test_a_recovery_flushes_each_file_it_puts_back_before_it_drops_the_journal",
+            *JOURNAL_CRASHES,
             "tests/library/test_write_transaction.py",
-            "tests/robustness/test_faults.py",
         ),
         300,
     ),
