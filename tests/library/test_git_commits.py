@@ -500,28 +500,26 @@ def test_moving_a_side_branch_creates_it_then_moves_it_with_a_reflog_line(repo, 
     assert repo.head_oid() == second
 
 
-def test_a_side_branch_that_moved_meanwhile_is_left_where_it_is(repo, journal):
+@pytest.mark.parametrize(
+    ("meanwhile", "message"),
+    [
+        ("moved", "moved during the write; nothing was committed"),
+        ("disappeared", "disappeared during the write"),
+        # Created by someone else: it counts as moved, and is never overwritten.
+        ("appeared", "moved during the write; nothing was committed"),
+    ],
+)
+def test_a_side_branch_that_changed_meanwhile_is_left_as_it_is(repo, journal, meanwhile, message):
     first = commit(repo, journal, {"a.md": b"a\n"})
     second = commit(repo, journal, {"b.md": b"b\n"})
     third = commit(repo, journal, {"c.md": b"c\n"})
-    repo.repo.references.create(SIDE, second)
-    with pytest.raises(GitError, match="moved during the write; nothing was committed"):
-        repo.move_branch(SIDE, first, third, "add", "s", journal_dir=journal)
-    assert repo.branch_tip(SIDE) == second
-    assert not Path(journal, "journal.json").exists()
-
-
-def test_a_side_branch_that_disappeared_or_appeared_meanwhile_is_not_written(repo, journal):
-    first = commit(repo, journal, {"a.md": b"a\n"})
-    second = commit(repo, journal, {"b.md": b"b\n"})
-    with pytest.raises(GitError, match="disappeared during the write"):
-        repo.move_branch(SIDE, first, second, "add", "s", journal_dir=journal)
-    assert repo.branch_tip(SIDE) is None
-    repo.repo.references.create(SIDE, first)
-    # One that appeared (created by someone else) counts as moved: never overwritten.
-    with pytest.raises(GitError, match="moved during the write; nothing was committed"):
-        repo.move_branch(SIDE, None, second, "add", "s", journal_dir=journal)
-    assert repo.branch_tip(SIDE) == first
+    expected = {"moved": first, "disappeared": first, "appeared": None}[meanwhile]
+    found = {"moved": second, "disappeared": None, "appeared": first}[meanwhile]
+    if found is not None:
+        repo.repo.references.create(SIDE, found)
+    with pytest.raises(GitError, match=message):
+        repo.move_branch(SIDE, expected, third, "add", "s", journal_dir=journal)
+    assert repo.branch_tip(SIDE) == found
     assert not Path(journal, "journal.json").exists()
 
 

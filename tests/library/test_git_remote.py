@@ -21,7 +21,6 @@ from lantern_git.errors import GitError, InvalidInput, StoreError
 from lantern_git.git.remote import (
     Target,
     clone,
-    clone_name,
     failure,
     fetch,
     fetch_prefixed,
@@ -377,23 +376,6 @@ def test_merge_bases_are_the_common_ancestors_and_none_for_unrelated_lines(local
     assert merge_bases(local.workdir, ours, alone) == []
     with pytest.raises(GitError, match="git merge-base failed"):
         merge_bases(local.workdir, ours, "f" * 40)
-
-
-@pytest.mark.parametrize(
-    ("url", "name"),
-    [
-        ("https://example.org/ana/memory.git/", "memory"),
-        ("https://example.org/ana/memory/.git/", "memory"),
-        ("host:memory", "memory"),
-        ("ssh://host:22/memory.git", "memory"),
-        ("git@host:team/memory", "memory"),
-        ("memory.git", "memory"),
-        (".git", "store"),
-        ("https://example.org/.git", "example.org"),
-    ],
-)
-def test_a_clone_s_folder_is_the_url_s_last_part(url, name):
-    assert clone_name(url) == name
 
 
 def test_clone_makes_the_folder_and_a_failure_names_the_url(bare, tmp_path):

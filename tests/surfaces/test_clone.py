@@ -204,6 +204,14 @@ def test_clone_leaves_the_source_store_untouched(store_path, remote, tmp_path):
         ("example.org:memory.git", "memory"),
         ("/srv/git/memory.git", "memory"),
         ("../memory/.git", "memory"),
+        ("https://example.org/ana/memory.git/", "memory"),
+        ("https://example.org/ana/memory/.git/", "memory"),
+        ("ssh://host:22/memory.git", "memory"),
+        ("git@host:team/memory", "memory"),
+        ("host:memory", "memory"),
+        ("memory.git", "memory"),
+        ("https://example.org/.git", "example.org"),
+        (".git", "store"),
     ],
 )
 def test_the_default_folder_is_the_urls_last_part_without_dot_git(url, name):
