@@ -429,8 +429,9 @@ def test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref(
     # The branch moves: its reflog and its ref, each flushed by libgit2.
     ref = min(n for n, (_, p) in enumerate(events) if p.startswith((".git/refs/", ".git/logs/")))
     assert len(objects) > count and len(records) == count, events
-    # The records' files are not each flushed: one sync covers them all.
+    # The records' files and the objects are not each flushed: one sync covers them all.
     assert not [p for c, p in events if c == "fsync" and p.startswith("memory/")], events
+    assert not [p for c, p in events if c == "fsync" and p.startswith(".git/objects/")], events
     assert max(objects) < journal < min(records) and max(records) < ref, events
     assert any(max(objects) < n < journal for n in syncs), "no sync between objects and journal"
     assert any(max(records) < n < ref for n in syncs), "no sync between the files and the ref"
@@ -736,3 +737,41 @@ def test_a_journal_cut_off_while_being_written_is_dropped_by_the_next_command(se
     assert not leftover.exists()
     assert snapshot(path) == before
     audit(path)
+
+
+def test_a_write_after_a_bulk_import_in_the_same_process_flushes_its_objects_again(
+    store_path, tmp_path
+):
+    """A bulk write turns libgit2's fsync off for its objects and back on after: a long-lived
+    process (``lantern mcp``, ``lantern serve``) that imports and then adds a record must flush
+    the add's objects as any write does. Traced from outside, as above."""
+    script = (
+        "import json, sys\n"
+        "from lantern_git.store import Store\n"
+        "store = Store.open(sys.argv[1])\n"
+        f"store.import_records([json.dumps({{'content': f'bulk {{n}}', 'kind': 'fact'}})"
+        f" for n in range({BULK_FILES + 1})])\n"
+        "print('imported', flush=True)\n"
+        "store.add('written after the import', kind='fact')\n"
+        "store.close()\n"
+    )
+    trace = tmp_path / "trace"
+    strace = shutil.which("strace") or "/usr/bin/strace"
+    assert os.path.exists(strace), "strace is needed here; .ci/system-deps installs it"
+    result = subprocess.run(
+        [strace, "-f", "-qq", "-y", "-e", "trace=fsync,fdatasync,write", "-o", str(trace),
+         sys.executable, "-c", script, str(store_path)],
+        env=cli_env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = trace.read_text().splitlines()
+    # The process's own "imported" line on stdout marks where the add begins.
+    [start] = [n for n, text in enumerate(lines) if "imported" in text and "write(1" in text]
+    root = str(store_path) + "/"
+    objects = [
+        found[1]
+        for text in lines[start:]
+        if (found := re.search(r"\bf(?:data)?sync\(\d+<([^>]*)>\) = 0", text))
+        and found[1].removeprefix(root).startswith(".git/objects/")
+    ]
+    assert len(objects) >= 3, "a blob, trees and a commit, each flushed"
