@@ -782,6 +782,7 @@ MODULES = [
             # What a write flushes, traced: per object and file, or one sync() for a bulk one.
             "tests/robustness/test_faults.py::test_a_write_fsyncs_its_objects_journal_record_file_and_branch_ref",
             "tests/robustness/test_faults.py::test_a_bulk_import_flushes_with_sync_before_the_journal_and_before_the_ref",
+            "tests/robustness/test_faults.py::test_a_write_after_a_bulk_import_in_the_same_process_flushes_its_objects_again",
             "tests/library/test_history.py",
             "tests/library/test_review.py",
         ),
