@@ -202,6 +202,8 @@ def test_the_branch_s_upstream_decides_the_remote_and_its_branch(local, tmp_path
     local.config["branch.main.remote"] = "backup"
     local.config["branch.main.merge"] = "refs/heads/trunk"
     assert resolve_target(local, None, "main") == Target("backup", "trunk", True, False)
+    # The upstream's remote named on the command line: its branch still.
+    assert resolve_target(local, "backup", "main") == Target("backup", "trunk", True, False)
     # Another remote named on the command line: the same branch name there, and the
     # upstream is not changed.
     assert resolve_target(local, "origin", "main") == Target("origin", "main", True, False)
