@@ -312,6 +312,15 @@ def test_a_prefixed_fetch_of_nothing_is_empty_and_a_bad_remote_says_so(local, ba
         fetch_prefixed(local.workdir, Target(gone, "main", False, False), REVIEW, env)
 
 
+def test_a_prefixed_fetch_that_fails_after_listing_says_which_remote(local, bare):
+    """A damaged remote: its review branch is listed, but the commit it names is gone."""
+    tip = commit_on(bare, REVIEW + "agent", "a")
+    Path(bare.path, "objects", tip[:2], tip[2:]).unlink()
+    target = Target(bare.path, "main", False, False)
+    with pytest.raises(GitError, match=re.escape(f"git fetch {bare.path} failed")):
+        fetch_prefixed(local.workdir, target, REVIEW, git_env(local.workdir))
+
+
 # ----------------------------------------------------------------------------------- push
 
 
