@@ -889,18 +889,31 @@ def _os_error_text(err: BaseException) -> str:
 
 def _read_worktree_file(full: str) -> tuple[bytes, int] | None:
     """The bytes and mode of a regular file or a symbolic link (its target, as git stores it);
-    None for anything else. Never follows the link, never blocks on a FIFO."""
+    None for anything else. Never follows the link, never blocks on a FIFO: the path is opened
+    first, not through a link and not waiting for a writer, and then what was opened is asked
+    what it is, so nothing can take its place in between."""
     try:
-        st = os.lstat(full)
-        if stat.S_ISLNK(st.st_mode):
-            return os.fsencode(os.readlink(full)), LINK_MODE
-        if stat.S_ISREG(st.st_mode):
-            with open(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
-                # Git's rule: the owner's execute bit alone makes a file executable.
-                return f.read(), EXECUTABLE_MODE if st.st_mode & stat.S_IXUSR else BLOB_MODE
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        pass
-    return None
+        # A link (O_NOFOLLOW refuses it), or nothing there, or nothing that can be opened.
+        try:
+            if stat.S_ISLNK(os.lstat(full).st_mode):
+                return os.fsencode(os.readlink(full)), LINK_MODE
+        except OSError:
+            pass
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # Git's rule: the owner's execute bit alone makes a file executable.
+    return data, EXECUTABLE_MODE if st.st_mode & stat.S_IXUSR else BLOB_MODE
 
 
 def _prune_empty_dirs(root: str, folder: str) -> None:

@@ -14,8 +14,9 @@ import os
 import stat
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pygit2
 import pytest
@@ -34,6 +35,7 @@ from lantern_git.git.repo import (
 )
 
 SUBMODULE_MODE = 0o160000
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -208,13 +210,28 @@ def test_a_working_file_is_executable_exactly_when_git_says_so(repo, permission)
     assert repo.worktree_entry("file.md") == (str(pygit2.hash(b"text\n")), int(listed[:6], 8))
 
 
+def without_waiting_on(fifo: Path, call: Callable[[], T]) -> T:
+    """``call()``'s answer, where nothing writes to ``fifo``: a call that opened it to read
+    would wait for ever. It runs in a thread held to a bound; past it the test opens the
+    FIFO's other end itself, so the thread ends and the test fails rather than hangs."""
+    answers: list[T] = []
+    worker = threading.Thread(target=lambda: answers.append(call()))
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(20)
+        pytest.fail(f"waited on the FIFO {fifo.name}")
+    assert answers, "the call raised"
+    return answers[0]
+
+
 def test_what_no_tree_holds_is_an_empty_entry_and_a_fifo_is_never_opened(repo):
     root = Path(repo.root)
     (root / "folder").mkdir()
     os.mkfifo(root / "pipe")
-    # A FIFO with no writer: opening it to read would block for ever.
     assert repo.worktree_entry("folder") == ("", 0)
-    assert repo.worktree_entry("pipe") == ("", 0)
+    assert without_waiting_on(root / "pipe", lambda: repo.worktree_entry("pipe")) == ("", 0)
 
 
 # ---------------------------------------------------------------- what a recovery clears
@@ -383,22 +400,12 @@ def test_a_rollback_puts_back_an_uncommitted_edit_the_write_replaced(repo, tmp_p
 
 
 def test_a_recovery_over_a_fifo_where_its_file_goes_never_waits_on_it(repo, tmp_path):
-    """Nothing writes to the FIFO: a recovery that opened it to read would wait for ever. It
-    runs in a thread held to a bound; past it the test opens the FIFO's other end itself, so
-    the thread ends and the test fails rather than hangs."""
     journal = str(tmp_path / "state")
     seeded(repo, journal)
     cut_off_write(repo, journal, {"memory/a.md": b"A\n"})
     working = Path(repo.root, "memory", "a.md")
     working.unlink()
     os.mkfifo(working)
-    outcome: list[str | None] = []
-    worker = threading.Thread(target=lambda: outcome.append(recover(repo, journal)))
-    worker.start()
-    worker.join(20)
-    if worker.is_alive():
-        os.close(os.open(working, os.O_WRONLY | os.O_NONBLOCK))
-        worker.join(20)
-        pytest.fail("the recovery waited on the FIFO")
-    assert outcome and outcome[0] is not None and "completed" in outcome[0]
+    outcome = without_waiting_on(working, lambda: recover(repo, journal))
+    assert outcome is not None and "completed" in outcome
     assert working.read_bytes() == b"A\n"
