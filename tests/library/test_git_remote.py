@@ -21,6 +21,7 @@ from lantern_git.errors import GitError, InvalidInput, StoreError
 from lantern_git.git.remote import (
     Target,
     clone,
+    clone_name,
     failure,
     fetch,
     fetch_prefixed,
@@ -387,6 +388,41 @@ def test_merge_bases_are_the_common_ancestors_and_none_for_unrelated_lines(local
     assert merge_bases(local.workdir, ours, alone) == []
     with pytest.raises(GitError, match="git merge-base failed"):
         merge_bases(local.workdir, ours, "f" * 40)
+
+
+# git's own table of clone folders (its t5603-clone-dirname.sh), ssh and scp forms.
+GIT_CLONE_URLS = [
+    "host:foo", "host:foo.git", "host:foo/.git", "ssh://host/foo", "ssh://host/foo.git",
+    "ssh://host/foo/.git", "ssh://host/foo/", "ssh://host/foo///", "ssh://host/foo/.git/",
+    "ssh://host/foo.git/", "ssh://host/foo.git///", "ssh://host/foo///.git/",
+    "ssh://host/foo/.git///", "host:foo/", "host:foo///", "host:foo.git/", "host:foo/.git/",
+    "host:foo.git///", "host:foo///.git/", "host:foo/.git///", "ssh://host/",
+    "ssh://host:1234/", "ssh://user@host/", "host:/", "ssh://user:password@host/",
+    "ssh://user:password@host:1234/", "ssh://user:passw@rd@host:1234/", "user@host:/",
+    "user:password@host:/", "user:passw@rd@host:/", "ssh://host/foo@bar",
+    "ssh://host/foo@bar.git", "ssh://user:password@host/foo@bar",
+    "ssh://user:passw@rd@host/foo@bar.git", "host:/foo@bar", "host:/foo@bar.git",
+    "user:password@host:/foo@bar", "user:passw@rd@host:/foo@bar.git",
+    "ssh://user:password@host/test:1234", "ssh://user:password@host/test:1234.git",
+    "ssh://host/memory:x", "ssh://git@host:22/team/memory.git",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("url", GIT_CLONE_URLS)
+def test_a_clone_s_folder_is_the_one_git_clone_makes(url, tmp_path):
+    """Real git is the oracle: it names its folder before it connects, and with ssh as
+    ``false`` it connects nowhere."""
+    answer = subprocess.run(
+        ["git", "clone", url],
+        cwd=tmp_path,
+        env={**git_env(str(tmp_path)), "GIT_SSH_COMMAND": "false"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = re.search(r"Cloning into '([^']*)'\.\.\.", answer.stderr)
+    assert found is not None, answer.stderr
+    assert clone_name(url) == found[1]
 
 
 def test_clone_makes_the_folder_and_a_failure_names_the_url(bare, tmp_path):
