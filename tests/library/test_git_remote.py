@@ -404,7 +404,8 @@ GIT_CLONE_URLS = [
     "ssh://user:passw@rd@host/foo@bar.git", "host:/foo@bar", "host:/foo@bar.git",
     "user:password@host:/foo@bar", "user:passw@rd@host:/foo@bar.git",
     "ssh://user:password@host/test:1234", "ssh://user:password@host/test:1234.git",
-    "ssh://host/memory:x", "ssh://git@host:22/team/memory.git",
+    "ssh://host/memory:x", "ssh://git@host:22/team/memory.git", "@host:/", "ssh://x/.git",
+    "ssh://host:123/",
 ]  # fmt: skip
 
 
@@ -423,6 +424,19 @@ def test_a_clone_s_folder_is_the_one_git_clone_makes(url, tmp_path):
     found = re.search(r"Cloning into '([^']*)'\.\.\.", answer.stderr)
     assert found is not None, answer.stderr
     assert clone_name(url) == found[1]
+
+
+def test_a_clone_of_a_local_path_gets_the_folder_git_clone_makes(tmp_path):
+    """A path's first part holds no user: an ``@`` in a folder's name stays in the name."""
+    source = tmp_path / "src" / "foo@bar.git"
+    pygit2.init_repository(str(source), bare=True)
+    answer = subprocess.run(
+        ["git", "clone", str(source)], cwd=tmp_path, env=git_env(str(tmp_path)),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    found = re.search(r"Cloning into '([^']*)'\.\.\.", answer.stderr)
+    assert found is not None, answer.stderr
+    assert clone_name(str(source)) == found[1] == "foo@bar"
 
 
 def test_clone_makes_the_folder_and_a_failure_names_the_url(bare, tmp_path):
