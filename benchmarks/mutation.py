@@ -842,6 +842,8 @@ MODULES = [
         None,
         (
             "tests/unit/test_git_config.py",
+            # Every command that opens a store asks it: a clean store's list never imports pygit2.
+            "tests/unit/test_architecture.py::test_a_list_in_a_clean_store_never_imports_pygit2",
             "tests/library/test_store.py",
             "tests/unit/test_migrations.py",
             "tests/surfaces/test_clone.py",
