@@ -269,29 +269,15 @@ def clone_name(url: str) -> str:
     the scheme and any user and password before the host, without trailing slashes and
     ``/.git``, a lone host's port dropped, the last part after a ``/`` or a ``:`` (git counts
     both as separators), without ``.git``. Where git would find no name, ``store``."""
-    start = url.find("://")
-    start = 0 if start < 0 else start + 3
-    host_end = url.find("/", start)
-    at = url.rfind("@", start, len(url) if host_end < 0 else host_end)
-    if at >= 0:
-        start = at + 1
-    end = len(url)
-    while start < end and url[end - 1] in "/" + _SPACES:
-        end -= 1
-    if end - start > 5 and url[end - 5 : end] == "/.git":
-        end -= 5
-        while start < end and url[end - 1] == "/":
-            end -= 1
-    if "/" not in url[start:end] and ":" in url[start:end]:
-        digits = end
-        while start < digits and url[digits - 1] in "0123456789":
-            digits -= 1
-        if start < digits and url[digits - 1] == ":":
-            end = digits - 1
-    last = end
-    while start < last and url[last - 1] not in "/:":
-        last -= 1
-    return url[last:end].removesuffix(".git") or "store"
+    host, slash, path = url.split("://", 1)[-1].partition("/")
+    rest = (host.rpartition("@")[2] + slash + path).rstrip("/" + _SPACES)
+    if len(rest) > 5 and rest.endswith("/.git"):
+        rest = rest.removesuffix("/.git").rstrip("/")
+    if "/" not in rest:
+        head, colon, port = rest.rpartition(":")
+        if colon and not port.strip("0123456789"):
+            rest = head
+    return re.split("[/:]", rest)[-1].removesuffix(".git") or "store"
 
 
 # What C's isspace() counts as space, as git strips it from the end of a URL.
