@@ -271,7 +271,7 @@ def clone_name(url: str) -> str:
     both as separators), without ``.git``. Where git would find no name, ``store``."""
     host, slash, path = url.split("://", 1)[-1].partition("/")
     rest = (host.rpartition("@")[2] + slash + path).rstrip("/" + _SPACES)
-    if len(rest) > 5 and rest.endswith("/.git"):
+    if rest.endswith("/.git"):
         rest = rest.removesuffix("/.git").rstrip("/")
     if "/" not in rest:
         head, colon, port = rest.rpartition(":")
