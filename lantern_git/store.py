@@ -149,7 +149,7 @@ class Store:
     def clone(cls, url: str, path: str | None = None, **kwargs: Any) -> Store:
         """``git clone URL PATH``, then the record merge driver and a pull strategy registered
         in the clone's ``.git/config`` (git config is not cloned); ``store.cloned`` says what
-        was done. PATH defaults to the URL's last part without ``.git``, as git's does.
+        was done. PATH defaults to the folder ``git clone URL`` makes.
 
         A PATH that exists and is not an empty folder is refused (``destination_exists``); a
         repository that is not a lantern store is removed again and refused (``no_store``).

@@ -30,9 +30,10 @@ def register(cli: click.Group, memory: click.Group) -> None:
 def clone_command(url: str, path: str | None, as_json: bool) -> None:
     """Clone the store at URL into PATH and register its record merge driver.
 
-    PATH defaults to the URL's last part without .git, as with git clone. A plain git pull in
-    the clone then merges records field by field, and merges rather than asks when the two
-    hosts' branches diverged (pull.rebase=false, unless you set a pull strategy yourself).
+    PATH defaults to the folder git clone makes (the URL's last part without .git, past any
+    user and password). A plain git pull in the clone then merges records field by field,
+    and merges rather than asks when the two hosts' branches diverged (pull.rebase=false,
+    unless you set a pull strategy yourself).
     """
     from ..store import Store
 
