@@ -268,7 +268,8 @@ def clone_name(url: str) -> str:
     """The folder ``git clone URL`` would make, by git's own rule (``git_url_basename``): past
     the scheme and any user and password before the host, without trailing slashes and
     ``/.git``, a lone host's port dropped, the last part after a ``/`` or a ``:`` (git counts
-    both as separators), without ``.git``. Where git would find no name, ``store``."""
+    both as separators), without ``.git``, its spaces and control characters made single
+    spaces. Where git would find no name, ``store``."""
     host, slash, path = url.split("://", 1)[-1].partition("/")
     rest = (host.rpartition("@")[2] + slash + path).rstrip("/" + _SPACES)
     if rest.endswith("/.git"):
@@ -277,11 +278,14 @@ def clone_name(url: str) -> str:
         head, colon, port = rest.rpartition(":")
         if colon and not port.strip("0123456789"):
             rest = head
-    return re.split("[/:]", rest)[-1].removesuffix(".git") or "store"
+    name = re.split("[/:]", rest)[-1].removesuffix(".git")
+    # Git's last step: each run of control characters and spaces becomes one space, and none
+    # is left at either end.
+    return re.sub("[\x00-\x20]+", " ", name).strip(" ") or "store"
 
 
-# What C's isspace() counts as space, as git strips it from the end of a URL.
-_SPACES = " \t\n\v\f\r"
+# What git's own isspace() counts as space, as it strips it from the end of a URL.
+_SPACES = " \t\n\r"
 
 
 def clone(url: str, path: str) -> None:

@@ -405,7 +405,8 @@ GIT_CLONE_URLS = [
     "user:password@host:/foo@bar", "user:passw@rd@host:/foo@bar.git",
     "ssh://user:password@host/test:1234", "ssh://user:password@host/test:1234.git",
     "ssh://host/memory:x", "ssh://git@host:22/team/memory.git", "@host:/", "ssh://x/.git",
-    "ssh://host:123/", "ssh://a/b://user@c",
+    "ssh://host:123/", "ssh://a/b://user@c", "host:my  memory", "host:a\tb", "host: memory ",
+    "host:a\x01\x02b", "host:x\x0b",
 ]  # fmt: skip
 
 
