@@ -410,34 +410,32 @@ GIT_CLONE_URLS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("url", GIT_CLONE_URLS)
-def test_a_clone_s_folder_is_the_one_git_clone_makes(url, tmp_path):
-    """Real git is the oracle: it names its folder before it connects, and with ssh as
+def folder_git_names(url: str, cwd: Path) -> str:
+    """The folder real git names for ``url``: it says so before it connects, and with ssh as
     ``false`` it connects nowhere."""
     answer = subprocess.run(
         ["git", "clone", url],
-        cwd=tmp_path,
-        env={**git_env(str(tmp_path)), "GIT_SSH_COMMAND": "false"},
+        cwd=cwd,
+        env={**git_env(str(cwd)), "GIT_SSH_COMMAND": "false"},
         capture_output=True,
         text=True,
         timeout=60,
     )
     found = re.search(r"Cloning into '([^']*)'\.\.\.", answer.stderr)
     assert found is not None, answer.stderr
-    assert clone_name(url) == found[1]
+    return found[1]
+
+
+@pytest.mark.parametrize("url", GIT_CLONE_URLS)
+def test_a_clone_s_folder_is_the_one_git_clone_makes(url, tmp_path):
+    assert clone_name(url) == folder_git_names(url, tmp_path)
 
 
 def test_a_clone_of_a_local_path_gets_the_folder_git_clone_makes(tmp_path):
     """A path's first part holds no user: an ``@`` in a folder's name stays in the name."""
     source = tmp_path / "src" / "foo@bar.git"
     pygit2.init_repository(str(source), bare=True)
-    answer = subprocess.run(
-        ["git", "clone", str(source)], cwd=tmp_path, env=git_env(str(tmp_path)),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    found = re.search(r"Cloning into '([^']*)'\.\.\.", answer.stderr)
-    assert found is not None, answer.stderr
-    assert clone_name(str(source)) == found[1] == "foo@bar"
+    assert clone_name(str(source)) == folder_git_names(str(source), tmp_path) == "foo@bar"
 
 
 def test_clone_makes_the_folder_and_a_failure_names_the_url(bare, tmp_path):
