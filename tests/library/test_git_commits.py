@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from support.stores import init_repo
+from support.stores import commit_whose_id_sorts, init_repo
 
 from lantern_git.errors import GitError, InvalidInput
 from lantern_git.git.repo import (
@@ -396,21 +396,11 @@ def test_a_review_branch_ahead_of_head_grows_on_its_tip(repo, journal):
     assert repo.head_oid() == head
 
 
-def a_commit_whose_id_sorts(repo: GitRepo, parent: pygit2.Oid, than: pygit2.Oid, *, above: bool):
-    """A commit on ``parent`` whose id sorts above (or below) ``than``'s as text."""
-    tree = repo.repo[parent].peel(pygit2.Commit).tree_id
-    signature = pygit2.Signature("Agent", "agent@example.com", 1_764_000_000, 0)
-    for n in range(200):
-        oid = repo.repo.create_commit(None, signature, signature, f"r {n}", tree, [parent])
-        if (str(oid) > str(than)) == above:
-            return oid
-    raise AssertionError("no commit id on that side in 200 tries")
-
-
 @pytest.mark.parametrize("above", [True, False], ids=["tip-id-above", "tip-id-below"])
 def test_a_review_branch_ahead_grows_on_its_tip_whichever_way_the_ids_sort(repo, journal, above):
     head = commit(repo, journal, {"a.md": b"a\n"})
-    pending = a_commit_whose_id_sorts(repo, head, head, above=above)
+    tree = repo.repo[head].peel(pygit2.Commit).tree_id
+    pending = commit_whose_id_sorts(repo.repo, tree, [head], str(head), above=above)
     repo.repo.references.create(SIDE, pending)
     made = side_commit(repo, journal, {"b.md": b"b\n"})
     assert [p.id for p in repo.repo[made].peel(pygit2.Commit).parents] == [pending]

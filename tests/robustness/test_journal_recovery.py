@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from support.stores import git, init_repo
+from support.stores import commit_whose_id_sorts, git, init_repo
 
 from lantern_git.errors import GitError
 from lantern_git.git.repo import GitRepo, Provenance, recover
@@ -53,12 +53,7 @@ def _point(repo: GitRepo, ref: str, target: pygit2.Oid | None) -> None:
 def _other_commit(repo: GitRepo, than: pygit2.Oid, *, above: bool) -> pygit2.Oid:
     """A commit whose id sorts above (or below) ``than``'s as text: a branch moved elsewhere."""
     tree = repo.repo[repo.head_oid()].peel(pygit2.Tree).id
-    signature = pygit2.Signature("Other Host", "other@example.com", 1_764_690_000, 0)
-    for n in range(200):
-        oid = repo.repo.create_commit(None, signature, signature, f"other {n}", tree, [])
-        if (str(oid) > str(than)) == above:
-            return oid
-    raise AssertionError("no commit id on that side in 200 tries")
+    return commit_whose_id_sorts(repo.repo, tree, [], str(than), above=above)
 
 
 # ---------------------------------------------------------------------------- HEAD's branch

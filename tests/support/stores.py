@@ -3,6 +3,7 @@ and the snapshot that a refused write must leave as it was."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,3 +112,30 @@ def colliding_contents(
             return seen[prefix], content
         seen[prefix] = content
         i += 1
+
+
+def commit_whose_id_sorts(
+    repo: pygit2.Repository,
+    tree: pygit2.Oid,
+    parents: list[pygit2.Oid],
+    than: str,
+    *,
+    above: bool,
+) -> pygit2.Oid:
+    """A commit of ``tree`` on ``parents`` whose id sorts above (or below) ``than`` as text.
+
+    Candidates are hashed here, as git hashes a commit, and only the one found is written: a
+    million candidates cost about a second, so even an id near either end of the range has
+    one on the side asked (a few hundred written commits did not always find one)."""
+    name, email, when = "Other Host", "other@example.com", 1_764_690_000
+    signature = pygit2.Signature(name, email, when, 0)
+    head = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
+    person = f"{name} <{email}> {when} +0000"
+    for n in range(1_000_000):
+        body = f"{head}author {person}\ncommitter {person}\n\nother {n}".encode()
+        found = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        if (found > than) == above:
+            oid = repo.create_commit(None, signature, signature, f"other {n}", tree, parents)
+            assert str(oid) == found, "git hashed the commit otherwise"
+            return oid
+    raise AssertionError(f"no commit id {'above' if above else 'below'} {than}")
