@@ -43,39 +43,30 @@ def journal(tmp_path: Path) -> str:
     return str(tmp_path / "state")
 
 
-def files_of(repo: GitRepo, tree: pygit2.Tree | pygit2.Oid | None) -> dict[str, bytes]:
-    """Every file of a tree, path -> bytes, walked with pygit2 alone."""
-    if tree is None:
-        return {}
-    if isinstance(tree, pygit2.Oid):
-        tree = repo.repo[tree].peel(pygit2.Tree)
-    found: dict[str, bytes] = {}
-
-    def walk(node: pygit2.Tree, prefix: str) -> None:
-        for entry in node:
+def walk(repo: GitRepo, tree: pygit2.Tree | pygit2.Oid | None) -> tuple[dict[str, bytes], set[str]]:
+    """Every file of a tree (path -> bytes) and every folder (its subtrees' paths), walked with
+    pygit2 alone."""
+    files: dict[str, bytes] = {}
+    folders: set[str] = set()
+    todo = [("", repo.repo[tree].peel(pygit2.Tree) if isinstance(tree, pygit2.Oid) else tree)]
+    while todo:
+        prefix, node = todo.pop()
+        for entry in node or ():
             obj = repo.repo[entry.id]
             if isinstance(obj, pygit2.Tree):
-                walk(obj, prefix + entry.name + "/")
+                folders.add(prefix + entry.name)
+                todo.append((prefix + entry.name + "/", obj))
             else:
-                found[prefix + entry.name] = obj.peel(pygit2.Blob).data
-
-    walk(tree, "")
-    return found
+                files[prefix + entry.name] = obj.peel(pygit2.Blob).data
+    return files, folders
 
 
-def folders_of(repo: GitRepo, tree_id: pygit2.Oid) -> set[str]:
-    """Every folder of a tree (its subtrees' paths)."""
-    found: set[str] = set()
+def files_of(repo: GitRepo, tree: pygit2.Tree | pygit2.Oid | None) -> dict[str, bytes]:
+    return walk(repo, tree)[0]
 
-    def walk(node: pygit2.Tree, prefix: str) -> None:
-        for entry in node:
-            obj = repo.repo[entry.id]
-            if isinstance(obj, pygit2.Tree):
-                found.add(prefix + entry.name)
-                walk(obj, prefix + entry.name + "/")
 
-    walk(repo.repo[tree_id].peel(pygit2.Tree), "")
-    return found
+def folders_of(repo: GitRepo, tree: pygit2.Oid) -> set[str]:
+    return walk(repo, tree)[1]
 
 
 def blob(repo: GitRepo, data: bytes, mode: int = BLOB_MODE) -> tuple[str, int]:
