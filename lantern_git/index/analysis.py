@@ -178,11 +178,13 @@ def _parser() -> Any:
         def multitoken_query(
             self, spec: str, texts: list[str], fieldname: str, termclass: Any, boost: float
         ) -> Any:
-            # A word that is not its own stem is a form as written; its stem follows it.
+            # A word that is not its own stem is a form as written; its stem follows it. The
+            # stem is known by being among the texts: Porter2 is not idempotent ("database" ->
+            # "databas" -> "databa"), so a stem may itself stem further and is still the stem.
             return Q.Or(
                 [
                     termclass(fieldname, text, boost=boost * AS_WRITTEN_WEIGHT)
-                    if _stem(text) != text
+                    if _stem(text) != text and _stem(text) in texts
                     else termclass(fieldname, text, boost=boost)
                     for text in texts
                 ]

@@ -150,11 +150,18 @@ def test_query_syntax_still_goes_to_the_parser():
         ),
         # No syntax: the plain way, an OR of the words.
         "deploy window": Q.Or([term("deploy"), term("window")]),
+        # A stem that Porter2 would stem again ("databas" -> "databa") is still the stem:
+        # whole weight, its form as written a tenth.
+        "database": forms("database", "databas"),
+        "coffee window": Q.Or([term("coffee", boost=0.1), term("coffe"), term("window")]),
+        "releases^2": forms("releases", "releas", boost=2.0),
+        # Two words of one node (a hyphen joins them), each its own stem: both whole.
+        "tea-time": Q.Or([term("tea"), term("time")]),
     }
     for text, query in expected.items():
         made = text_query(text)
         assert (made, repr(made)) == (query, repr(query)), text
-        syntax = text != "deploy window"
+        syntax = text not in ("deploy window", "database", "coffee window", "tea-time")
         assert (repr(made) != repr(plain_words_query(text))) is syntax, text
 
 
