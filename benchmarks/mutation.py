@@ -65,7 +65,7 @@ class Module:
 # Functions with a module of their own (and its own, faster tests) inside a file that a
 # whole-file module covers too: the whole-file module leaves them out (``excluded``).
 HYBRID_FUNCTIONS = ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused")
-FUSION_FUNCTIONS = ("floors", "calibrated", "floor", "fusion", "fuse_rrf")
+FUSION_FUNCTIONS = ("floors", "calibrated", "floor", "fusion", "fuse_full_match")
 BM25_PRUNED_FUNCTIONS = (
     "_read",
     "_idfs",
@@ -285,7 +285,20 @@ MODULES = [
             *BM25_STORE_SEARCHES,
         ),
         120,
-        excluded=BM25_PRUNED_FUNCTIONS,
+        excluded=(*BM25_PRUNED_FUNCTIONS, "full_match"),
+    ),
+    # The full match hybrid search under e5 divides a keyword score by (issue 35), asked
+    # directly and through the store's scoped searches.
+    Module(
+        "full_match",
+        "lantern_git/index/bm25.py",
+        ("full_match",),
+        (
+            "tests/unit/test_bm25.py",
+            "tests/library/test_chunk_index.py",
+            "tests/surfaces/test_fusion_per_embedder.py",
+        ),
+        60,
     ),
     # The rest of ranking.py's functions (the hybrid's weights, its page, --explain's parts):
     # with `fusion` below and `ranking`'s rest, every line of the file once.
@@ -317,7 +330,7 @@ MODULES = [
         ),
         240,
     ),
-    # The per-embedder rules (which floors, which fusion, reciprocal rank fusion), asked
+    # The per-embedder rules (which floors, which fusion, the full match's fusion), asked
     # directly: the whole file's run above predates them.
     Module(
         "fusion",

@@ -17,6 +17,15 @@ Two sets, the same texts given to every ranker:
 And one held out from every choice (``paraphrases.yaml``, see its header): 45 short paraphrase
 pairs, each query searched among its target and four distractors sharing no word with it.
 
+And one nobody here wrote, read from outside the repository when ``LANTERN_REALTALK`` names a
+clone of github.com/danny911kr/REALTALK (its data carries no licence, so it is not copied
+here): ``realtalk``, ten real messaging-app conversations of 21 days between people, one
+record per turn (``speaker: text``), 679 questions (multi-hop, temporal, commonsense) with the
+turns that answer them, each searched within its conversation (see ``realtalk()``). With it
+set, ``--cv`` and ``--calibrate`` count its ten conversations as ten more folds.
+
+    LANTERN_REALTALK=~/src/REALTALK python benchmarks/retrieval.py --sets realtalk
+
 Lantern's semantic and hybrid modes run once per installed embedder (``--embedders``: wordllama,
 e5), keyword and the peers once.
 
@@ -78,6 +87,16 @@ RANKERS = (*LANTERN, *PEERS)
 SETS = ("recall", "conversations")
 # Printed, never tuned on: benchmarks/paraphrases.yaml (see its header)
 HELD_OUT = ("paraphrases",)
+# Real dialogue nobody here wrote, read from outside the repository when asked for by name
+OUTSIDE = ("realtalk",)
+
+
+def tuning_sets() -> tuple[str, ...]:
+    """The sets ``--cv`` and ``--calibrate`` choose by: the two of this repository, and
+    REALTALK's ten conversations as ten more folds when ``LANTERN_REALTALK`` names it."""
+    return (*SETS, *OUTSIDE) if os.environ.get("LANTERN_REALTALK") else SETS
+
+
 EMBEDDERS = ("wordllama", "e5")
 LIMIT = 10
 NOW = 1_764_720_000  # fixed, so that record ids never vary
@@ -94,6 +113,8 @@ def dataset(name: str) -> tuple[list[dict], list[dict]]:
     ``content``; questions ``id``, ``text``, ``targets``, ``type``, ``scope`` (None: all)."""
     if name == "paraphrases":
         return paraphrases()
+    if name == "realtalk":
+        return realtalk()
     if name == "recall":
         docs = load(os.path.join(HERE, "recall", "records.jsonl"))
         questions = [
@@ -138,6 +159,70 @@ def paraphrases() -> tuple[list[dict], list[dict]]:
                 "scope": scope,
             }
         )
+    return docs, questions
+
+
+# REALTALK's question categories (its paper, arXiv 2502.13270, and its data's answers)
+REALTALK_TYPES = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
+
+
+def realtalk() -> tuple[list[dict], list[dict]]:
+    """REALTALK (Lee et al. 2025, github.com/danny911kr/REALTALK): ten real messaging-app
+    conversations between people over 21 days, ~8,900 turns, 728 questions with the turns
+    that answer them. Not in this repository (its data carries no licence): fetch it and name
+    its folder with ``LANTERN_REALTALK``. Only its own ``data/Chat_*.json`` are read; the
+    repository also holds a copy of another set (``data/locomo/``), which is never read.
+    One record per turn, ``speaker: text``, each conversation its own scope; an evidence turn
+    the data does not hold is dropped, and a question left with none."""
+    import glob
+
+    folder = os.environ.get("LANTERN_REALTALK")
+    if not folder:
+        raise SystemExit(
+            "the realtalk set is not in this repository: set LANTERN_REALTALK to a clone of"
+            " github.com/danny911kr/REALTALK"
+        )
+    paths = sorted(
+        glob.glob(os.path.join(folder, "data", "Chat_*.json")),
+        key=lambda path: int(os.path.basename(path).split("_")[1]),
+    )
+    if not paths:
+        raise SystemExit(f"no data/Chat_*.json under {folder}")
+    docs, questions = [], []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            chat = json.load(handle)
+        number = int(os.path.basename(path).split("_")[1])
+        scope = f"realtalk:{number:02d}"
+        held = set()
+        for key in sorted(
+            (k for k in chat if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:])
+        ):
+            for turn in chat[key]:
+                text = (turn.get("clean_text") or "").strip()
+                if not text:
+                    continue
+                held.add(turn["dia_id"])
+                docs.append(
+                    {
+                        "key": f"{scope}/{turn['dia_id']}",
+                        "kind": "observation",
+                        "scope": scope,
+                        "content": f"{turn['speaker']}: {text}",
+                    }
+                )
+        for n, qa in enumerate(chat["qa"]):
+            targets = [f"{scope}/{e}" for e in qa.get("evidence", []) if e in held]
+            if targets:
+                questions.append(
+                    {
+                        "id": f"{scope}/q{n:03d}",
+                        "text": qa["question"],
+                        "targets": list(dict.fromkeys(targets)),
+                        "type": REALTALK_TYPES.get(qa["category"], str(qa["category"])),
+                        "scope": scope,
+                    }
+                )
     return docs, questions
 
 
@@ -365,7 +450,7 @@ def table(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default=",".join((*SETS, *HELD_OUT)))
+    parser.add_argument("--sets", default=",".join((*tuning_sets(), *HELD_OUT)))
     parser.add_argument("--rankers", default=",".join(RANKERS))
     parser.add_argument(
         "--embedders",
@@ -385,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         return tune(args.cv, args.calibrate)
     sets = [s for s in args.sets.split(",") if s]
     rankers = [r for r in args.rankers.split(",") if r]
-    bad = [s for s in sets if s not in (*SETS, *HELD_OUT)] + [
+    bad = [s for s in sets if s not in (*SETS, *HELD_OUT, *OUTSIDE)] + [
         r for r in rankers if r not in RANKERS
     ]
     if bad:
@@ -420,7 +505,7 @@ def tune(cv: bool, calibrate: bool) -> int:
 
     items = []
     reached: list[tuple[float, str, str, str]] = []
-    for name in SETS:
+    for name in tuning_sets():
         docs, questions = dataset(name)
         work = tempfile.mkdtemp(prefix="lantern-retrieval-")
         try:
@@ -515,6 +600,7 @@ def components(store: Store, keys: dict[str, str], questions: list[dict]) -> lis
         ids = store.index.matching_ids(query)
         query.text = q["text"]
         bm25 = dict(store.index.scored_ids(query))
+        full = store.index.full_match(query)
         cosines = current.scores(vectors.embed_query(q["text"]))
         rows = np.asarray([current.row[i] for i in ids], dtype=np.int64)
         out.append(
@@ -522,6 +608,7 @@ def components(store: Store, keys: dict[str, str], questions: list[dict]) -> lis
                 **q,
                 "keys": [keys[i] for i in ids],
                 "bm25": np.asarray([bm25.get(i, 0.0) for i in ids]),
+                "full": full,
                 "cos": np.asarray(cosines[rows], dtype=np.float64),
             }
         )
@@ -596,9 +683,15 @@ RULES: dict[str, list[tuple]] = {
     # w x bm25 / best bm25 + (1 - w) x cosine: lantern's
     "constant weight": [(w,) for w in WEIGHTS],
     # w / (k + keyword rank) + (1 - w) / (k + semantic rank)
-    "reciprocal rank (RRF)": [(w, k) for w in (0.3, 0.4, 0.5, 0.6, 0.7) for k in (1, 5, 20, 60)],
+    "reciprocal rank (RRF)": [
+        (w, k) for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7) for k in (1, 5, 20, 60)
+    ],
     # w x min(bm25 / most, 1) + (1 - w) x cosine: BM25 over the query's most, not the best hit's
     "BM25 over the query's most": [(w,) for w in WEIGHTS],
+    # the same over lantern's own scale: w x min(bm25 / full match, 1) + (1 - w) x cosine, the
+    # full match the BM25 a record of average length holding each of the query's terms once
+    # scores (bm25.full_match: the stems and the forms as written, each with its weight)
+    "BM25 over a full match (lantern's scorer)": [(w,) for w in (0.05, *WEIGHTS)],
     # the weight hi for a hit whose BM25 is at least rho x best bm25, lo for the others
     "confident keyword hit": [
         (0.1, hi, rho) for hi in (0.2, 0.3, 0.4, 0.6) for rho in (0.8, 0.9, 0.95, 1.0)
@@ -667,6 +760,9 @@ def rule_scores(family: str, rule: tuple, item: dict):  # -> np.ndarray
     elif family == "BM25 over the query's most":
         weight = rule[0]
         share = np.minimum(bm25 / (item["most"] or 1.0), 1.0)
+    elif family == "BM25 over a full match (lantern's scorer)":
+        weight = rule[0]
+        share = np.minimum(bm25 / (item["full"] or 1.0), 1.0)
     elif family == "confident keyword hit":
         lo, hi, rho = rule
         weight = np.where(matched & (share >= rho), hi, lo)
@@ -760,7 +856,7 @@ def rules_report(items: list[dict]) -> str:
     base = [r5(keyword[n], item) for n, item in enumerate(items)]
     groups = [
         (name, kind)
-        for name in SETS
+        for name in tuning_sets()
         for kind in (None, *sorted({i["type"] for i in items if i["set"] == name}))
     ]
 
@@ -782,9 +878,11 @@ def rules_report(items: list[dict]) -> str:
     grid = []
 
     def whole(label: str, chosen: str, tops: list[list[str]]) -> None:
-        for name in SETS:
+        for name in tuning_sets():
             for kind in (None, LEXICAL):
                 ns = [n for n in members(name, None) if kind is None or items[n]["type"] in kind]
+                if not ns:  # REALTALK has no lexical questions
+                    continue
                 f = figures([{"ranks": ranks(tops[n], items[n])} for n in ns])
                 whole_rows.append(
                     f"| {label} | {chosen} | {name} | {'lexical' if kind else 'all'} ({len(ns)})"
@@ -806,11 +904,12 @@ def rules_report(items: list[dict]) -> str:
         for rule in rules if level_kept else ():
             cells = [
                 statistics.mean(recall[rule][n] for n in ns)
-                for name in SETS
+                for name in tuning_sets()
                 for ns in (
                     members(name, None),
                     [n for n in members(name, None) if items[n]["type"] in LEXICAL],
                 )
+                if ns
             ]
             grid.append(f"{family} {rule}: " + " ".join(f"{c:.3f}" for c in cells))
         held: dict[int, float] = {}
@@ -893,11 +992,11 @@ def floor_check(items: list[dict]) -> str:
     def mean(floor: float, ns: list[int], at: int) -> float:
         return sum(table[floor, n][at] for n in ns) / len(ns)
 
-    rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in SETS) + " |"]
-    rows.append("|---" * (1 + 2 * len(SETS)) + "|")
+    rows = ["| floor | " + " | ".join(f"{name} R@5 | R@10" for name in tuning_sets()) + " |"]
+    rows.append("|---" * (1 + 2 * len(tuning_sets())) + "|")
     for floor in floor_grid():
         cells = []
-        for name in SETS:
+        for name in tuning_sets():
             ns = [n for n, i in enumerate(items) if i["set"] == name]
             cells += [f"{mean(floor, ns, 0):.3f}", f"{mean(floor, ns, 1):.3f}"]
         rows.append(f"| {floor} | " + " | ".join(cells) + " |")

@@ -1113,22 +1113,12 @@ def explain_text(explain: dict[str, Any] | None) -> str:
     if explain.get("mode") == "semantic":
         return f"{cos}; matched: {matched}"
     weights = explain["weights"]
-    if explain.get("fusion") == "rrf":
-        rrf = explain["rrf"]
-
-        def part(weight: float, name: str, place: int | None) -> str:
-            if not place:
-                return f"0 (not in the {name} ranking)"
-            return f"{weight:.3g}/({rrf['k']} + {name} rank {place})"
-
-        fused = " + ".join(
-            [
-                part(weights["keyword"], "keyword", rrf["keyword_rank"]),
-                part(weights["semantic"], "semantic", rrf["semantic_rank"]),
-            ]
-        )
-        return f"rrf {fused}, {cos}; matched: {matched}"
     best = explain.get("bm25_best")
+    if explain.get("fusion") == "full match":
+        scale = explain.get("full_match") or best
+        share = f"min(bm25 {explain['bm25']:.3f}/{scale:.3f}, 1)" if scale else "bm25 0"
+        mixed = f"{weights['keyword']:.3g} x {share} + {weights['semantic']:.3g} x cosine"
+        return f"{mixed}, {cos}; matched: {matched}"
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
     held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
     mixed = f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x cosine"

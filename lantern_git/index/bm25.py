@@ -239,6 +239,24 @@ def raw_scored(
     return _bulk(segments, parts, idfs, stats, keep, excluded if allowed is None else None, None)
 
 
+def full_match(searcher: Any, query: Any, allowed: set[int] | None) -> float | None:
+    """What a document of average length holding each word and phrase of ``query`` once
+    scores, with the statistics over ``allowed`` (None: the whole index) that
+    :func:`raw_scored` uses: the sum of each part's weight times its words' idfs (such a
+    document's length norm is 1, so a word held once scores ``idf * (K1 + 1) / (1 + K1)``, its
+    idf). A scale for a match's BM25 that does not depend on the other matches (hybrid search
+    under e5, ``ranking.fuse_full_match``). None for any other query than words and phrases
+    joined by OR."""
+    parts = plain_parts(query)
+    if parts is None:
+        return None
+    stats = statistics(searcher, allowed)
+    # Postings are read only to count a word's documents among those allowed
+    segments = _read(searcher, parts) if allowed is not None else []
+    idfs = _idfs(searcher, parts, stats, segments)
+    return sum(weight * sum(idfs[word] for word in words) for words, weight in parts)
+
+
 def _cut(found: list[tuple[float, int]], end: int | None) -> list[tuple[float, int]]:
     if end is not None and len(found) > end:
         cutoff = heapq.nlargest(end, (score for score, _ in found))[-1]

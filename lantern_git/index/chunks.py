@@ -422,6 +422,25 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         return self._answer(read)
 
+    def full_match(
+        self,
+        text: str,
+        kinds: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        phrases: Sequence[str] = (),
+    ) -> float | None:
+        """What a chunk of average length holding each of ``text``'s words once scores, over
+        the chunks the filters select (``bm25.full_match``), as :meth:`raw_scored` counts."""
+        query = _parsed(text)
+        _filter(tuple(kinds), tuple(sources), tuple(phrases))
+
+        def read() -> float | None:
+            searcher = self._searcher()
+            allowed = _allowed(searcher, kinds, sources, phrases)
+            return bm25.full_match(searcher, query, allowed)
+
+        return self._answer(read)
+
     def _indexed(self) -> dict[str, Any]:
         """The state, for a read that pairs the chunks with their sources' entries."""
         state = self._load_state()

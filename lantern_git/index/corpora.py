@@ -81,6 +81,9 @@ class RecordCorpus:
         id_of, docs, scores = self.index.raw_scored_docs(self._query(request))
         return Matches(id_of, docs, scores)
 
+    def full_match(self, request: RecordRequest) -> float | None:
+        return self.index.full_match(self._query(request))
+
     def words_held(self, request: RecordRequest, matches: Matches) -> tuple[int, list[int]]:
         return self.index.words_held(request.text, matches.numbers)
 
@@ -173,6 +176,10 @@ class ChunkCorpus:
             request.text, filters.kinds, filters.sources, filters.phrases
         )
         return Matches(keys, list(range(len(keys))), scores)
+
+    def full_match(self, request: ChunkRequest) -> float | None:
+        filters = request.filters
+        return self.index.full_match(request.text, filters.kinds, filters.sources, filters.phrases)
 
     def words_held(self, request: ChunkRequest, matches: Matches) -> tuple[int, list[int]]:
         keys = [matches.keys[n] for n in matches.numbers]

@@ -110,6 +110,11 @@ class Corpus(Protocol[H, F]):
         sorted and each once when ``ordered``, else in any order."""
         ...
 
+    def full_match(self, request: SearchRequest[F]) -> float | None:
+        """What a text of average length holding each of the query's words once scores, over
+        the documents the filters select (``bm25.full_match``; None: not plain words)."""
+        ...
+
     def words_held(self, request: SearchRequest[F], matches: Matches) -> tuple[int, list[int]]:
         """(how many words the query has as typed; how many of them each match holds, in the
         order of ``matches.numbers``)."""
@@ -147,13 +152,13 @@ class Trace:
     weights: dict[str, float] = field(default_factory=dict)
     cosines: dict[str, float] = field(default_factory=dict)
     rule: ranking.Fusion = ranking.WORDS_HELD
-    # RRF: each shown hit's (keyword rank, semantic rank), None where it is not in one
-    ranks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     # A centred embedder's search sharing no word with the records: each hit's own floor, and
     # the nearest hit's closest word pair at the threshold (query word, record word, cosine),
     # which lowered its floor unless its own let it in
     floors: dict[str, float] = field(default_factory=dict)
     similar: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+    # The BM25 over a full match: what a text of average length holding each word once scores
+    full: float | None = None
 
     def explained(self, key: str, content: str) -> dict[str, Any]:
         """One shown hit's ``explain`` object."""
@@ -167,9 +172,9 @@ class Trace:
             self.floors.get(key, self.floor),
             self.weights.get(key, 0.0),
             self.calibrated,
-            self.ranks.get(key),
             self.rule,
             self.similar.get(key),
+            self.full,
         )
 
 
@@ -201,8 +206,9 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     hybrid = request.mode == "hybrid"
     rule = ranking.fusion(corpus.embedder)
     end = request.page.end
-    # fuse_page: the rows in any order (the weight by words held only; RRF ranks everything)
-    paged = hybrid and end is not None and rule == ranking.WORDS_HELD
+    # fuse_page: the rows in any order (the weight by words held only; the full match's rule
+    # ranks every candidate)
+    paged = end is not None and hybrid and rule == ranking.WORDS_HELD
     candidates = corpus.candidates(request, current, ordered=not paged)
     wanted = vectors.embed_query(request.text)
     matches = corpus.matches(request)
@@ -249,7 +255,8 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     trace.rule = rule
     # Each keyword match's weight in hybrid mode: the share of the query's words it holds
     shares: list[float] = []
-    if hybrid:
+    by_words_held = hybrid and rule == ranking.WORDS_HELD
+    if by_words_held:
         words, held = corpus.words_held(request, matches)
         # One weight per count (0 to the query's words): a common word has 10k hits at 100k
         by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
@@ -267,7 +274,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
             fused.weights,
         )
     else:
-        if hybrid:
+        if by_words_held:
             trace.weights = dict(zip((keys[n] for n in matches.numbers), shares))
         keyword: list[tuple[str, float]] = []
         if hybrid or request.explain:
@@ -278,15 +285,10 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
                 key=lambda item: (-item[1], item[0]),
             )
             trace.bm25, trace.best = dict(keyword), (keyword[0][1] if keyword else None)
-        if hybrid and rule.rule == "rrf":  # every candidate: whole rankings, by their orders
+        if hybrid and rule.rule == ranking.FULL_MATCH:  # every candidate, whole rankings
+            trace.full = corpus.full_match(request)
             semantic = rank(current, wanted, candidates, floor=floor)
-            ranked = ranking.fuse_rrf(keyword, semantic, rule)
-            if request.explain:
-                at_keyword = {key: place for place, (key, _) in enumerate(keyword, 1)}
-                at_semantic = {key: place for place, (key, _) in enumerate(semantic, 1)}
-                trace.ranks = {
-                    key: (at_keyword.get(key), at_semantic.get(key)) for key, _ in ranked
-                }
+            ranked = ranking.fuse_full_match(keyword, semantic, rule, trace.full)
         elif hybrid:  # every candidate: whole rankings fused
             ranked = ranking.fuse(
                 keyword, rank(current, wanted, candidates, floor=floor), trace.weights

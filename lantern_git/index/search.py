@@ -1023,6 +1023,19 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
+    def full_match(self, query: RecordQuery) -> float | None:
+        """What a record of average length holding each of ``query``'s words once scores,
+        over the records its filters select (``bm25.full_match``); None without text."""
+
+        def read() -> float | None:
+            if not query.text:
+                return None
+            searcher = self._searcher()
+            allowed = self._allowed(searcher, query)
+            return bm25.full_match(searcher, text_query(query.text), allowed)
+
+        return self._answer(read)
+
     def words_held(self, text: str, docs: builtins.list[int]) -> tuple[int, builtins.list[int]]:
         """(how many words the query ``text`` has as typed; how many of them each of ``docs``,
         document numbers as :meth:`raw_scored_docs` gives them, holds): ``bm25.words_held``."""

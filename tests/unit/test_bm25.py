@@ -451,3 +451,31 @@ def test_a_lone_phrase_s_page_reads_on_while_the_next_candidate_ties_its_last():
         page = scores(bm25.scored(found, text_query('"mango pear"'), None, end=4))
     assert set(page) == {0, 1, 2, 3, 64}
     assert page[64] == page[3] and len({page[0], page[1], page[2], page[3]}) == 4
+
+
+def idf_over(term: str, counted: list[int]) -> float:
+    n = len(counted)
+    df = sum(1 for d in counted if term in terms(DOCS[d]))
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+@pytest.mark.parametrize("allowed", [None, {0, 1, 2, 3}, {3, 4, 7}])
+def test_a_full_match_is_each_query_term_s_weight_times_its_idf_over_the_documents_searched(
+    searcher, allowed
+):
+    # What a document of average length holding each word once scores: its length norm is 1,
+    # so each term adds weight * idf * (K1 + 1) / (1 + K1), its weight times its idf.
+    counted = sorted(allowed) if allowed else list(range(len(DOCS)))
+    query = [("mango", 1.0), ("mangoes", 0.1), ("lime", 1.0), ("quokka", 1.0)]
+    want = sum(weight * idf_over(term, counted) for term, weight in query)
+    found = bm25.full_match(searcher, text_query("mangoes lime quokka"), allowed)
+    assert found == pytest.approx(want, abs=1e-9)
+
+
+def test_a_full_match_counts_a_phrase_s_words_and_is_none_for_any_other_query(searcher):
+    counted = list(range(len(DOCS)))
+    want = idf_over("mango", counted) + idf_over("pear", counted) + idf_over("fig", counted)
+    found = bm25.full_match(searcher, text_query('"mango pear" fig'), None)
+    assert found == pytest.approx(want, abs=1e-9)
+    assert bm25.full_match(searcher, text_query("mango AND pear"), None) is None
+    assert bm25.full_match(searcher, text_query("m*"), None) is None

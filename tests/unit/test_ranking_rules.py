@@ -29,7 +29,7 @@ from lantern_git.index.ranking import (
     explained,
     floor,
     floors,
-    fuse_rrf,
+    fuse_full_match,
     fusion,
     keyword_weight,
     needs_noise,
@@ -137,7 +137,7 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     assert out["weights"] == {"keyword": 0.5, "semantic": 0.5}
     assert (out["bm25"], out["bm25_best"], out["cosine"], out["floor"]) == (1.0, 4.0, 0.25, 0.15)
     assert out["matched"] == ["deploy"]
-    assert out["fusion"] == "words held" and "rrf" not in out
+    assert out["fusion"] == "words held" and "full_match" not in out
     assert out["calibrated"] is True
     # A hit with no keyword match was given no weight: all of it on the cosine.
     alone = explained("hybrid", "deploy", "nothing alike", None, 4.0, 0.5, 0.15)
@@ -145,10 +145,10 @@ def test_a_hybrid_hit_explains_its_weights_and_the_best_bm25_it_was_divided_by()
     assert (alone["bm25"], alone["bm25_best"]) == (0.0, 4.0)
     # The rule is told by its value: one built anew is the same rule.
     again = explained(
-        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held", 0.0, 0)
+        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, 0.5, rule=Fusion("words held", 0.0)
     )
     assert again["weights"] == {"keyword": 0.5, "semantic": 0.5}
-    assert again["fusion"] == "words held" and "rrf" not in again
+    assert again["fusion"] == "words held" and "full_match" not in again
 
 
 def unit_rows(cosines: dict[str, float]) -> tuple[Any, Any]:
@@ -300,21 +300,6 @@ def test_an_id_only_the_semantic_ranking_holds_counts_its_cosine_whatever_its_we
     assert fuse([("b", 2.0)], [("a", 0.5)], {"a": 0.5, "b": 1.0}) == [("b", 1.0), ("a", 0.5)]
 
 
-def test_an_rrf_hit_explains_the_rule_s_weights_and_its_two_ranks():
-    # A rule read from input: its name a new string, not the literal the code holds.
-    rule = Fusion("".join(["r", "r", "f"]), 0.3, 5)
-    out = explained(
-        "hybrid", "deploy", "deploy", 1.0, 4.0, 0.25, 0.15, weight=1.0, ranks=(1, 3), rule=rule
-    )
-    assert out["weights"] == {"keyword": 0.3, "semantic": 0.7}
-    assert out["fusion"] == "rrf"
-    assert out["rrf"] == {"k": 5, "keyword_rank": 1, "semantic_rank": 3}
-    assert out["calibrated"] is True
-    # A hit in one ranking only: the other rank is None.
-    one = explained("hybrid", "deploy", "x", None, 4.0, 0.25, 0.15, ranks=(None, 2), rule=rule)
-    assert one["rrf"] == {"k": 5, "keyword_rank": None, "semantic_rank": 2}
-
-
 @pytest.mark.semantic
 def test_a_page_divides_by_the_best_keyword_score_rounded_as_the_keyword_ranking_rounds_it():
     import numpy as np
@@ -349,30 +334,9 @@ def test_a_mode_read_from_input_is_compared_by_its_value():
     assert hybrid["bm25_best"] == 2.0
 
 
-def test_rrf_scores_each_id_by_its_two_ranks_and_orders_best_first():
-    keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
-    semantic = [("c", 0.9), ("d", 0.8), ("a", 0.7)]
-    # 0.3 / (5 + keyword rank) + 0.7 / (5 + semantic rank), ranks from 1, absent adds 0
-    assert fuse_rrf(keyword, semantic, Fusion("rrf", 0.3, 5)) == [
-        ("c", 0.154167),  # 0.3/8 + 0.7/6
-        ("a", 0.1375),  # 0.3/6 + 0.7/8
-        ("d", 0.1),  # 0.7/7
-        ("b", 0.042857),  # 0.3/7
-    ]
-
-
-def test_rrf_breaks_equal_scores_by_the_semantic_order():
-    rule = Fusion("rrf", 0.5, 0)
-    # y (semantic only) and x (keyword only) both score 0.5: y is in the semantic ranking.
-    assert fuse_rrf([("x", 1.0)], [("y", 0.9)], rule) == [("y", 0.5), ("x", 0.5)]
-    # Equal scores both in the semantic ranking keep its order, whatever their ids.
-    tied = fuse_rrf([("b", 2.0), ("a", 1.0)], [("a", 0.9), ("b", 0.8)], rule)
-    assert tied == [("a", 0.75), ("b", 0.75)]
-
-
 def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_held():
-    assert fusion("e5") == Fusion("rrf", 0.3, 5)
-    assert fusion("wordllama") == WORDS_HELD == Fusion("words held", 0.0, 0)
+    assert fusion("e5") == Fusion("full match", 0.1)
+    assert fusion("wordllama") == WORDS_HELD == Fusion("words held", 0.0)
     assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
     # Every search shares these objects: one caller changing them would change everyone's rule.
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -398,21 +362,6 @@ def test_the_ranking_rules_load_without_numpy():
         env=env,
     )
     assert result.stdout.strip() == "False"
-
-
-def test_rrf_scores_that_round_alike_far_down_the_keyword_ranking_go_by_id():
-    # Six places make neighbouring ranks' scores equal past a few hundred (0.3/1000 and
-    # 0.3/1001 are both 0.0003): among equal scores outside the semantic ranking, ids decide,
-    # not the keyword order (here the reverse of the ids').
-    keyword = [(f"id{999 - rank:04d}", 1.0) for rank in range(1000)]
-    expected = sorted(
-        ((key, round(0.3 / (5 + rank), 6)) for rank, (key, _) in enumerate(keyword, 1)),
-        key=lambda item: (-item[1], item[0]),
-    )
-    fused = fuse_rrf(keyword, [], Fusion("rrf", 0.3, 5))
-    assert fused == expected
-    # Ties do happen here, so the order among them is asked.
-    assert len({score for _, score in fused}) < len(fused)
 
 
 @pytest.mark.semantic
@@ -725,3 +674,47 @@ def test_content_words_are_the_typed_words_made_of_letters():
 
     text = "The deploy at 2am on Friday: Ana's 3 replies, brief"
     assert content_words(text) == ["deploy", "friday", "ana", "replies", "brief"]
+
+
+def test_a_full_match_fusion_scores_a_share_of_the_full_match_capped_at_one_plus_the_cosine():
+    rule = Fusion("full match", 0.1)
+    keyword = [("a", 6.0), ("b", 2.0), ("c", 1.0)]
+    semantic = [("c", 0.9), ("d", 0.85), ("a", 0.8)]
+    # 0.1 * min(bm25 / 4, 1) + 0.9 * cosine; a ranking an id is not in adds 0
+    assert fuse_full_match(keyword, semantic, rule, 4.0) == [
+        ("c", 0.835),  # 0.1 * 0.25 + 0.9 * 0.9
+        ("a", 0.82),  # 0.1 * 1 (6 / 4, capped) + 0.9 * 0.8
+        ("d", 0.765),  # 0.9 * 0.85
+        ("b", 0.05),  # 0.1 * 0.5
+    ]
+
+
+def test_a_full_match_fusion_without_a_full_match_divides_by_the_best_bm25():
+    rule = Fusion("full match", 0.5)
+    keyword = [("a", 4.0), ("b", 1.0)]
+    semantic = [("b", 0.5)]
+    assert fuse_full_match(keyword, semantic, rule, None) == [("a", 0.5), ("b", 0.375)]
+    assert fuse_full_match(keyword, semantic, rule, 0.0) == [("a", 0.5), ("b", 0.375)]
+    # No keyword hit at all: the cosines alone, weighed
+    assert fuse_full_match([], [("x", 0.8)], rule, None) == [("x", 0.4)]
+
+
+def test_a_full_match_fusion_breaks_equal_scores_by_the_semantic_order_then_id():
+    rule = Fusion("full match", 0.5)
+    # y (semantic only) and x (keyword only) both score 0.5: y is in the semantic ranking.
+    assert fuse_full_match([("x", 2.0)], [("y", 1.0)], rule, 2.0) == [("y", 0.5), ("x", 0.5)]
+    # Two keyword hits alone, equal: by id.
+    assert fuse_full_match([("q", 1.0), ("p", 1.0)], [], rule, 4.0) == [("p", 0.125), ("q", 0.125)]
+
+
+def test_a_full_match_hit_explains_the_rule_s_weights_and_the_full_match():
+    rule = Fusion("".join(["full", " ", "match"]), 0.1)
+    out = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, rule=rule, full=2.5)
+    assert out["fusion"] == "full match"
+    assert out["weights"] == {"keyword": 0.1, "semantic": 0.9}
+    assert out["full_match"] == 2.5 and out["bm25_best"] == 4.0
+    none = explained("hybrid", "a AND b", "a b", 3.0, 4.0, 0.82, 0.8, rule=rule, full=None)
+    assert none["full_match"] is None
+    # The other rules name no full match.
+    words = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, weight=1.0)
+    assert "full_match" not in words
