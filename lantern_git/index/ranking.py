@@ -262,8 +262,8 @@ def fuse_full_match(
     ordered = []
     for key in bm25.keys() | cosines.keys():
         share = min(bm25.get(key, 0.0) / scale, 1.0)
-        cosine = max(cosines.get(key, 0.0), 0.0)
-        ordered.append((key, round(rule.weight * share + keep * cosine, 6)))
+        # vectors.rank keeps no cosine of 0 or below, whatever the floor
+        ordered.append((key, round(rule.weight * share + keep * cosines.get(key, 0.0), 6)))
     unplaced = len(semantic)
     ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
     return ordered

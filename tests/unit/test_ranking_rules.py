@@ -703,8 +703,25 @@ def test_a_full_match_fusion_breaks_equal_scores_by_the_semantic_order_then_id()
     rule = Fusion("full match", 0.5)
     # y (semantic only) and x (keyword only) both score 0.5: y is in the semantic ranking.
     assert fuse_full_match([("x", 2.0)], [("y", 1.0)], rule, 2.0) == [("y", 0.5), ("x", 0.5)]
-    # Two keyword hits alone, equal: by id.
-    assert fuse_full_match([("q", 1.0), ("p", 1.0)], [], rule, 4.0) == [("p", 0.125), ("q", 0.125)]
+    # Keyword hits alone, equal: by id, whatever order they come in.
+    ids = ["q", "b", "x", "a", "m", "c", "z", "k"]
+    tied = fuse_full_match([(key, 1.0) for key in ids], [], rule, 4.0)
+    assert tied == [(key, 0.125) for key in sorted(ids)]
+
+
+def test_a_full_match_fusion_rounds_to_six_places():
+    rule = Fusion("full match", 0.1)
+    # 0.1 * 1 / 3 = 0.0333...; 0.9 * 0.7777777 = 0.69999993
+    assert fuse_full_match([("a", 1.0)], [("b", 0.7777777)], rule, 3.0) == [
+        ("b", 0.7),
+        ("a", 0.033333),
+    ]
+
+
+def test_without_a_full_match_the_scale_is_the_first_keyword_score_even_beside_a_zero():
+    rule = Fusion("full match", 0.5)
+    # The best is 0.5, so a's share is 1; a hit scoring 0 (a word of no weight) shares nothing
+    assert fuse_full_match([("a", 0.5), ("b", 0.0)], [], rule, None) == [("a", 0.5), ("b", 0.0)]
 
 
 def test_a_full_match_hit_explains_the_rule_s_weights_and_the_full_match():
