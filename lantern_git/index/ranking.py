@@ -14,7 +14,8 @@ as written or by stem (``--explain``'s ``matched``). A record holding every word
 scores the larger of its BM25 share and its cosine; one holding none, its cosine: a word held
 can raise a record above its cosine, never lower it. The candidates are the keyword matches
 and the records whose cosine reaches the floor; semantic search ranks the latter by cosine
-alone.
+alone. Under e5 hybrid fuses by the BM25 over a full match instead (:class:`Fusion`,
+:data:`FUSIONS`, :func:`fuse_full_match`).
 
 Why the weight is the record's and not one constant: on questions in their answers' words, a
 constant weight small enough for paraphrases to gain (0.1, the best by cross-validation) let
