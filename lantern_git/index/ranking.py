@@ -256,15 +256,14 @@ def fuse_full_match(
     as a query that is not plain words has no full match). Best first, ties by the semantic
     ranking's order, then id."""
     scale = full or (keyword[0][1] if keyword and keyword[0][1] else 1.0)
-    bm25 = dict(keyword)
-    cosines = dict(semantic)
+    weight, keep = rule.weight, semantic_weight(rule.weight)
+    # The cosine's part, then the keyword's added (a sum's order changes no float); vectors.rank
+    # keeps no cosine of 0 or below, whatever the floor
+    fused = {key: keep * cosine for key, cosine in semantic}
+    for key, bm25 in keyword:
+        fused[key] = fused.get(key, 0.0) + weight * min(bm25 / scale, 1.0)
+    ordered = [(key, round(score, 6)) for key, score in fused.items()]
     places = {key: place for place, (key, _) in enumerate(semantic)}
-    keep = semantic_weight(rule.weight)
-    ordered = []
-    for key in bm25.keys() | cosines.keys():
-        share = min(bm25.get(key, 0.0) / scale, 1.0)
-        # vectors.rank keeps no cosine of 0 or below, whatever the floor
-        ordered.append((key, round(rule.weight * share + keep * cosines.get(key, 0.0), 6)))
     unplaced = len(semantic)
     ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
     return ordered
