@@ -697,6 +697,8 @@ def test_a_full_match_fusion_without_a_full_match_divides_by_the_best_bm25():
     assert fuse_full_match(keyword, semantic, rule, 0.0) == [("a", 0.5), ("b", 0.375)]
     # No keyword hit at all: the cosines alone, weighed
     assert fuse_full_match([], [("x", 0.8)], rule, None) == [("x", 0.4)]
+    # Keyword scores of 0 alone (no full match): divided by 1, never by their 0
+    assert fuse_full_match([("a", 0.0)], [("b", 0.5)], rule, None) == [("b", 0.25), ("a", 0.0)]
 
 
 def test_a_full_match_fusion_breaks_equal_scores_by_the_semantic_order_then_id():
