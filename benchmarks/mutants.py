@@ -80,8 +80,8 @@ PLANTS = [
     Plant(
         "record hybrid search drops the keyword side",
         "lantern_git/index/corpora.py",
-        "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))",
-        "id_of, docs, scores = self.index.raw_scored_docs(self._query(request))[0], [], []",
+        "return Matches(id_of, docs, scores, full)",
+        "return Matches(id_of, [], [], full)",
         (
             "tests/library/test_hybrid_fusion.py::"
             "test_record_hybrid_search_ranks_by_the_fused_score_not_the_cosine_alone",
@@ -90,8 +90,8 @@ PLANTS = [
     Plant(
         "source hybrid search drops the keyword side",
         "lantern_git/index/corpora.py",
-        "keys, scores = self.index.raw_scored(request.text, filters.kinds, filters.sources)",
-        "keys, scores = [], []",
+        "return Matches(keys, list(range(len(keys))), scores, full)",
+        "return Matches([], [], [], full)",
         (
             "tests/library/test_hybrid_fusion.py::"
             "test_source_hybrid_search_ranks_chunks_by_the_fused_score_not_the_cosine_alone",

@@ -601,7 +601,7 @@ def components(store: Store, keys: dict[str, str], questions: list[dict]) -> lis
         ids = store.index.matching_ids(query)
         query.text = q["text"]
         bm25 = dict(store.index.scored_ids(query))
-        full = store.index.full_match(query)
+        full = store.index.raw_scored_docs(query)[3]
         cosines = current.scores(vectors.embed_query(q["text"]))
         rows = np.asarray([current.row[i] for i in ids], dtype=np.int64)
         out.append(

@@ -222,38 +222,34 @@ def scored(
 
 def raw_scored(
     searcher: Any, query: Any, allowed: set[int] | None, excluded: set[int] | None = None
-) -> tuple[list[int], list[float]]:
+) -> tuple[list[int], list[float], float | None]:
     """Every document matching ``query`` (as :func:`scored` with no ``end``) and its score
     before rounding, as two lists in no order: for a caller that ranks them in bulk (hybrid
-    search) and rounds only the few it shows. ``round(score, 6)`` is :func:`scored`'s."""
+    search) and rounds only the few it shows. ``round(score, 6)`` is :func:`scored`'s. Third,
+    the query's full match (:func:`full_match`) from the same statistics; None for a query
+    that is not words and phrases joined by OR."""
     stats = statistics(searcher, allowed)
     parts = plain_parts(query)
     if parts is None:
         found = _by_whoosh(searcher, query, stats, excluded, None)
-        return [doc for _, doc in found], [score for score, _ in found]
+        return [doc for _, doc in found], [score for score, _ in found], None
     keep = allowed
     if excluded:
         keep = None if allowed is None else allowed - excluded
     segments = _read(searcher, parts)
     idfs = _idfs(searcher, parts, stats, segments)
-    return _bulk(segments, parts, idfs, stats, keep, excluded if allowed is None else None, None)
+    docs, scores = _bulk(
+        segments, parts, idfs, stats, keep, excluded if allowed is None else None, None
+    )
+    return docs, scores, full_match(parts, idfs)
 
 
-def full_match(searcher: Any, query: Any, allowed: set[int] | None) -> float | None:
-    """What a document of average length holding each word and phrase of ``query`` once
-    scores, with the statistics over ``allowed`` (None: the whole index) that
-    :func:`raw_scored` uses: the sum of each part's weight times its words' idfs (such a
-    document's length norm is 1, so a word held once scores ``idf * (K1 + 1) / (1 + K1)``, its
-    idf). A scale for a match's BM25 that does not depend on the other matches (hybrid search
-    under e5, ``ranking.fuse_full_match``). None for any other query than words and phrases
-    joined by OR."""
-    parts = plain_parts(query)
-    if parts is None:
-        return None
-    stats = statistics(searcher, allowed)
-    # Postings are read only to count a word's documents among those allowed
-    segments = _read(searcher, parts) if allowed is not None else []
-    idfs = _idfs(searcher, parts, stats, segments)
+def full_match(parts: Parts, idfs: dict[str, float]) -> float:
+    """What a document of average length holding each word and phrase of the query once
+    scores, given its ``parts`` and their words' ``idfs``: the sum of each part's weight times
+    its words' idfs (such a document's length norm is 1, so a word held once scores ``idf *
+    (K1 + 1) / (1 + K1)``, its idf). A scale for a match's BM25 that does not depend on the
+    other matches (hybrid search under e5, ``ranking.fuse_full_match``)."""
     return sum(weight * sum(idfs[word] for word in words) for words, weight in parts)
 
 

@@ -406,38 +406,20 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         kinds: Sequence[str] = (),
         sources: Sequence[str] = (),
         phrases: Sequence[str] = (),
-    ) -> tuple[list[str], list[float]]:
+    ) -> tuple[list[str], list[float], float | None]:
         """Every chunk matching ``text`` among those the filters select, as :meth:`search`
         finds them, as (keys, BM25 scores before rounding) in no order: the keyword side of a
-        semantic or hybrid search, ranked in bulk (``ranking.fuse_page``)."""
+        semantic or hybrid search, ranked in bulk (``ranking.fuse_page``); third, the query's
+        full match over those chunks (``bm25.full_match``; None: not plain words)."""
         query = _parsed(text)
         _filter(tuple(kinds), tuple(sources), tuple(phrases))
 
-        def read() -> tuple[list[str], list[float]]:
+        def read() -> tuple[list[str], list[float], float | None]:
             searcher = self._searcher()
             allowed = _allowed(searcher, kinds, sources, phrases)
-            docs, scores = bm25.raw_scored(searcher, query, allowed, None)
+            docs, scores, full = bm25.raw_scored(searcher, query, allowed, None)
             keys = [f"{f['source']}:{f['a']}" for f in map(searcher.stored_fields, docs)]
-            return keys, scores
-
-        return self._answer(read)
-
-    def full_match(
-        self,
-        text: str,
-        kinds: Sequence[str] = (),
-        sources: Sequence[str] = (),
-        phrases: Sequence[str] = (),
-    ) -> float | None:
-        """What a chunk of average length holding each of ``text``'s words once scores, over
-        the chunks the filters select (``bm25.full_match``), as :meth:`raw_scored` counts."""
-        query = _parsed(text)
-        _filter(tuple(kinds), tuple(sources), tuple(phrases))
-
-        def read() -> float | None:
-            searcher = self._searcher()
-            allowed = _allowed(searcher, kinds, sources, phrases)
-            return bm25.full_match(searcher, query, allowed)
+            return keys, scores, full
 
         return self._answer(read)
 

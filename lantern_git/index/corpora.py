@@ -78,11 +78,8 @@ class RecordCorpus:
         # The keyword ranking as documents and BM25 scores not yet rounded: a page ranks them
         # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
         # sorted or looked up by id.
-        id_of, docs, scores = self.index.raw_scored_docs(self._query(request))
-        return Matches(id_of, docs, scores)
-
-    def full_match(self, request: RecordRequest) -> float | None:
-        return self.index.full_match(self._query(request))
+        id_of, docs, scores, full = self.index.raw_scored_docs(self._query(request))
+        return Matches(id_of, docs, scores, full)
 
     def words_held(self, request: RecordRequest, matches: Matches) -> tuple[int, list[int]]:
         return self.index.words_held(request.text, matches.numbers)
@@ -172,14 +169,10 @@ class ChunkCorpus:
 
     def matches(self, request: ChunkRequest) -> Matches:
         filters = request.filters
-        keys, scores = self.index.raw_scored(
+        keys, scores, full = self.index.raw_scored(
             request.text, filters.kinds, filters.sources, filters.phrases
         )
-        return Matches(keys, list(range(len(keys))), scores)
-
-    def full_match(self, request: ChunkRequest) -> float | None:
-        filters = request.filters
-        return self.index.full_match(request.text, filters.kinds, filters.sources, filters.phrases)
+        return Matches(keys, list(range(len(keys))), scores, full)
 
     def words_held(self, request: ChunkRequest, matches: Matches) -> tuple[int, list[int]]:
         keys = [matches.keys[n] for n in matches.numbers]

@@ -78,11 +78,14 @@ class SearchRequest(Generic[F]):
 @dataclass(frozen=True)
 class Matches:
     """A corpus's keyword matches: ``numbers`` into ``keys`` (a table of keys by number) and
-    their BM25 ``scores`` before rounding, in the same order (any order)."""
+    their BM25 ``scores`` before rounding, in the same order (any order); ``full_match``, what
+    a text of average length holding each of the query's words once scores over the documents
+    the filters select (``bm25.full_match``; None: the query is not plain words)."""
 
     keys: Sequence[str]
     numbers: list[int]
     scores: list[float]
+    full_match: float | None = None
 
 
 class Corpus(Protocol[H, F]):
@@ -108,11 +111,6 @@ class Corpus(Protocol[H, F]):
     ) -> np.ndarray:
         """The rows of ``vectors`` of the texts the filters select: the semantic candidates,
         sorted and each once when ``ordered``, else in any order."""
-        ...
-
-    def full_match(self, request: SearchRequest[F]) -> float | None:
-        """What a text of average length holding each of the query's words once scores, over
-        the documents the filters select (``bm25.full_match``; None: not plain words)."""
         ...
 
     def words_held(self, request: SearchRequest[F], matches: Matches) -> tuple[int, list[int]]:
@@ -286,7 +284,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
             )
             trace.bm25, trace.best = dict(keyword), (keyword[0][1] if keyword else None)
         if hybrid and rule.rule == ranking.FULL_MATCH:  # every candidate, whole rankings
-            trace.full = corpus.full_match(request)
+            trace.full = matches.full_match
             semantic = rank(current, wanted, candidates, floor=floor)
             ranked = ranking.fuse_full_match(keyword, semantic, rule, trace.full)
         elif hybrid:  # every candidate: whole rankings fused

@@ -233,6 +233,9 @@ def _sweep(memory: str, since: int, meanwhile: Callable[[], object] | None = Non
 # ctime, mtime, size and inode, packed: marshal loads 10k byte strings in a fraction of the
 # time it takes for 10k tuples of large ints.
 Signature = bytes
+# A query's keyword matches in bulk (SearchIndex.raw_scored_docs): every document's id by
+# number, the matching documents, their BM25 scores before rounding, the query's full match
+RawScored = tuple[list[str], list[int], list[float], float | None]
 _SIGNATURE = struct.Struct("<qqQQ")
 
 
@@ -1003,36 +1006,21 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
-    def raw_scored_docs(
-        self, query: RecordQuery
-    ) -> tuple[builtins.list[str], builtins.list[int], builtins.list[float]]:
+    def raw_scored_docs(self, query: RecordQuery) -> RawScored:
         """(every document's id by document number, as :meth:`matching_docs` gives it; the
-        documents matching ``query``, text and filters; their BM25 scores before rounding):
+        documents matching ``query``, text and filters; their BM25 scores before rounding;
+        the query's full match, ``bm25.full_match``, None without text):
         :meth:`scored_ids` without rounding, sorting or mapping every match to its id, for
         hybrid search, which ranks them in bulk and rounds only its page's."""
 
-        def read() -> tuple[builtins.list[str], builtins.list[int], builtins.list[float]]:
+        def read() -> RawScored:
             searcher = self._searcher()
             id_of = self._ids_by_docnum(searcher)
             if not query.text:
-                return id_of, [], []
+                return id_of, [], [], None
             expired = self._masked(searcher, _mask_query(query))
             allowed = self._allowed(searcher, query)
-            docs, scores = bm25.raw_scored(searcher, text_query(query.text), allowed, expired)
-            return id_of, docs, scores
-
-        return self._answer(read)
-
-    def full_match(self, query: RecordQuery) -> float | None:
-        """What a record of average length holding each of ``query``'s words once scores,
-        over the records its filters select (``bm25.full_match``); None without text."""
-
-        def read() -> float | None:
-            if not query.text:
-                return None
-            searcher = self._searcher()
-            allowed = self._allowed(searcher, query)
-            return bm25.full_match(searcher, text_query(query.text), allowed)
+            return id_of, *bm25.raw_scored(searcher, text_query(query.text), allowed, expired)
 
         return self._answer(read)
 

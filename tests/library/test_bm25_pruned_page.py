@@ -58,7 +58,7 @@ def page_of_every_posting(
 ) -> list[tuple[float, int]]:
     """The page as stated: every matching document scored, then the best ``end`` by score
     rounded to 6 places, with every document whose rounded score ties the last."""
-    docs, scores = bm25.raw_scored(searcher, query, allowed, excluded)
+    docs, scores, _ = bm25.raw_scored(searcher, query, allowed, excluded)
     found = [(round(score, 6), doc) for doc, score in zip(docs, scores)]
     if len(found) > end:
         last = round(heapq.nlargest(end, scores)[-1], 6)
@@ -105,7 +105,7 @@ def test_a_pruned_page_is_the_page_of_every_posting_scored(segments, terms, end,
         assert sorted(bm25.scored(searcher, query, allowed, excluded, end)) == expected
         # The pruned scorer itself, where it answers: each of its scores the same float as
         # every posting scored gives, and the page cut from them the same.
-        raw = dict(zip(*bm25.raw_scored(searcher, query, allowed, excluded)))
+        raw = dict(zip(*bm25.raw_scored(searcher, query, allowed, excluded)[:2]))
         stats = bm25.statistics(searcher, allowed)
         parts = bm25.plain_parts(query)
         read = bm25._read(searcher, parts)

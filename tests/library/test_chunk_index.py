@@ -521,7 +521,7 @@ def test_a_full_match_counts_the_chunks_the_filters_select(root, index):
     def full(walrus: int, sing: int, docs: int) -> float:
         return idf(walrus, docs) + idf(sing, docs) + 0.1 * idf(sing, docs)
 
-    assert index.full_match("walrus sings") == pytest.approx(full(2, 1, 3), abs=1e-9)
-    assert index.full_match("walrus sings", kinds=["log"]) == pytest.approx(full(1, 0, 2))
-    assert index.full_match("walrus sings", sources=[note]) == pytest.approx(full(1, 1, 1))
-    assert index.full_match("walrus AND sings") is None
+    assert index.raw_scored("walrus sings")[2] == pytest.approx(full(2, 1, 3), abs=1e-9)
+    assert index.raw_scored("walrus sings", kinds=["log"])[2] == pytest.approx(full(1, 0, 2))
+    assert index.raw_scored("walrus sings", sources=[note])[2] == pytest.approx(full(1, 1, 1))
+    assert index.raw_scored("walrus AND sings")[2] is None

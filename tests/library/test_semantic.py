@@ -871,7 +871,7 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
         assert searched == whole, text
         scores = dict(keyword)
-        id_of, docs, raw = store.index.raw_scored_docs(RecordQuery(text=text))
+        id_of, docs, raw, _ = store.index.raw_scored_docs(RecordQuery(text=text))
         rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
         for end in (1, 3, 10, 25, 100):
             shares = [weights[id_of[doc]] for doc in docs]

@@ -150,7 +150,7 @@ def test_excluded_documents_are_left_out_and_change_no_other_score(searcher, tex
     assert 0 in whole
     left = scores(bm25.scored(searcher, query, allowed, {0}))
     assert left == {d: s for d, s in whole.items() if d != 0}
-    raw_docs, raw = bm25.raw_scored(searcher, query, allowed, {0})
+    raw_docs, raw, _ = bm25.raw_scored(searcher, query, allowed, {0})
     assert dict(zip(raw_docs, (round(s, 6) for s in raw))) == left
 
 
@@ -188,11 +188,11 @@ def test_a_page_keeps_the_best_and_every_tie_with_the_last(searcher, text):
 def test_raw_scores_are_the_scores_before_rounding(searcher):
     for text in ("mango kiwi fig", "kiwi", '"mango pear"', "mango AND kiwi"):
         query = text_query(text)
-        docs, raw = bm25.raw_scored(searcher, query, None)
+        docs, raw, _ = bm25.raw_scored(searcher, query, None)
         assert {d: round(s, 6) for d, s in zip(docs, raw)} == scores(
             bm25.scored(searcher, query, None)
         )
-    docs, raw = bm25.raw_scored(searcher, text_query("kiwi"), None)
+    docs, raw, _ = bm25.raw_scored(searcher, text_query("kiwi"), None)
     want = expected([("kiwi", 1.0)], list(range(8)))
     assert dict(zip(docs, raw)) == pytest.approx(want, abs=1e-12)
 
@@ -468,14 +468,16 @@ def test_a_full_match_is_each_query_term_s_weight_times_its_idf_over_the_documen
     counted = sorted(allowed) if allowed else list(range(len(DOCS)))
     query = [("mango", 1.0), ("mangoes", 0.1), ("lime", 1.0), ("quokka", 1.0)]
     want = sum(weight * idf_over(term, counted) for term, weight in query)
-    found = bm25.full_match(searcher, text_query("mangoes lime quokka"), allowed)
-    assert found == pytest.approx(want, abs=1e-9)
+    # Given with the matches, from the same statistics; excluded documents count in them
+    for excluded in (None, {3}):
+        found = bm25.raw_scored(searcher, text_query("mangoes lime quokka"), allowed, excluded)
+        assert found[2] == pytest.approx(want, abs=1e-9)
 
 
 def test_a_full_match_counts_a_phrase_s_words_and_is_none_for_any_other_query(searcher):
     counted = list(range(len(DOCS)))
     want = idf_over("mango", counted) + idf_over("pear", counted) + idf_over("fig", counted)
-    found = bm25.full_match(searcher, text_query('"mango pear" fig'), None)
+    found = bm25.raw_scored(searcher, text_query('"mango pear" fig'), None)[2]
     assert found == pytest.approx(want, abs=1e-9)
-    assert bm25.full_match(searcher, text_query("mango AND pear"), None) is None
-    assert bm25.full_match(searcher, text_query("m*"), None) is None
+    assert bm25.raw_scored(searcher, text_query("mango AND pear"), None)[2] is None
+    assert bm25.raw_scored(searcher, text_query("m*"), None)[2] is None
