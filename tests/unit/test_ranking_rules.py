@@ -734,6 +734,8 @@ def test_a_full_match_hit_explains_the_rule_s_weights_and_the_full_match():
     assert out["full_match"] == 2.5 and out["bm25_best"] == 4.0
     none = explained("hybrid", "a AND b", "a b", 3.0, 4.0, 0.82, 0.8, rule=rule, full=None)
     assert none["full_match"] is None
-    # The other rules name no full match.
+    # The other rules name no full match, whatever their names sort by.
     words = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, weight=1.0)
     assert "full_match" not in words
+    other = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, rule=Fusion("a", 0.5))
+    assert "full_match" not in other
