@@ -484,9 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "Hybrid fuses per embedder (wordllama: each keyword hit weighed by the share of the"
         " query's words it holds; e5: 0.1 x its BM25 over a full match + 0.9 x cosine), each"
-        " embedder with its own floors; the rules and floors were chosen by leave-one-out"
-        " cross-validation over the conversations, the recall set and REALTALK's conversations"
-        " (--cv, --calibrate), not fitted on these figures."
+        " embedder with its own floors, chosen by leave-one-out cross-validation, not fitted"
+        " on these figures: the fusion over the conversations, the recall set and, when read,"
+        " REALTALK's conversations (--cv), the floors over the two sets and the tuning pairs"
+        " (--calibrate)."
         " The paraphrase set is held out from every choice.\n"
     )
     for report in reports:
