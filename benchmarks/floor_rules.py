@@ -42,7 +42,9 @@ wordllama, ``probes soft best, beta=50`` for e5.
 ``WORDS=1`` (or a ``words ...`` rule named in ``ONLY``) adds the word pair rows
 (:data:`WORD_RULES`, docs/search.md "Word pairs (e5)"): on top of e5's rule, the k records
 nearest a search, when one of their words lies close to one of the search's, held to a lower
-floor; e5 ships ``words raw, anchored, k=1``.
+floor; e5 ships ``words raw, anchored, k=1``. The rows named ``..., first`` also rank such a
+record above the kept records holding no such pair (docs/search.md, "Word pairs ranked first":
+tried, not taken).
 """
 
 from __future__ import annotations
