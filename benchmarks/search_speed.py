@@ -214,8 +214,8 @@ def build(root: str, n: int) -> list[str]:
 
 
 def measure(checkout: str, script: str, root: str, words: list[str], *extra: str) -> dict:
+    # LANTERN_EMBEDDER kept: the store was embedded under it, and the servers run with it
     env = dict(os.environ, PYTHONPATH=checkout, LANTERN_AUTHOR="Bench <bench@example.com>")
-    env.pop("LANTERN_EMBEDDER", None)
     done = subprocess.run(
         [sys.executable, "-c", script, root, json.dumps(words), *extra],
         env=env,
