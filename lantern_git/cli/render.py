@@ -1120,8 +1120,12 @@ def explain_text(explain: dict[str, Any] | None) -> str:
         mixed = f"{weights['keyword']:.3g} x {share} + {weights['semantic']:.3g} x cosine"
         return f"{mixed}, {cos}; matched: {matched}"
     keyword = f"bm25 {explain['bm25']:.3f}/{best:.3f}" if best else "bm25 0"
-    held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
     mixed = f"{weights['keyword']:.3g} x {keyword} + {weights['semantic']:.3g} x cosine"
+    if explain.get("fusion") == "idf share held first":
+        first = explain.get("first")
+        share = f"idf share {explain.get('idf_share', 0.0):.2f}{', first' if first else ''}"
+        return f"{'1 + ' if first else ''}{mixed}, {cos}; {share}; matched: {matched}"
+    held = f"{len(explain.get('matched') or [])} of {len(explain.get('words') or [])} words"
     return f"max(cosine, {mixed}), {cos}; matched {held}: {matched}"
 
 

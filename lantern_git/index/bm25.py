@@ -160,6 +160,35 @@ def words_held(searcher: Any, text: str) -> tuple[int, dict[int, int]]:
     return len(words), dict(held)
 
 
+def idf_shares(searcher: Any, text: str, allowed: set[int] | None) -> dict[int, float]:
+    """For each document among ``allowed`` (None: every live one) that holds a word of the
+    query ``text`` as typed (``analysis.typed_words``), as written or by stem: the share of the
+    words' idf it holds, the sum of its words' idfs over the sum of all the query's. A word's
+    idf is BM25's (:func:`idf`) over the documents :func:`statistics` counts, its df the
+    documents there holding it in either form; a word none holds counts in the sum (hybrid
+    search under wordllama puts the hits holding a quarter first, see ``ranking``)."""
+    words = typed_words(text)
+    docs = int(searcher.doc_count()) if allowed is None else len(allowed)
+    leaves = [(r, base) for r, base in searcher.reader().leaf_readers() if r.doc_count_all()]
+    held: Counter[int] = Counter()
+    total = 0.0
+    for word in words:
+        holders: set[int] = set()
+        for reader, base in leaves:
+            for term in word_terms(word):
+                if (FIELD, term) in reader:
+                    ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
+                    if allowed is None and reader.has_deletions():
+                        ids = [i for i in ids if not reader.is_deleted(i)]
+                    holders.update(map(base.__add__, ids))
+        if allowed is not None:
+            holders &= allowed
+        weight = idf(len(holders), docs)
+        total += weight
+        held.update(dict.fromkeys(holders, weight))
+    return {doc: mass / total for doc, mass in held.items()} if total else {}
+
+
 def plain_parts(query: Any) -> Parts | None:
     """The parts of a query made of words and phrases joined by OR, each as its words and its
     weight (a word's form as written weighs less than its stem, see ``analysis``); None for

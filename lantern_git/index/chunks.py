@@ -487,6 +487,32 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         return self._answer(read) if wanted else (0, {})
 
+    def idf_shares(
+        self,
+        text: str,
+        keys: Sequence[str],
+        kinds: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        phrases: Sequence[str] = (),
+    ) -> dict[str, float]:
+        """The share of the query words' idf that each chunk of ``keys`` holds, in its text or
+        its source's title, over the chunks the filters select (``bm25.idf_shares``), for
+        those holding any."""
+        wanted = set(keys)
+
+        def read() -> dict[str, float]:
+            searcher = self._searcher()
+            allowed = _allowed(searcher, kinds, sources, phrases)
+            found = {}
+            for docnum, share in bm25.idf_shares(searcher, text, allowed).items():
+                fields = searcher.stored_fields(docnum)
+                key = f"{fields['source']}:{fields['a']}"
+                if key in wanted:
+                    found[key] = share
+            return found
+
+        return self._answer(read) if wanted else {}
+
     # -- for the entity index (entities.py): which chunks hold an entity's names
 
     def source_blobs(self) -> dict[str, str]:

@@ -84,6 +84,9 @@ class RecordCorpus:
     def words_held(self, request: RecordRequest, matches: Matches) -> tuple[int, list[int]]:
         return self.index.words_held(request.text, matches.numbers)
 
+    def idf_shares(self, request: RecordRequest, matches: Matches) -> list[float]:
+        return self.index.idf_shares(self._query(request), matches.numbers)
+
     def vectors(self) -> Vectors:
         assert self._vectors is not None, "semantic and hybrid searches are given the vectors"
         return self._vectors
@@ -178,6 +181,14 @@ class ChunkCorpus:
         keys = [matches.keys[n] for n in matches.numbers]
         words, held = self.index.words_held(request.text, keys)
         return words, [held.get(key, 0) for key in keys]
+
+    def idf_shares(self, request: ChunkRequest, matches: Matches) -> list[float]:
+        filters = request.filters
+        keys = [matches.keys[n] for n in matches.numbers]
+        shares = self.index.idf_shares(
+            request.text, keys, filters.kinds, filters.sources, filters.phrases
+        )
+        return [shares.get(key, 0.0) for key in keys]
 
     def vectors(self) -> Vectors:
         assert self._vectors is not None, "semantic and hybrid searches are given the vectors"

@@ -14,8 +14,10 @@ as written or by stem (``--explain``'s ``matched``). A record holding every word
 scores the larger of its BM25 share and its cosine; one holding none, its cosine: a word held
 can raise a record above its cosine, never lower it. The candidates are the keyword matches
 and the records whose cosine reaches the floor; semantic search ranks the latter by cosine
-alone. Under e5 hybrid fuses by the BM25 over a full match instead (:class:`Fusion`,
-:data:`FUSIONS`, :func:`fuse_full_match`).
+alone. That is the rule of an embedder without one of its own (:data:`FUSIONS`): wordllama
+puts the hits holding a quarter of the query words' idf first (:func:`fuse_first`), e5 fuses
+by the BM25 over a full match (:func:`fuse_full_match`), each chosen by the folds with real
+dialogue among them (docs/search.md, "Fusion per embedder").
 
 Why the weight is the record's and not one constant: on questions in their answers' words, a
 constant weight small enough for paraphrases to gain (0.1, the best by cross-validation) let
@@ -223,10 +225,13 @@ class Fusion:
 
     rule: str
     weight: float
+    # ``idf share held first``: the share of the query words' idf from which a hit goes first
+    first: float = 0.0
 
 
 WORDS_HELD = Fusion("words held", 0.0)  # each hit's weight is its own (no rule weight)
 FULL_MATCH = "full match"
+IDF_SHARE_FIRST = "idf share held first"
 # Chosen by the folds of benchmarks/retrieval.py --cv, per embedder, among the rules that keep
 # every fold's lexical questions at keyword's recall (docs/search.md, "Fusion per embedder"):
 # with e5's cosines, crowded into 0.75-0.9, the weight by words held lost a keyword query of the
@@ -235,7 +240,12 @@ FULL_MATCH = "full match"
 # the three sets at keyword's or above, its two forms with the best held-out totals, at 0.1 in
 # most folds; reciprocal rank fusion (0.3, 5), chosen on the two sets alone before, gained less
 # than half as much on real dialogue.
-FUSIONS = {"e5": Fusion(FULL_MATCH, 0.1)}
+#
+# Wordllama's, by the same folds and criterion (docs/search.md, "Wordllama's fusion"): the hits
+# holding at least a quarter of the query words' idf first, each scored ``0.1 * bm25 / best +
+# 0.9 * cosine`` (:func:`fuse_first`); the weight by words held, its rule before, fell under
+# keyword on REALTALK's multi-hop questions.
+FUSIONS = {"e5": Fusion(FULL_MATCH, 0.1), "wordllama": Fusion(IDF_SHARE_FIRST, 0.1, 0.25)}
 
 
 def fusion(embedder: str) -> Fusion:
@@ -270,6 +280,49 @@ def fuse_full_match(
     return ordered
 
 
+def held_first(share: float, rule: Fusion) -> bool:
+    """Whether a keyword hit holding ``share`` of the query words' idf (``bm25.idf_shares``,
+    rounded to 6 places as ``--explain`` shows it) goes first under ``rule``."""
+    return rule.rule == IDF_SHARE_FIRST and round(share, 6) >= rule.first
+
+
+def fuse_first(
+    keyword: list[tuple[str, float]],
+    semantic: list[tuple[str, float]],
+    rule: Fusion,
+    shares: Mapping[str, float],
+) -> list[tuple[str, float]]:
+    """The keyword (BM25, best first) and semantic (cosine, best first, those under the floor
+    left out) rankings fused with the hits holding ``rule.first`` of the query words' idf or
+    more first: each id scores ``rule.weight * bm25 / best bm25 + (1 - rule.weight) *
+    cosine``, with 0 for the part of a ranking it is not in, and 1 more when it goes first
+    (:func:`held_first`; ``shares`` by id, 0 for one not there), so a hit held first scores
+    above 1 and every other at most 1; rounded to 6 places. Best first, ties by the semantic
+    ranking's order, then id."""
+    best = keyword[0][1] if keyword and keyword[0][1] else 1.0
+    matched, cosines = dict(keyword), dict(semantic)
+    ordered = [
+        (key, _first(rule, False, None, cosine)) for key, cosine in semantic if key not in matched
+    ]
+    for key, bm25 in keyword:
+        lifted = held_first(shares.get(key, 0.0), rule)
+        ordered.append((key, _first(rule, lifted, bm25 / best, cosines.get(key))))
+    places = {key: place for place, (key, _) in enumerate(semantic)}
+    unplaced = len(semantic)
+    ordered.sort(key=lambda item: (-item[1], places.get(item[0], unplaced), item[0]))
+    return ordered
+
+
+def _first(rule: Fusion, lifted: bool, share: float | None, cosine: float | None) -> float:
+    """One candidate's score under the idf share held first (:func:`fuse_first`), rounded to 6
+    places: ``share`` its BM25 over the best (None: no keyword hit), ``cosine`` None when it
+    is not a semantic candidate, ``lifted`` whether it goes first."""
+    counted = 0.0 if cosine is None else semantic_weight(rule.weight) * cosine
+    if share is None:
+        return round(counted, 6)
+    return round((1.0 if lifted else 0.0) + counted + rule.weight * share, 6)
+
+
 def keyword_weight(held: int, words: int) -> float:
     """A hybrid hit's keyword weight: the share of the query's ``words`` (as typed) that it
     holds, ``held`` of them; rounded to 6 places, as the formula and ``--explain`` use it."""
@@ -294,6 +347,7 @@ def explained(
     rule: Fusion = WORDS_HELD,
     similar: tuple[str, str, float] | None = None,
     full: float | None = None,
+    share: float = 0.0,
 ) -> dict[str, Any]:
     """One hit's ``explain`` object, for records and chunks alike (``content``: the text the
     index holds for it): the ``mode``; ``bm25``, its keyword score (0 when no query word is in
@@ -314,7 +368,12 @@ def explained(
     min(bm25 / full_match, 1) + weights.semantic * cosine``. ``similar_words``, for the
     nearest hit of a search sharing no word whose closest word pair reaches ``Floors.words``
     (``similar``, :func:`closest_words`): ``{"query": ..., "record": ..., "cosine": ...}``;
-    the pair held it to ``floor`` unless its own floor, lower, let it in."""
+    the pair held it to ``floor`` unless its own floor, lower, let it in. For an embedder whose
+    fusion puts the hits holding a share of the query words' idf first (``"idf share held
+    first"``), ``weights`` are the rule's, ``idf_share`` is the hit's share (``share``,
+    ``bm25.idf_shares``, 0 when it holds none) and ``first`` whether it reaches the rule's
+    (:func:`held_first`): the score is ``weights.keyword * bm25 / bm25_best +
+    weights.semantic * cosine``, plus 1 when ``first``."""
     from .analysis import matched_words, typed_words
 
     # Keyword and semantic mode weigh one part each; any other mode is hybrid
@@ -346,6 +405,9 @@ def explained(
         out["fusion"] = rule.rule
         if rule.rule == FULL_MATCH:
             out["full_match"] = full
+        elif rule.rule == IDF_SHARE_FIRST:
+            out["idf_share"] = round(share, 6)
+            out["first"] = held_first(share, rule)
     return out
 
 
@@ -372,12 +434,17 @@ def fuse_page(
     keyword_weights: list[float],
     end: int,
     floor: float,
+    rule: Fusion = WORDS_HELD,
+    lifted: Sequence[bool] = (),
 ) -> Fused:
     """The first ``end`` of ``fuse(keyword, vectors.rank(vectors, query, candidates, floor=floor),
     weights)``, same ids, scores and order, where ``candidates`` are rows (``rows_of_docs``, in
     any order) and the keyword ranking is given as index documents (numbers into
     ``ids_by_docnum``) with their BM25 scores before rounding (``SearchIndex.raw_scored_docs``)
-    and their keyword weights (:func:`keyword_weight`), in the same order.
+    and their keyword weights (:func:`keyword_weight`), in the same order. Under the idf
+    share held first (``rule``), the first ``end`` of :func:`fuse_first` instead, ``lifted``
+    saying, in the same order, which keyword documents go first (:func:`held_first`; the
+    keyword weights are the rule's).
 
     Every candidate's fused score is computed at once in numpy, the ``end``-th best found by a
     partition, and only the candidates within rounding of it (a few more than ``end``) are
@@ -391,6 +458,9 @@ def fuse_page(
     import numpy as np
 
     count = len(vectors.ids)
+    first = rule.rule == IDF_SHARE_FIRST
+    # A semantic candidate alone scores its cosine, or under the idf share its weighed cosine
+    keep_weight = semantic_weight(rule.weight) if first else 1.0
     rows = candidates
     chosen = np.round(vectors.scores(query)[rows].astype(np.float64), 6)
     # At least the floor, and above 0 whatever the floor (a floor of 0 is no floor)
@@ -402,27 +472,33 @@ def fuse_page(
     cosine_of = np.full(count, np.nan)
     cosine_of[rows] = chosen
     fused = np.full(count, -np.inf)
-    fused[rows] = chosen
+    fused[rows] = keep_weight * chosen
     raw = np.asarray(keyword_scores, dtype=np.float64)
     best = round(float(raw.max()), 6) if len(raw) else None
     divisor = best or 1.0  # no keyword hit, or all scored 0
     bm25_of = np.full(count, np.nan)
     weight_of = np.full(count, np.nan)
-    alone: list[tuple[str, float, float]] = []  # keyword hits with no vector (rare)
+    lifted_of = np.zeros(count, dtype=bool)
+    alone: list[tuple[str, float, float, bool]] = []  # keyword hits with no vector (rare)
     if len(raw):
         docs = np.asarray(keyword_docs, dtype=np.int64)
         weights = np.asarray(keyword_weights, dtype=np.float64)
+        lifts = np.asarray(lifted, dtype=bool) if first else np.zeros(len(docs), dtype=bool)
         at = vectors.doc_rows(ids_by_docnum)[docs]
         has = at >= 0
-        at, found, weight = at[has], raw[has], weights[has]
+        at, found, weight, lift = at[has], raw[has], weights[has], lifts[has]
         bm25_of[at] = found
         weight_of[at] = weight
+        lifted_of[at] = lift
         counted = np.nan_to_num(cosine_of[at], nan=0.0)
         # An estimate: the rounding is left to the exact scores below (the margin covers it)
-        fused[at] = np.maximum(counted, weight * found / divisor + (1.0 - weight) * counted)
+        if first:
+            fused[at] = lift + keep_weight * counted + rule.weight * found / divisor
+        else:
+            fused[at] = np.maximum(counted, weight * found / divisor + (1.0 - weight) * counted)
         alone = [
-            (ids_by_docnum[int(d)], float(s), float(w))
-            for d, s, w in zip(docs[~has], raw[~has], weights[~has])
+            (ids_by_docnum[int(d)], float(s), float(w), bool(f))
+            for d, s, w, f in zip(docs[~has], raw[~has], weights[~has], lifts[~has])
         ]
     shortlist = np.flatnonzero(np.isfinite(fused))
     if len(shortlist) > end:
@@ -446,17 +522,27 @@ def fuse_page(
         if not math.isnan(bm25):
             rounded = round(bm25, 6)
             shown[key], weighed[key] = rounded, float(weight_of[row])
-            total = _fused(weighed[key], rounded / divisor, cosine if placed else None)
+            if first:
+                ahead = bool(lifted_of[row])
+                total = _first(rule, ahead, rounded / divisor, cosine if placed else None)
+            else:
+                total = _fused(weighed[key], rounded / divisor, cosine if placed else None)
+        elif first:  # a semantic candidate alone: its weighed cosine
+            total = _first(rule, False, None, cosine)
         else:  # a semantic candidate alone: its cosine, rounded and above 0 already
             total = cosine
         # fuse's ties: the semantic ranking's order (cosine, then the row's place in id
         # order), those it leaves out after (a cosine is finite), then the id
         tie = (-cosine, row if keys is None else float(keys[row])) if placed else unplaced
         scored.append((-total, tie, key))
-    for key, bm25, kept in alone:
+    for key, bm25, kept, ahead in alone:
         rounded = round(bm25, 6)
         shown[key], weighed[key] = rounded, kept
-        scored.append((-_fused(kept, rounded / divisor, None), unplaced, key))
+        if first:
+            total = _first(rule, ahead, rounded / divisor, None)
+        else:
+            total = _fused(kept, rounded / divisor, None)
+        scored.append((-total, unplaced, key))
     scored.sort()
     page = [(key, -score) for score, _, key in scored[:end]]
     on_page = [key for key, _ in page if key in shown]

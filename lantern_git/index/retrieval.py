@@ -118,6 +118,11 @@ class Corpus(Protocol[H, F]):
         order of ``matches.numbers``)."""
         ...
 
+    def idf_shares(self, request: SearchRequest[F], matches: Matches) -> list[float]:
+        """The share of the query words' idf that each match holds, over the texts the filters
+        select, in the order of ``matches.numbers`` (``bm25.idf_shares``)."""
+        ...
+
     def vectors(self) -> Vectors:
         """The corpus's vectors (asked for in semantic and hybrid mode only)."""
         ...
@@ -157,6 +162,8 @@ class Trace:
     similar: dict[str, tuple[str, str, float]] = field(default_factory=dict)
     # The BM25 over a full match: what a text of average length holding each word once scores
     full: float | None = None
+    # The idf share held first: each keyword hit's share of the query words' idf
+    shares: dict[str, float] = field(default_factory=dict)
 
     def explained(self, key: str, content: str) -> dict[str, Any]:
         """One shown hit's ``explain`` object."""
@@ -173,6 +180,7 @@ class Trace:
             self.rule,
             self.similar.get(key),
             self.full,
+            self.shares.get(key, 0.0),
         )
 
 
@@ -204,9 +212,11 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     hybrid = request.mode == "hybrid"
     rule = ranking.fusion(corpus.embedder)
     end = request.page.end
-    # fuse_page: the rows in any order (the weight by words held only; the full match's rule
-    # ranks every candidate)
-    paged = end is not None and hybrid and rule == ranking.WORDS_HELD
+    # fuse_page: the rows in any order (the weight by words held and the idf share held
+    # first; the full match's rule ranks every candidate)
+    by_words_held = hybrid and rule == ranking.WORDS_HELD
+    by_idf_share = hybrid and rule.rule == ranking.IDF_SHARE_FIRST
+    paged = end is not None and (by_words_held or by_idf_share)
     candidates = corpus.candidates(request, current, ordered=not paged)
     wanted = vectors.embed_query(request.text)
     matches = corpus.matches(request)
@@ -251,20 +261,28 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     trace.floors = own
     trace.similar = pairs
     trace.rule = rule
-    # Each keyword match's weight in hybrid mode: the share of the query's words it holds
+    # Each keyword match's weight in hybrid mode: the share of the query's words it holds, or
+    # the rule's, each match then going first or not by its share of the words' idf
     shares: list[float] = []
-    by_words_held = hybrid and rule == ranking.WORDS_HELD
+    lifted: list[bool] = []
+    keys = matches.keys
     if by_words_held:
         words, held = corpus.words_held(request, matches)
         # One weight per count (0 to the query's words): a common word has 10k hits at 100k
         by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
         shares = list(map(by_count.__getitem__, held))
-    keys = matches.keys
+    elif by_idf_share:
+        idf = corpus.idf_shares(request, matches)
+        lifted = [ranking.held_first(share, rule) for share in idf]
+        shares = [rule.weight] * len(idf)
+        if request.explain or not paged:
+            trace.shares = dict(zip((keys[n] for n in matches.numbers), idf))
     if paged:
         assert end is not None
         fused = ranking.fuse_page(
-            current, wanted, candidates, keys, matches.numbers, matches.scores, shares, end, floor
-        )
+            current, wanted, candidates, keys, matches.numbers, matches.scores, shares, end,
+            floor, rule, lifted,
+        )  # fmt: skip
         ranked, trace.bm25, trace.best, trace.weights = (
             fused.ranked,
             fused.bm25,
@@ -287,6 +305,9 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
             trace.full = matches.full_match
             semantic = rank(current, wanted, candidates, floor=floor)
             ranked = ranking.fuse_full_match(keyword, semantic, rule, trace.full)
+        elif by_idf_share:  # every candidate, whole rankings (no page: --limit 0)
+            semantic = rank(current, wanted, candidates, floor=floor)
+            ranked = ranking.fuse_first(keyword, semantic, rule, trace.shares)
         elif hybrid:  # every candidate: whole rankings fused
             ranked = ranking.fuse(
                 keyword, rank(current, wanted, candidates, floor=floor), trace.weights

@@ -1034,6 +1034,18 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
+    def idf_shares(self, query: RecordQuery, docs: builtins.list[int]) -> builtins.list[float]:
+        """The share of the query words' idf that each of ``docs`` (document numbers, as
+        :meth:`raw_scored_docs` gives them) holds, over the documents ``query``'s filters
+        select: ``bm25.idf_shares``."""
+
+        def read() -> builtins.list[float]:
+            searcher = self._searcher()
+            shares = bm25.idf_shares(searcher, query.text or "", self._allowed(searcher, query))
+            return list(map(shares.get, docs, repeat(0.0)))
+
+        return self._answer(read)
+
     def _masked(self, searcher: Any, mask: Any) -> set[int] | None:
         """``_mask_docs``, kept for the last searcher and mask asked about: a hybrid search
         asks twice (candidates, then keyword scores) within the same second."""

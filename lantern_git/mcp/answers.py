@@ -100,11 +100,20 @@ class Explain(Open):
         "calibration for this embedder, so no floor)."
     )
     bm25_best: float | None = omitted("Hybrid: the best BM25 score.")
-    fusion: str = omitted("Hybrid: the embedder's fusion rule, 'words held' or 'full match'.")
+    fusion: str = omitted(
+        "Hybrid: the embedder's fusion rule, 'words held', 'full match' or 'idf share held first'."
+    )
     full_match: float | None = omitted(
         "Hybrid with the full match rule: the BM25 a text of average length holding each "
         "query word once scores, which bm25 is divided by (at most 1); null: not plain words, "
         "bm25_best instead."
+    )
+    idf_share: float = omitted(
+        "Hybrid with the idf share rule: the share of the query words' idf the hit holds."
+    )
+    first: bool = omitted(
+        "Hybrid with the idf share rule: whether that share put the hit first (its score is "
+        "1 more)."
     )
     similar_words: dict[str, str | float] = omitted(
         "Semantic and hybrid, e5, a search sharing no word with the records: the nearest hit's "

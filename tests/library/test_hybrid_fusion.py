@@ -11,6 +11,10 @@ a keyword-mode search (a path tested on its own), the words each text holds coun
 The texts are chosen so that the cosine alone puts one text first and the fused score another:
 a search that dropped either side would rank them the other way round. If the documented
 formula changes, only ``fused`` below changes.
+
+This rule is the one for an embedder without a rule of its own (model2vec, one of yours);
+wordllama's is the idf share held first (tests/surfaces/test_fusion_per_embedder.py). Its
+vectors and floor serve here, with the rule set to the weight by words held in this process.
 """
 
 from __future__ import annotations
@@ -46,6 +50,15 @@ HELD = {
     "Raphael likes separate branches on his repos.": 1,  # like
     WORDS_FIRST: 5,  # what, kind, does, ana, like
 }
+
+
+@pytest.fixture(autouse=True)
+def _words_held(monkeypatch):
+    from lantern_git.index import ranking
+
+    monkeypatch.setitem(ranking.FUSIONS, "wordllama", ranking.WORDS_HELD)
+
+
 # Scores are rounded to 6 places by the product; the test's own float64 cosine of the model's
 # float32 vectors differs from the product's float32 one in the 7th place.
 CLOSE = 1e-5

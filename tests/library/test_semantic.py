@@ -823,9 +823,14 @@ def test_deletes_alone_do_not_grow_the_journal_without_end(store, store_path, mo
 
 @pytest.mark.semantic
 def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_order(
-    store, store_path
+    store, store_path, monkeypatch
 ):
+    from lantern_git.index import ranking
     from lantern_git.index.ranking import fuse, fuse_page
+
+    # The paged fusion is the weight by words held's (an embedder without a rule of its own);
+    # wordllama's vectors serve, with its rule set to that one in this process
+    monkeypatch.setitem(ranking.FUSIONS, "wordllama", ranking.WORDS_HELD)
     from lantern_git.index.vectors import rank
     from lantern_git.model.query import RecordQuery
 
@@ -882,3 +887,54 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
             for offset in (0, 2):
                 page = store.search(text, mode="hybrid", limit=end, offset=offset)
                 assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]
+
+
+@pytest.mark.semantic
+def test_hybrid_pages_under_the_idf_share_held_first_are_slices_of_its_whole_ranking(store):
+    from lantern_git.index import ranking
+    from lantern_git.index.ranking import fuse_first, fuse_page
+    from lantern_git.index.vectors import rank
+    from lantern_git.model.query import RecordQuery
+
+    # wordllama's rule (docs/search.md): the whole ranking is fuse_first's, tested by hand in
+    # tests/surfaces/test_fusion_per_embedder.py; a page is fuse_page's, in bulk
+    rule = ranking.fusion("wordllama")
+    assert rule.rule == ranking.IDF_SHARE_FIRST
+    words = ["Ana", "answers", "short", "deploy", "night", "beta", "Friday", "branch", "Bob"]
+    for number in range(40):
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:beta")
+    store.search(QUESTION, mode="semantic")
+    for number in range(0, 40, 3):  # journal rows too, their cosines tied with base rows'
+        text = " ".join(words[(number * k) % len(words)] for k in (1, 2, 5))
+        store.add(f"{text} note {number % 7}.", kind="fact", scope="project:gamma")
+    store.refresh()
+    vectors = store.record_vectors()
+    current = vectors.current()
+    assert len(current.extra)
+    candidates = store.index.matching_ids(RecordQuery())
+    lifted_some = unlifted_some = False
+    for text in ("Ana short answers", "deploy at night beta", "Bob", "Friday branch Ana note"):
+        keyword = store.index.scored_ids(RecordQuery(text=text))
+        id_of, docs, raw, _ = store.index.raw_scored_docs(RecordQuery(text=text))
+        idf = store.index.idf_shares(RecordQuery(text=text), docs)
+        shares = {id_of[doc]: share for doc, share in zip(docs, idf)}
+        lifted = [ranking.held_first(share, rule) for share in idf]
+        lifted_some |= any(lifted)
+        unlifted_some |= not all(lifted)
+        wanted = vectors.embed_query(text)
+        ranked = rank(current, wanted, candidates, floor=0.15)
+        whole = fuse_first(keyword, ranked, rule, shares)
+        searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
+        assert searched == whole, text
+        rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
+        weights = [rule.weight] * len(docs)
+        for end in (1, 3, 10, 25, 100):
+            top = fuse_page(
+                current, wanted, rows, id_of, docs, raw, weights, end, 0.15, rule, lifted
+            )
+            assert top.ranked == whole[:end], (text, end)
+            for offset in (0, 2):
+                page = store.search(text, mode="hybrid", limit=end, offset=offset)
+                assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]
+    assert lifted_some and unlifted_some

@@ -1,6 +1,7 @@
 """Hybrid fusion per embedder (docs/search.md, "Fusion per embedder").
 
-wordllama keeps the weight by words held (tests/library/test_hybrid_fusion.py); e5, whose
+wordllama puts the hits holding a quarter of the query words' idf first (each scored 0.1 x
+BM25 / best + 0.9 x cosine, 1 more when first; its shares worked out by hand below); e5, whose
 cosines crowd into 0.75-0.9, fuses by the BM25 over a full match: each record scores 0.1 x
 min(its BM25 / the full match, 1) + 0.9 x its cosine, the full match what a record of average
 length holding each query word once scores. The expected ranking is computed here from
@@ -144,15 +145,133 @@ def test_e5_hybrid_over_chunks_divides_by_the_full_match_of_the_chunks_the_filte
             assert hit["explain"]["full_match"] == pytest.approx(expected, abs=1e-9), kinds
 
 
+def idf_shares(text: str, scope: str | None = None) -> dict[str, float]:
+    """By hand: each record's share of the query words' idf (each word's df the records
+    searched holding it as written or by stem), for those holding any."""
+    held = {
+        content: {
+            form for word in re.findall(r"\w+", content.lower()) for form in (word, stem(word))
+        }
+        for content, _, where in RECORDS
+        if scope in (None, where)
+    }
+    words = re.findall(r"\w+", text.lower())
+    idfs = {
+        word: idf(sum(bool({word, stem(word)} & forms) for forms in held.values()), len(held))
+        for word in words
+    }
+    total = sum(idfs.values())
+    shares = {
+        content: sum(v for word, v in idfs.items() if {word, stem(word)} & forms) / total
+        for content, forms in held.items()
+    }
+    return {content: share for content, share in shares.items() if share > 0}
+
+
 @pytest.mark.semantic
-def test_wordllama_hybrid_keeps_the_weight_by_words_held(store, store_path):
+def test_wordllama_hybrid_puts_the_hits_holding_a_quarter_of_the_idf_first(store, store_path):
     for content, kind, scope in RECORDS:
         store.add(content, kind=kind, scope=scope)
     env = {**os.environ, "LANTERN_EMBEDDER": "wordllama"}
-    result = lantern(
-        "--store", str(store_path), "memory", "search", "support answers", "--explain", "--json",
-        env=env,
-    )  # fmt: skip
-    hits = json.loads(result.stdout)
-    assert hits and all(hit["explain"]["fusion"] == "words held" for hit in hits)
-    assert all("full_match" not in hit["explain"] for hit in hits)
+
+    def search(text: str, mode: str, *extra: str) -> list[dict]:
+        result = lantern(
+            "--store", str(store_path), "memory", "search", text, "--mode", mode, "--limit", "0",
+            "--json", *extra, env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    asked = [
+        ("support answers", None),
+        ("Carla answers design tickets", None),
+        ("beta database", None),
+        # Over one scope, each word's idf counts that scope's records alone (three): there
+        # "support" is in one record, not two, and its holder's share a third, not a fifth
+        ("support answers", "project:beta"),
+        ("beta support nightly", "project:beta"),
+    ]
+    lifted = set()
+    for text, scope in asked:
+        within = ("--scope", scope) if scope else ()
+        keyword = search(text, "keyword", *within)
+        bm25 = {hit["id"]: hit["score"] for hit in keyword}
+        best = max(bm25.values())
+        cosines = {hit["id"]: hit["score"] for hit in search(text, "semantic", *within)}
+        content = {hit["id"]: hit["content"] for hit in keyword}
+        shares = {key: idf_shares(text, scope).get(content[key], 0.0) for key in bm25}
+        scores = {
+            key: round(
+                (shares.get(key, 0.0) >= 0.25)
+                + 0.1 * bm25.get(key, 0.0) / best
+                + 0.9 * cosines.get(key, 0.0),
+                6,
+            )
+            for key in bm25.keys() | cosines.keys()
+        }
+        lifted |= {key for key, share in shares.items() if share >= 0.25}
+        semantic = list(cosines)
+        expected = sorted(
+            scores.items(),
+            key=lambda item: (
+                -item[1],
+                semantic.index(item[0]) if item[0] in semantic else len(semantic),
+                item[0],
+            ),
+        )
+        hits = search(text, "hybrid", "--explain", *within)
+        assert [hit["id"] for hit in hits] == [key for key, _ in expected], text
+        assert [hit["score"] for hit in hits] == pytest.approx(
+            [score for _, score in expected], abs=2e-6
+        )
+        for hit in hits:
+            why = hit["explain"]
+            assert why["fusion"] == "idf share held first"
+            assert why["weights"] == {"keyword": 0.1, "semantic": 0.9}
+            assert why["idf_share"] == pytest.approx(shares.get(hit["id"], 0.0), abs=1e-6)
+            assert why["first"] is (shares.get(hit["id"], 0.0) >= 0.25)
+            assert "full_match" not in why
+    # Some hits went first by their share and some keyword hits did not
+    assert lifted and any(
+        share < 0.25 for share in idf_shares("Carla answers design tickets").values()
+    )
+
+
+@pytest.mark.semantic
+def test_wordllama_hybrid_over_chunks_counts_the_idf_over_the_chunks_the_filters_select(
+    store, store_path
+):
+    from lantern_git.evidence.sources import SourceInput
+
+    store.sources.add(
+        [
+            SourceInput(b"the walrus sings\n", "a.txt", kind="note", uri="note:a"),
+            SourceInput(b"the walrus sleeps\n", "b.txt", kind="log", uri="log:b"),
+            SourceInput(b"a walrus again\n", "c.txt", kind="log", uri="log:c"),
+            SourceInput(b"a kiwi sings\n", "d.txt", kind="log", uri="log:d"),
+        ]
+    )
+    env = {**os.environ, "LANTERN_EMBEDDER": "wordllama"}
+
+    def shares(text: str, kinds: tuple[str, ...]) -> dict[str, float]:
+        result = lantern(
+            "--store", str(store_path), "source", "search", text, "--mode", "hybrid",
+            "--explain", "--json", "--limit", "0", *kinds, env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return {
+            hit["text"].strip(): hit["explain"]["idf_share"] for hit in json.loads(result.stdout)
+        }
+
+    # "walrus sings": over the four chunks walrus is in three and sings in two; over the three
+    # logs walrus is in two and sings in one
+    every = shares("walrus sings", ())
+    assert every["the walrus sleeps"] == pytest.approx(
+        idf(3, 4) / (idf(3, 4) + idf(2, 4)), abs=1e-6
+    )
+    assert every["a kiwi sings"] == pytest.approx(idf(2, 4) / (idf(3, 4) + idf(2, 4)), abs=1e-6)
+    assert every["the walrus sings"] == pytest.approx(1.0, abs=1e-6)
+    logs = shares("walrus sings", ("--kind", "log"))
+    assert "the walrus sings" not in logs
+    assert logs["the walrus sleeps"] == pytest.approx(idf(2, 3) / (idf(2, 3) + idf(1, 3)), abs=1e-6)
+    assert logs["a kiwi sings"] == pytest.approx(idf(1, 3) / (idf(2, 3) + idf(1, 3)), abs=1e-6)

@@ -246,27 +246,37 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
     for mode in ("hybrid", "semantic"):
         assert _cli_json(store_path, "memory", "search", "quokka", "--mode", mode, env=env) == []
     # A query sharing a word with the records has the lower floor, and every hit explains it:
-    # docs/search.md, max(cosine, w x BM25 / best BM25 + (1 - w) x cosine), w the share of the
-    # query's two words the hit holds (counted here by hand).
+    # docs/search.md, wordllama's rule: 0.1 x BM25 / best BM25 + 0.9 x cosine, and 1 more for a
+    # hit holding a quarter of the query words' idf or more. Over the three records, "ana" is in
+    # one and "answers" in two (counted here by hand), so Bob's "answers" holds
+    # idf(2) / (idf(1) + idf(2)) = 0.32 of it, enough.
     held = {
         "Ana prefers short answers.": ["ana", "answers"],
         "Bob answers support tickets on Mondays.": ["answers"],
         "The deploy runs every night at 2am.": [],
     }
+
+    def idf(df: int) -> float:
+        return math.log(1 + (3 - df + 0.5) / (df + 0.5))
+
+    idfs = {"ana": idf(1), "answers": idf(2)}
     hits = _cli_json(
         store_path, "memory", "search", "Ana answers", "--mode", "hybrid", "--explain", env=env
     )
     assert {hit["content"] for hit in hits} >= set(list(held)[:2])
     for hit in hits:
         why = hit["explain"]
-        weight = len(held[hit["content"]]) / 2
+        share = sum(idfs[word] for word in held[hit["content"]]) / sum(idfs.values())
         assert why["words"] == ["ana", "answers"] and why["matched"] == held[hit["content"]]
-        assert why["weights"] == {"keyword": weight, "semantic": 1 - weight}
+        assert why["weights"] == {"keyword": 0.1, "semantic": 0.9}
+        assert why["fusion"] == "idf share held first"
+        assert why["idf_share"] == pytest.approx(share, abs=1e-6)
+        assert why["first"] is (share >= 0.25)
         assert why["floor"] == ranking.floors("wordllama").floor
         semantic = why["cosine"] if why["cosine"] >= why["floor"] else 0.0
-        want = max(semantic, weight * why["bm25"] / why["bm25_best"] + (1 - weight) * semantic)
+        want = (share >= 0.25) + 0.1 * why["bm25"] / why["bm25_best"] + 0.9 * semantic
         assert hit["score"] == pytest.approx(want, abs=2e-6)
-    # The table shows each hit's weights and how many of the words it holds.
+    # The table shows each hit's weights and its share of the query words' idf.
     table = lantern(
         "--store", str(store_path), "memory", "search", "Ana answers", "--mode", "hybrid",
         "--explain", env={**env, "COLUMNS": "200"},
@@ -274,7 +284,7 @@ def test_a_word_in_no_record_finds_nothing_in_hybrid_and_semantic(store, store_p
     [bob] = [hit for hit in hits if hit["content"].startswith("Bob")]
     why = bob["explain"]
     line = (
-        f"max(cosine, 0.5 x bm25 {why['bm25']:.3f}/{why['bm25_best']:.3f} + 0.5 x cosine), "
-        f"cosine {why['cosine']:.3f} (floor 0.15); matched 1 of 2 words: answers"
+        f"1 + 0.1 x bm25 {why['bm25']:.3f}/{why['bm25_best']:.3f} + 0.9 x cosine, "
+        f"cosine {why['cosine']:.3f} (floor 0.15); idf share 0.32, first; matched: answers"
     )
     assert table[1 + 2 * hits.index(bob) + 1].strip() == line

@@ -206,6 +206,56 @@ def test_words_held_counts_the_typed_words_each_document_holds(searcher):
     assert bm25.words_held(searcher, "absent") == (1, {})
 
 
+def idf_shares_by_hand(words: list[str], counted: list[int]) -> dict[int, float]:
+    """Each document of ``counted`` holding any of ``words`` (as written or by stem): the
+    share of the words' idfs, over ``counted``, that it holds."""
+
+    def holds(doc: int, word: str) -> bool:
+        return bool({word, stem(word)} & set(terms(DOCS[doc])))
+
+    n = len(counted)
+    idfs = {}
+    for word in words:
+        df = sum(holds(d, word) for d in counted)
+        idfs[word] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    total = sum(idfs.values())
+    found = {d: sum(idfs[w] for w in words if holds(d, w)) / total for d in counted}
+    return {d: share for d, share in found.items() if share > 0}
+
+
+def test_an_idf_share_is_the_idf_of_the_typed_words_held_over_all_of_theirs(searcher):
+    # "the" is a stop word; "mangoes" is held as written or by its stem "mango"; "absent" is
+    # in no document and still counts in the sum.
+    text = "Mangoes kiwi the absent"
+    words = ["mangoes", "kiwi", "absent"]
+    assert bm25.idf_shares(searcher, text, None) == pytest.approx(
+        idf_shares_by_hand(words, list(range(8))), abs=1e-12
+    )
+    scope = {1, 2, 4, 6, 7}
+    assert bm25.idf_shares(searcher, text, scope) == pytest.approx(
+        idf_shares_by_hand(words, sorted(scope)), abs=1e-12
+    )
+    assert bm25.idf_shares(searcher, "the", None) == {}
+
+
+def test_an_idf_share_counts_no_deleted_document():
+    ix = index_of(SEGMENTS)
+    # Read once before the deletion, as a long-running process has: a segment's postings are
+    # kept by the process, deleted documents included
+    with ix.searcher() as before:
+        assert {1, 6} <= set(bm25.idf_shares(before, "kiwi lime", None))
+    writer = ix.writer()
+    for docnum in (1, 6):
+        writer.delete_document(docnum)
+    writer.commit(merge=False)
+    with ix.searcher() as found:
+        assert found.reader().has_deletions()
+        live = [d for d in range(8) if d not in (1, 6)]
+        assert bm25.idf_shares(found, "kiwi lime", None) == pytest.approx(
+            idf_shares_by_hand(["kiwi", "lime"], live), abs=1e-12
+        )
+
+
 @pytest.mark.parametrize(
     ("text", "parts"),
     [

@@ -29,8 +29,10 @@ from lantern_git.index.ranking import (
     explained,
     floor,
     floors,
+    fuse_first,
     fuse_full_match,
     fusion,
+    held_first,
     keyword_weight,
     needs_noise,
     semantic_weight,
@@ -336,8 +338,8 @@ def test_a_mode_read_from_input_is_compared_by_its_value():
 
 def test_each_embedder_has_its_fusion_rule_and_any_other_the_weight_by_words_held():
     assert fusion("e5") == Fusion("full match", 0.1)
-    assert fusion("wordllama") == WORDS_HELD == Fusion("words held", 0.0)
-    assert fusion("an-embedder-with-no-calibration") == WORDS_HELD
+    assert fusion("wordllama") == Fusion("idf share held first", 0.1, 0.25)
+    assert fusion("an-embedder-with-no-calibration") == WORDS_HELD == Fusion("words held", 0.0)
     # Every search shares these objects: one caller changing them would change everyone's rule.
     with pytest.raises(dataclasses.FrozenInstanceError):
         FUSIONS["e5"].weight = 0.5  # type: ignore[misc]
@@ -739,3 +741,111 @@ def test_a_full_match_hit_explains_the_rule_s_weights_and_the_full_match():
     assert "full_match" not in words
     other = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, rule=Fusion("a", 0.5))
     assert "full_match" not in other
+
+
+FIRST = Fusion("idf share held first", 0.1, 0.25)
+
+
+def test_a_hit_holding_a_quarter_of_the_idf_goes_first_to_six_places_under_that_rule_only():
+    assert held_first(0.25, FIRST) and held_first(1.0, FIRST)
+    assert not held_first(0.249999, FIRST) and not held_first(0.0, FIRST)
+    # Rounded to six places, as --explain shows it: 0.2499996 is shown 0.25, and goes first
+    assert held_first(0.2499996, FIRST) and not held_first(0.2499994, FIRST)
+    assert not held_first(1.0, Fusion("full match", 0.1, 0.25))
+    assert not held_first(1.0, WORDS_HELD)
+
+
+def test_an_idf_share_fusion_puts_the_hits_held_first_above_every_other():
+    keyword = [("a", 4.0), ("b", 2.0), ("c", 1.0)]
+    semantic = [("d", 0.95), ("c", 0.9), ("a", 0.2)]
+    shares = {"a": 0.2, "b": 0.5, "c": 0.25}
+    # 0.1 * bm25 / 4 + 0.9 * cosine, and 1 more for b and c (a quarter of the idf or more)
+    assert fuse_first(keyword, semantic, FIRST, shares) == [
+        ("c", 1.835),  # 1 + 0.1 * 0.25 + 0.9 * 0.9
+        ("b", 1.05),  # 1 + 0.1 * 0.5
+        ("d", 0.855),  # 0.9 * 0.95
+        ("a", 0.28),  # 0.1 * 1 + 0.9 * 0.2
+    ]
+    # A share not given is none; an id the semantic ranking alone holds is never lifted
+    assert fuse_first(keyword, semantic, FIRST, {"d": 1.0}) == [
+        ("d", 0.855),
+        ("c", 0.835),
+        ("a", 0.28),
+        ("b", 0.05),
+    ]
+
+
+def test_an_idf_share_fusion_divides_by_the_best_bm25_and_by_one_when_it_is_zero():
+    rule = Fusion("idf share held first", 0.5, 0.25)
+    assert fuse_first([("a", 4.0), ("b", 1.0)], [("b", 0.5)], rule, {}) == [
+        ("a", 0.5),
+        ("b", 0.375),
+    ]
+    assert fuse_first([("a", 0.0)], [("b", 0.5)], rule, {}) == [("b", 0.25), ("a", 0.0)]
+    assert fuse_first([], [("x", 0.8)], rule, {}) == [("x", 0.4)]
+
+
+def test_an_idf_share_fusion_breaks_equal_scores_by_the_semantic_order_then_id_and_rounds():
+    rule = Fusion("idf share held first", 0.5, 0.25)
+    assert fuse_first([("x", 2.0)], [("y", 1.0)], rule, {}) == [("y", 0.5), ("x", 0.5)]
+    ids = ["q", "b", "x", "a", "m", "c", "z", "k"]
+    tied = fuse_first([(key, 1.0) for key in ids], [], rule, dict.fromkeys(ids, 0.3))
+    assert tied == [(key, 1.5) for key in sorted(ids)]
+    # 1 + 0.1 * 1 / 3 = 1.0333...
+    assert fuse_first([("b", 3.0), ("a", 1.0)], [], FIRST, {"a": 0.3}) == [
+        ("a", 1.033333),
+        ("b", 0.1),
+    ]
+
+
+def test_an_idf_share_hit_explains_the_rule_s_weights_its_share_and_whether_it_went_first():
+    out = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.15, rule=FIRST, share=0.3)
+    assert out["fusion"] == "idf share held first"
+    assert out["weights"] == {"keyword": 0.1, "semantic": 0.9}
+    assert out["idf_share"] == 0.3 and out["first"] is True
+    assert "full_match" not in out
+    under = explained("hybrid", "a b", "a", 3.0, 4.0, 0.8, 0.15, rule=FIRST, share=0.12345678)
+    assert under["idf_share"] == 0.123457 and under["first"] is False
+    # The other rules name no share
+    for rule in (WORDS_HELD, Fusion("full match", 0.1)):
+        other = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, rule=rule)
+        assert "idf_share" not in other and "first" not in other
+    assert "idf_share" not in explained("semantic", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8)
+
+
+@pytest.mark.semantic
+def test_an_idf_share_page_is_the_top_of_its_whole_ranking_at_every_length():
+    """A page under the idf share held first, scored in bulk, against the whole ranking
+    (fuse_first): lifted hits far down by cosine and BM25, or with no vector at all, must reach
+    the page's first places through their lift, and a semantic candidate alone scores its
+    weighed cosine, so that a keyword hit of a slightly lower cosine stays above it."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse_page
+
+    rule = Fusion("idf share held first", 0.1, 0.25)
+    # Forty semantic candidates with cosines 0.5 to 0.89, then keyword hits: "low" lifted with
+    # the least cosine and BM25, "mid" not lifted, "gone" lifted with a cosine under the floor,
+    # "novec" lifted with no vector (written between the index and the vectors)
+    cosines = {f"s{n:02d}": 0.5 + n / 100 for n in range(40)}
+    cosines |= {"t": 0.895, "low": 0.2, "mid": 0.785, "gone": -0.1}
+    vectors, query = unit_rows(cosines)
+    ids = [*sorted(cosines), "novec"]
+    rows = np.arange(len(cosines), dtype=np.int64)[::-1].copy()  # in no particular order
+    docs = [ids.index(key) for key in ("mid", "low", "gone", "novec")]
+    scores, lifted = [4.0, 1.0, 0.5, 0.25], [False, True, True, True]
+    read = vectors.scores(query)  # rank rounds the float32 cosines as fuse_page reads them
+    semantic = sorted(
+        ((key, round(float(read[ids.index(key)]), 6)) for key in cosines if cosines[key] >= 0.1),
+        key=lambda item: (-item[1], item[0]),
+    )
+    keyword = [("mid", 4.0), ("low", 1.0), ("gone", 0.5), ("novec", 0.25)]
+    shares = {"mid": 0.1, "low": 0.3, "gone": 0.9, "novec": 0.5}
+    whole = fuse_first(keyword, semantic, rule, shares)
+    # Lifted, whatever their cosines: 1 + 0.1 x 0.25 + 0.9 x 0.2, 1 + 0.1 x 0.125, 1 + 0.1 x
+    # 0.0625; then mid, 0.1 + 0.9 x 0.785 = 0.8065, above t's 0.9 x 0.895 = 0.8055 (their
+    # cosines unweighed would put t and s39 above it)
+    assert [key for key, _ in whole[:6]] == ["low", "gone", "novec", "mid", "t", "s39"]
+    for end in (1, 2, 3, 4, 5, 10, 50):
+        page = fuse_page(vectors, query, rows, ids, docs, scores, [0.1] * 4, end, 0.1, rule, lifted)
+        assert page.ranked == whole[:end], end
