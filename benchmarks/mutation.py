@@ -65,7 +65,16 @@ class Module:
 # Functions with a module of their own (and its own, faster tests) inside a file that a
 # whole-file module covers too: the whole-file module leaves them out (``excluded``).
 HYBRID_FUNCTIONS = ("keyword_weight", "semantic_weight", "explained", "fuse_page", "fuse", "_fused")
-FUSION_FUNCTIONS = ("floors", "calibrated", "floor", "fusion", "fuse_full_match")
+FUSION_FUNCTIONS = (
+    "floors",
+    "calibrated",
+    "floor",
+    "fusion",
+    "fuse_full_match",
+    "held_first",
+    "fuse_first",
+    "_first",
+)
 BM25_PRUNED_FUNCTIONS = (
     "_read",
     "_idfs",
@@ -285,7 +294,20 @@ MODULES = [
             *BM25_STORE_SEARCHES,
         ),
         120,
-        excluded=(*BM25_PRUNED_FUNCTIONS, "full_match"),
+        excluded=(*BM25_PRUNED_FUNCTIONS, "full_match", "idf_shares"),
+    ),
+    # Each hit's share of the query words' idf, which puts it first in wordllama's hybrid,
+    # asked directly and through the store's scoped searches of records and chunks.
+    Module(
+        "idf_shares",
+        "lantern_git/index/bm25.py",
+        ("idf_shares",),
+        (
+            "tests/unit/test_bm25.py",
+            "tests/surfaces/test_fusion_per_embedder.py",
+            "tests/surfaces/test_search_explain.py",
+        ),
+        120,
     ),
     # The full match hybrid search under e5 divides a keyword score by (issue 35), asked
     # directly and through the store's scoped searches.
