@@ -38,8 +38,9 @@ evidence found in its first k hits, averaged over questions; MRR the mean of 1/r
 first evidence hit within 10; ms/query the median wall time of one search (lantern: the whole
 library call, warm).
 
-Hybrid weighs each keyword hit by the share of the query's words it holds (no parameter) and
-keeps the similarity floor (``lantern_git/index/ranking.py``). The floor was chosen by
+Hybrid fuses by each embedder's rule (``lantern_git/index/ranking.py``: wordllama the idf share
+held first, e5 the BM25 over a full match, any other the weight by the share of the query's
+words each hit holds) and keeps the similarity floor. The floor was chosen by
 leave-one-out cross-validation over eleven folds, each conversation of the conversational set
 and the recall set as one more, with the constant keyword weight hybrid had then: ``--cv``
 prints, for each held-out fold, the weight with the best R@5 on the other folds, the highest
@@ -482,8 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(reports, indent=2))
         return 0
     print(
-        "Hybrid fuses per embedder (wordllama: each keyword hit weighed by the share of the"
-        " query's words it holds; e5: 0.1 x its BM25 over a full match + 0.9 x cosine), each"
+        "Hybrid fuses per embedder (wordllama: 0.1 x BM25 / best + 0.9 x cosine, the hits"
+        " holding a quarter of the query words' idf first; e5: 0.1 x its BM25 over a full"
+        " match + 0.9 x cosine), each"
         " embedder with its own floors, chosen by leave-one-out cross-validation, not fitted"
         " on these figures: the fusion over the conversations, the recall set and, when read,"
         " REALTALK's conversations (--cv), the floors over the two sets and the tuning pairs"
