@@ -302,7 +302,7 @@ def fuse_first(
     best = keyword[0][1] if keyword and keyword[0][1] else 1.0
     matched, cosines = dict(keyword), dict(semantic)
     ordered = [
-        (key, _first(rule, False, None, cosine)) for key, cosine in semantic if key not in matched
+        (key, _first(rule, False, 0.0, cosine)) for key, cosine in semantic if key not in matched
     ]
     for key, bm25 in keyword:
         lifted = held_first(shares.get(key, 0.0), rule)
@@ -313,13 +313,11 @@ def fuse_first(
     return ordered
 
 
-def _first(rule: Fusion, lifted: bool, share: float | None, cosine: float | None) -> float:
+def _first(rule: Fusion, lifted: bool, share: float, cosine: float | None) -> float:
     """One candidate's score under the idf share held first (:func:`fuse_first`), rounded to 6
-    places: ``share`` its BM25 over the best (None: no keyword hit), ``cosine`` None when it
-    is not a semantic candidate, ``lifted`` whether it goes first."""
+    places: ``share`` its BM25 over the best (0: no keyword hit), ``cosine`` None when it is
+    not a semantic candidate, ``lifted`` whether it goes first."""
     counted = 0.0 if cosine is None else semantic_weight(rule.weight) * cosine
-    if share is None:
-        return round(counted, 6)
     return round((1.0 if lifted else 0.0) + counted + rule.weight * share, 6)
 
 
@@ -528,7 +526,7 @@ def fuse_page(
             else:
                 total = _fused(weighed[key], rounded / divisor, cosine if placed else None)
         elif first:  # a semantic candidate alone: its weighed cosine
-            total = _first(rule, False, None, cosine)
+            total = _first(rule, False, 0.0, cosine)
         else:  # a semantic candidate alone: its cosine, rounded and above 0 already
             total = cosine
         # fuse's ties: the semantic ranking's order (cosine, then the row's place in id

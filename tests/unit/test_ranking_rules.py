@@ -785,6 +785,17 @@ def test_an_idf_share_fusion_divides_by_the_best_bm25_and_by_one_when_it_is_zero
     assert fuse_first([], [("x", 0.8)], rule, {}) == [("x", 0.4)]
 
 
+def test_an_idf_share_fusion_divides_by_the_first_keyword_score_even_beside_a_zero():
+    rule = Fusion("idf share held first", 0.5, 0.25)
+    # The best is 0.5, so a's share of it is 1; a hit scoring 0 (a word of no weight) has none
+    assert fuse_first([("a", 0.5), ("b", 0.0)], [], rule, {}) == [("a", 0.5), ("b", 0.0)]
+
+
+def test_an_idf_share_fusion_rounds_a_cosine_alone_to_six_places_and_never_lifts_it():
+    # 0.9 x 0.123457 = 0.1111113: six places 0.111111, where five would give 0.11111
+    assert fuse_first([], [("b", 0.123457)], FIRST, {"b": 1.0}) == [("b", 0.111111)]
+
+
 def test_an_idf_share_fusion_breaks_equal_scores_by_the_semantic_order_then_id_and_rounds():
     rule = Fusion("idf share held first", 0.5, 0.25)
     assert fuse_first([("x", 2.0)], [("y", 1.0)], rule, {}) == [("y", 0.5), ("x", 0.5)]
