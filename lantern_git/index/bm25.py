@@ -178,7 +178,7 @@ def idf_shares(searcher: Any, text: str, allowed: set[int] | None) -> dict[int, 
             for term in word_terms(word):
                 if (FIELD, term) in reader:
                     ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
-                    if allowed is None and reader.has_deletions():
+                    if reader.has_deletions():  # an older version of a text
                         ids = [i for i in ids if not reader.is_deleted(i)]
                     holders.update(map(base.__add__, ids))
         if allowed is not None:
