@@ -147,7 +147,8 @@ def test_e5_hybrid_over_chunks_divides_by_the_full_match_of_the_chunks_the_filte
 
 def idf_shares(text: str, scope: str | None = None) -> dict[str, float]:
     """By hand: each record's share of the query words' idf (each word's df the records
-    searched holding it as written or by stem), for those holding any."""
+    searched holding it as written or by stem), for those holding any. The queries asked hold
+    no stop word, so each of their words is a word as typed."""
     held = {
         content: {
             form for word in re.findall(r"\w+", content.lower()) for form in (word, stem(word))
