@@ -140,22 +140,33 @@ class _Scorer(WeightLengthScorer):
 Parts = list[tuple[tuple[str, ...], float]]
 
 
-def words_held(searcher: Any, text: str) -> tuple[int, dict[int, int]]:
-    """(the number of words of the query ``text`` as typed, ``analysis.typed_words``; for each
-    document holding at least one of them, how many it holds, as written or by stem): what
-    ``analysis.matched_words`` counts in a document's text, read from the postings instead
-    (hybrid search weighs each keyword hit by it, see ``ranking``). Deleted documents may be
-    counted: a caller looks up the documents it found."""
-    words = typed_words(text)
-    held: Counter[int] = Counter()
+def word_holders(searcher: Any, words: Sequence[str]) -> list[set[int]]:
+    """For each of ``words`` (as typed), the live documents holding it as written or by stem,
+    read from the postings (a segment's postings keep its deleted documents: older versions
+    of a text)."""
     leaves = [(r, base) for r, base in searcher.reader().leaf_readers() if r.doc_count_all()]
+    found = []
     for word in words:
         holders: set[int] = set()
         for reader, base in leaves:
             for term in word_terms(word):
                 if (FIELD, term) in reader:
                     ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
+                    if reader.has_deletions():
+                        ids = [i for i in ids if not reader.is_deleted(i)]
                     holders.update(map(base.__add__, ids))
+        found.append(holders)
+    return found
+
+
+def words_held(searcher: Any, text: str) -> tuple[int, dict[int, int]]:
+    """(the number of words of the query ``text`` as typed, ``analysis.typed_words``; for each
+    document holding at least one of them, how many it holds, as written or by stem): what
+    ``analysis.matched_words`` counts in a document's text, read from the postings instead
+    (hybrid search weighs each keyword hit by it, see ``ranking``)."""
+    words = typed_words(text)
+    held: Counter[int] = Counter()
+    for holders in word_holders(searcher, words):
         held.update(holders)
     return len(words), dict(held)
 
@@ -165,22 +176,13 @@ def idf_shares(searcher: Any, text: str, allowed: set[int] | None) -> dict[int, 
     query ``text`` as typed (``analysis.typed_words``), as written or by stem: the share of the
     words' idf it holds, the sum of its words' idfs over the sum of all the query's. A word's
     idf is BM25's (:func:`idf`) over the documents :func:`statistics` counts, its df the
-    documents there holding it in either form; a word none holds counts in the sum (hybrid
-    search under wordllama puts the hits holding a quarter first, see ``ranking``)."""
-    words = typed_words(text)
+    documents there holding it in either form (:func:`word_holders`); a word none holds counts
+    in the sum (hybrid search under wordllama puts the hits holding a quarter first, see
+    ``ranking``)."""
     docs = int(searcher.doc_count()) if allowed is None else len(allowed)
-    leaves = [(r, base) for r, base in searcher.reader().leaf_readers() if r.doc_count_all()]
     held: Counter[int] = Counter()
     total = 0.0
-    for word in words:
-        holders: set[int] = set()
-        for reader, base in leaves:
-            for term in word_terms(word):
-                if (FIELD, term) in reader:
-                    ids, _ = whoosh_compat.term_postings(reader, FIELD, term)
-                    if reader.has_deletions():  # an older version of a text
-                        ids = [i for i in ids if not reader.is_deleted(i)]
-                    holders.update(map(base.__add__, ids))
+    for holders in word_holders(searcher, typed_words(text)):
         if allowed is not None:
             holders &= allowed
         weight = idf(len(holders), docs)

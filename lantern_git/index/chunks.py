@@ -473,12 +473,9 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
 
         def read() -> tuple[int, dict[str, int]]:
             searcher = self._searcher()
-            reader = searcher.reader()
-            words, held = bm25.words_held(searcher, text)
+            words, held = bm25.words_held(searcher, text)  # live chunks only: one per key
             found = {}
             for docnum, count in held.items():
-                if reader.is_deleted(docnum):  # an older version of a chunk: same key
-                    continue
                 fields = searcher.stored_fields(docnum)
                 key = f"{fields['source']}:{fields['a']}"
                 if key in wanted:

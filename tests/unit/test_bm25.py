@@ -238,6 +238,19 @@ def test_an_idf_share_is_the_idf_of_the_typed_words_held_over_all_of_theirs(sear
     assert bm25.idf_shares(searcher, "the", None) == {}
 
 
+def test_words_held_counts_no_deleted_document():
+    ix = index_of(SEGMENTS)
+    # Read once before the deletion, as a long-running process has (its postings kept)
+    with ix.searcher() as before:
+        assert {1, 6} <= set(bm25.words_held(before, "kiwi lime")[1])
+    writer = ix.writer()
+    for docnum in (1, 6):
+        writer.delete_document(docnum)
+    writer.commit(merge=False)
+    with ix.searcher() as found:
+        assert bm25.words_held(found, "kiwi lime") == (2, {2: 1, 5: 1, 7: 1})
+
+
 def test_an_idf_share_counts_no_deleted_document():
     ix = index_of(SEGMENTS)
     # Read once before the deletion, as a long-running process has: a segment's postings are
