@@ -294,14 +294,15 @@ MODULES = [
             *BM25_STORE_SEARCHES,
         ),
         120,
-        excluded=(*BM25_PRUNED_FUNCTIONS, "full_match", "idf_shares"),
+        excluded=(*BM25_PRUNED_FUNCTIONS, "full_match", "idf_shares", "word_holders"),
     ),
     # Each hit's share of the query words' idf, which puts it first in wordllama's hybrid,
-    # asked directly and through the store's scoped searches of records and chunks.
+    # and each word's live holders it is read from, asked directly and through the store's
+    # scoped searches of records and chunks.
     Module(
         "idf_shares",
         "lantern_git/index/bm25.py",
-        ("idf_shares",),
+        ("idf_shares", "word_holders"),
         (
             "tests/unit/test_bm25.py",
             "tests/surfaces/test_fusion_per_embedder.py",
