@@ -817,46 +817,59 @@ def test_an_idf_share_hit_explains_the_rule_s_weights_its_share_and_whether_it_w
     assert "full_match" not in out
     under = explained("hybrid", "a b", "a", 3.0, 4.0, 0.8, 0.15, rule=FIRST, share=0.12345678)
     assert under["idf_share"] == 0.123457 and under["first"] is False
-    # The other rules name no share
-    for rule in (WORDS_HELD, Fusion("full match", 0.1)):
+    # A hit given no share holds none, and does not go first
+    given_none = explained("hybrid", "a b", "c", 0.0, 4.0, 0.8, 0.15, rule=FIRST)
+    assert given_none["idf_share"] == 0.0 and given_none["first"] is False
+    # The other rules name no share, whatever their names sort by
+    for rule in (WORDS_HELD, Fusion("full match", 0.1), Fusion("a rule", 0.5)):
         other = explained("hybrid", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8, rule=rule)
         assert "idf_share" not in other and "first" not in other
     assert "idf_share" not in explained("semantic", "deploy", "deploy", 3.0, 4.0, 0.82, 0.8)
 
 
 @pytest.mark.semantic
-def test_an_idf_share_page_is_the_top_of_its_whole_ranking_at_every_length():
+@pytest.mark.parametrize("with_no_vector", [True, False])
+def test_an_idf_share_page_is_the_top_of_its_whole_ranking_at_every_length(with_no_vector):
     """A page under the idf share held first, scored in bulk, against the whole ranking
     (fuse_first): lifted hits far down by cosine and BM25, or with no vector at all, must reach
-    the page's first places through their lift, and a semantic candidate alone scores its
-    weighed cosine, so that a keyword hit of a slightly lower cosine stays above it."""
+    the page's first places through their lift; a semantic candidate alone scores its weighed
+    cosine, so that a keyword hit of a slightly lower cosine stays above it; and a keyword hit
+    far down must not push the page's last semantic candidate off it."""
     import numpy as np
 
     from lantern_git.index.ranking import fuse_page
 
     rule = Fusion("idf share held first", 0.1, 0.25)
-    # Forty semantic candidates with cosines 0.5 to 0.89, then keyword hits: "low" lifted with
-    # the least cosine and BM25, "mid" not lifted, "gone" lifted with a cosine under the floor,
-    # "novec" lifted with no vector (written between the index and the vectors)
+    # Forty semantic candidates with cosines 0.5 to 0.89 and t at 0.895, then keyword hits:
+    # "low" lifted with the least cosine and BM25, "mid" not lifted, "kw" not lifted, near by
+    # cosine and low by BM25, "weak" not lifted and far down, "gone" lifted with a cosine under
+    # the floor, "novec" lifted with no vector (written between the index and the vectors)
     cosines = {f"s{n:02d}": 0.5 + n / 100 for n in range(40)}
-    cosines |= {"t": 0.895, "low": 0.2, "mid": 0.785, "gone": -0.1}
+    cosines |= {"t": 0.895, "low": 0.2, "mid": 0.785, "kw": 0.8805, "weak": 0.3, "gone": -0.1}
     vectors, query = unit_rows(cosines)
     ids = [*sorted(cosines), "novec"]
     rows = np.arange(len(cosines), dtype=np.int64)[::-1].copy()  # in no particular order
-    docs = [ids.index(key) for key in ("mid", "low", "gone", "novec")]
-    scores, lifted = [4.0, 1.0, 0.5, 0.25], [False, True, True, True]
+    hits = [("mid", 4.0, False, 0.1), ("low", 1.0, True, 0.3), ("kw", 0.4, False, 0.05)]
+    hits += [("weak", 0.5, False, 0.05)]
+    hits += [("gone", 0.5, True, 0.9)] + ([("novec", 0.25, True, 0.5)] if with_no_vector else [])
+    docs = [ids.index(key) for key, *_ in hits]
+    scores, lifted = [score for _, score, _, _ in hits], [lift for _, _, lift, _ in hits]
     read = vectors.scores(query)  # rank rounds the float32 cosines as fuse_page reads them
     semantic = sorted(
         ((key, round(float(read[ids.index(key)]), 6)) for key in cosines if cosines[key] >= 0.1),
         key=lambda item: (-item[1], item[0]),
     )
-    keyword = [("mid", 4.0), ("low", 1.0), ("gone", 0.5), ("novec", 0.25)]
-    shares = {"mid": 0.1, "low": 0.3, "gone": 0.9, "novec": 0.5}
-    whole = fuse_first(keyword, semantic, rule, shares)
+    keyword = [(key, score) for key, score, _, _ in hits]
+    whole = fuse_first(keyword, semantic, rule, {key: share for key, *_, share in hits})
     # Lifted, whatever their cosines: 1 + 0.1 x 0.25 + 0.9 x 0.2, 1 + 0.1 x 0.125, 1 + 0.1 x
     # 0.0625; then mid, 0.1 + 0.9 x 0.785 = 0.8065, above t's 0.9 x 0.895 = 0.8055 (their
-    # cosines unweighed would put t and s39 above it)
-    assert [key for key, _ in whole[:6]] == ["low", "gone", "novec", "mid", "t", "s39"]
-    for end in (1, 2, 3, 4, 5, 10, 50):
-        page = fuse_page(vectors, query, rows, ids, docs, scores, [0.1] * 4, end, 0.1, rule, lifted)
+    # cosines unweighed would put t and s39 above it); kw, 0.1 x 0.1 + 0.9 x 0.8805 = 0.80245,
+    # above s39's 0.801; weak, 0.1 x 0.125 + 0.9 x 0.3, far down
+    ahead = ["low", "gone", "novec"] if with_no_vector else ["low", "gone"]
+    assert [key for key, _ in whole[: len(ahead) + 4]] == [*ahead, "mid", "t", "kw", "s39"]
+    assert [key for key, _ in whole].index("weak") > 40
+    for end in range(1, 12):
+        page = fuse_page(
+            vectors, query, rows, ids, docs, scores, [0.1] * len(hits), end, 0.1, rule, lifted
+        )
         assert page.ranked == whole[:end], end
