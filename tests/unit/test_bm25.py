@@ -238,29 +238,28 @@ def test_an_idf_share_is_the_idf_of_the_typed_words_held_over_all_of_theirs(sear
     assert bm25.idf_shares(searcher, "the", None) == {}
 
 
-def test_words_held_counts_no_deleted_document():
+def deleted_after_a_read(read) -> object:
+    """The index of SEGMENTS with documents 1 and 6 deleted after ``read(searcher)`` read it
+    once, as a long-running process has: a segment's postings are kept by the process,
+    deleted documents included."""
     ix = index_of(SEGMENTS)
-    # Read once before the deletion, as a long-running process has (its postings kept)
     with ix.searcher() as before:
-        assert {1, 6} <= set(bm25.words_held(before, "kiwi lime")[1])
+        assert {1, 6} <= set(read(before))
     writer = ix.writer()
     for docnum in (1, 6):
         writer.delete_document(docnum)
     writer.commit(merge=False)
+    return ix
+
+
+def test_words_held_counts_no_deleted_document():
+    ix = deleted_after_a_read(lambda searcher: bm25.words_held(searcher, "kiwi lime")[1])
     with ix.searcher() as found:
         assert bm25.words_held(found, "kiwi lime") == (2, {2: 1, 5: 1, 7: 1})
 
 
 def test_an_idf_share_counts_no_deleted_document():
-    ix = index_of(SEGMENTS)
-    # Read once before the deletion, as a long-running process has: a segment's postings are
-    # kept by the process, deleted documents included
-    with ix.searcher() as before:
-        assert {1, 6} <= set(bm25.idf_shares(before, "kiwi lime", None))
-    writer = ix.writer()
-    for docnum in (1, 6):
-        writer.delete_document(docnum)
-    writer.commit(merge=False)
+    ix = deleted_after_a_read(lambda searcher: bm25.idf_shares(searcher, "kiwi lime", None))
     with ix.searcher() as found:
         assert found.reader().has_deletions()
         live = [d for d in range(8) if d not in (1, 6)]
