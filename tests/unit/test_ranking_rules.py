@@ -873,3 +873,22 @@ def test_an_idf_share_page_is_the_top_of_its_whole_ranking_at_every_length(with_
             vectors, query, rows, ids, docs, scores, [0.1] * len(hits), end, 0.1, rule, lifted
         )
         assert page.ranked == whole[:end], end
+
+
+@pytest.mark.semantic
+def test_a_page_under_a_rule_of_another_name_is_the_weight_by_words_held_s():
+    """fuse_page scores by the idf share held first only under that rule, whatever another
+    rule's name sorts by ("full match" sorts before it)."""
+    import numpy as np
+
+    from lantern_git.index.ranking import fuse, fuse_page
+
+    vectors, query = unit_rows({"a": 0.5, "b": 0.25, "c": 0.75})
+    rows = np.arange(3, dtype=np.int64)
+    whole = fuse([("b", 2.0), ("a", 1.0)], [("c", 0.75), ("a", 0.5), ("b", 0.25)], {"b": 1.0})
+    for rule in (WORDS_HELD, Fusion("full match", 0.1), Fusion("a rule", 0.5)):
+        page = fuse_page(
+            vectors, query, rows, ["a", "b", "c"], [1, 0], [2.0, 1.0], [1.0, 0.0], 3, 0.1,
+            rule, [True, True],
+        )  # fmt: skip
+        assert page.ranked == whole, rule
