@@ -937,4 +937,9 @@ def test_hybrid_pages_under_the_idf_share_held_first_are_slices_of_its_whole_ran
             for offset in (0, 2):
                 page = store.search(text, mode="hybrid", limit=end, offset=offset)
                 assert [(h.record.id, h.score) for h in page] == whole[offset : offset + end]
+        # A page explains each hit's share as the whole ranking does
+        for hit in store.search(text, mode="hybrid", limit=5, explain=True):
+            share = shares.get(hit.record.id, 0.0)
+            assert hit.explain["idf_share"] == pytest.approx(share, abs=1e-6)
+            assert hit.explain["first"] is ranking.held_first(share, rule)
     assert lifted_some and unlifted_some
