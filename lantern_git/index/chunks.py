@@ -406,20 +406,27 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
         kinds: Sequence[str] = (),
         sources: Sequence[str] = (),
         phrases: Sequence[str] = (),
-    ) -> tuple[list[str], list[float], float | None]:
+        shares: bool = False,
+    ) -> tuple[list[str], list[float], float | None, list[float] | None]:
         """Every chunk matching ``text`` among those the filters select, as :meth:`search`
         finds them, as (keys, BM25 scores before rounding) in no order: the keyword side of a
         semantic or hybrid search, ranked in bulk (``ranking.fuse_page``); third, the query's
-        full match over those chunks (``bm25.full_match``; None: not plain words)."""
+        full match over those chunks (``bm25.full_match``; None: not plain words); fourth, with
+        ``shares``, each match's share of the query words' idf over those chunks
+        (``bm25.idf_shares``), else None."""
         query = _parsed(text)
         _filter(tuple(kinds), tuple(sources), tuple(phrases))
 
-        def read() -> tuple[list[str], list[float], float | None]:
+        def read() -> tuple[list[str], list[float], float | None, list[float] | None]:
             searcher = self._searcher()
             allowed = _allowed(searcher, kinds, sources, phrases)
             docs, scores, full = bm25.raw_scored(searcher, query, allowed, None)
             keys = [f"{f['source']}:{f['a']}" for f in map(searcher.stored_fields, docs)]
-            return keys, scores, full
+            held = None
+            if shares:
+                by_doc = bm25.idf_shares(searcher, text, allowed)
+                held = [by_doc.get(doc, 0.0) for doc in docs]
+            return keys, scores, full, held
 
         return self._answer(read)
 
@@ -483,32 +490,6 @@ class ChunkIndex(DerivedIndex[ChunkRefresh]):
             return words, found
 
         return self._answer(read) if wanted else (0, {})
-
-    def idf_shares(
-        self,
-        text: str,
-        keys: Sequence[str],
-        kinds: Sequence[str] = (),
-        sources: Sequence[str] = (),
-        phrases: Sequence[str] = (),
-    ) -> dict[str, float]:
-        """The share of the query words' idf that each chunk of ``keys`` holds, in its text or
-        its source's title, over the chunks the filters select (``bm25.idf_shares``), for
-        those holding any."""
-        wanted = set(keys)
-
-        def read() -> dict[str, float]:
-            searcher = self._searcher()
-            allowed = _allowed(searcher, kinds, sources, phrases)
-            found = {}
-            for docnum, share in bm25.idf_shares(searcher, text, allowed).items():
-                fields = searcher.stored_fields(docnum)
-                key = f"{fields['source']}:{fields['a']}"
-                if key in wanted:
-                    found[key] = share
-            return found
-
-        return self._answer(read) if wanted else {}
 
     # -- for the entity index (entities.py): which chunks hold an entity's names
 

@@ -74,18 +74,15 @@ class RecordCorpus:
         ids_by_docnum, docs = self._select(request)
         return vectors.rows_of_docs(ids_by_docnum, docs, ordered=ordered)
 
-    def matches(self, request: RecordRequest) -> Matches:
+    def matches(self, request: RecordRequest, shares: bool = False) -> Matches:
         # The keyword ranking as documents and BM25 scores not yet rounded: a page ranks them
         # in bulk (fuse_page), so a common word's thousands of matches are never each rounded,
         # sorted or looked up by id.
-        id_of, docs, scores, full = self.index.raw_scored_docs(self._query(request))
-        return Matches(id_of, docs, scores, full)
+        id_of, docs, scores, full, held = self.index.raw_scored_docs(self._query(request), shares)
+        return Matches(id_of, docs, scores, full, held)
 
     def words_held(self, request: RecordRequest, matches: Matches) -> tuple[int, list[int]]:
         return self.index.words_held(request.text, matches.numbers)
-
-    def idf_shares(self, request: RecordRequest, matches: Matches) -> list[float]:
-        return self.index.idf_shares(self._query(request), matches.numbers)
 
     def vectors(self) -> Vectors:
         assert self._vectors is not None, "semantic and hybrid searches are given the vectors"
@@ -170,25 +167,17 @@ class ChunkCorpus:
         keys = self.index.chunk_keys(filters.kinds, filters.sources, filters.phrases)
         return vectors.rows_of(keys)
 
-    def matches(self, request: ChunkRequest) -> Matches:
+    def matches(self, request: ChunkRequest, shares: bool = False) -> Matches:
         filters = request.filters
-        keys, scores, full = self.index.raw_scored(
-            request.text, filters.kinds, filters.sources, filters.phrases
+        keys, scores, full, held = self.index.raw_scored(
+            request.text, filters.kinds, filters.sources, filters.phrases, shares
         )
-        return Matches(keys, list(range(len(keys))), scores, full)
+        return Matches(keys, list(range(len(keys))), scores, full, held)
 
     def words_held(self, request: ChunkRequest, matches: Matches) -> tuple[int, list[int]]:
         keys = [matches.keys[n] for n in matches.numbers]
         words, held = self.index.words_held(request.text, keys)
         return words, [held.get(key, 0) for key in keys]
-
-    def idf_shares(self, request: ChunkRequest, matches: Matches) -> list[float]:
-        filters = request.filters
-        keys = [matches.keys[n] for n in matches.numbers]
-        shares = self.index.idf_shares(
-            request.text, keys, filters.kinds, filters.sources, filters.phrases
-        )
-        return [shares.get(key, 0.0) for key in keys]
 
     def vectors(self) -> Vectors:
         assert self._vectors is not None, "semantic and hybrid searches are given the vectors"

@@ -80,12 +80,15 @@ class Matches:
     """A corpus's keyword matches: ``numbers`` into ``keys`` (a table of keys by number) and
     their BM25 ``scores`` before rounding, in the same order (any order); ``full_match``, what
     a text of average length holding each of the query's words once scores over the documents
-    the filters select (``bm25.full_match``; None: the query is not plain words)."""
+    the filters select (``bm25.full_match``; None: the query is not plain words); ``shares``,
+    when asked, each match's share of the query words' idf over those documents, in the same
+    order (``bm25.idf_shares``)."""
 
     keys: Sequence[str]
     numbers: list[int]
     scores: list[float]
     full_match: float | None = None
+    shares: list[float] | None = None
 
 
 class Corpus(Protocol[H, F]):
@@ -102,8 +105,9 @@ class Corpus(Protocol[H, F]):
         its index in step first), best first."""
         ...
 
-    def matches(self, request: SearchRequest[F]) -> Matches:
-        """Every keyword match of the request's text among the documents its filters select."""
+    def matches(self, request: SearchRequest[F], shares: bool = False) -> Matches:
+        """Every keyword match of the request's text among the documents its filters select,
+        with ``shares`` each one's share of the query words' idf too (read with them)."""
         ...
 
     def candidates(
@@ -116,11 +120,6 @@ class Corpus(Protocol[H, F]):
     def words_held(self, request: SearchRequest[F], matches: Matches) -> tuple[int, list[int]]:
         """(how many words the query has as typed; how many of them each match holds, in the
         order of ``matches.numbers``)."""
-        ...
-
-    def idf_shares(self, request: SearchRequest[F], matches: Matches) -> list[float]:
-        """The share of the query words' idf that each match holds, over the texts the filters
-        select, in the order of ``matches.numbers`` (``bm25.idf_shares``)."""
         ...
 
     def vectors(self) -> Vectors:
@@ -219,7 +218,7 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
     paged = end is not None and (by_words_held or by_idf_share)
     candidates = corpus.candidates(request, current, ordered=not paged)
     wanted = vectors.embed_query(request.text)
-    matches = corpus.matches(request)
+    matches = corpus.matches(request, by_idf_share)
     # A query sharing no word with the texts searched has a floor of its own: the lower of the
     # embedder's fixed one and its noise level (its cosines with the probe words) plus a margin
     anchored = bool(matches.numbers)
@@ -272,7 +271,8 @@ def _by_vectors(corpus: Corpus[H, F], request: SearchRequest[F]) -> tuple[list[H
         by_count = [ranking.keyword_weight(count, words) for count in range(words + 1)]
         shares = list(map(by_count.__getitem__, held))
     elif by_idf_share:
-        idf = corpus.idf_shares(request, matches)
+        assert matches.shares is not None  # asked for with the matches
+        idf = matches.shares
         lifted = [ranking.held_first(share, rule) for share in idf]
         shares = [rule.weight] * len(idf)
         if request.explain or not paged:

@@ -234,8 +234,9 @@ def _sweep(memory: str, since: int, meanwhile: Callable[[], object] | None = Non
 # time it takes for 10k tuples of large ints.
 Signature = bytes
 # A query's keyword matches in bulk (SearchIndex.raw_scored_docs): every document's id by
-# number, the matching documents, their BM25 scores before rounding, the query's full match
-RawScored = tuple[list[str], list[int], list[float], float | None]
+# number, the matching documents, their BM25 scores before rounding, the query's full match,
+# and when asked each match's share of the query words' idf
+RawScored = tuple[list[str], list[int], list[float], float | None, list[float] | None]
 _SIGNATURE = struct.Struct("<qqQQ")
 
 
@@ -1006,21 +1007,29 @@ class SearchIndex(DerivedIndex[RefreshReport]):
 
         return self._answer(read)
 
-    def raw_scored_docs(self, query: RecordQuery) -> RawScored:
+    def raw_scored_docs(self, query: RecordQuery, shares: bool = False) -> RawScored:
         """(every document's id by document number, as :meth:`matching_docs` gives it; the
         documents matching ``query``, text and filters; their BM25 scores before rounding;
-        the query's full match, ``bm25.full_match``, None without text):
-        :meth:`scored_ids` without rounding, sorting or mapping every match to its id, for
-        hybrid search, which ranks them in bulk and rounds only its page's."""
+        the query's full match, ``bm25.full_match``, None without text; with ``shares``, each
+        match's share of the query words' idf over the documents the filters select,
+        ``bm25.idf_shares``, else None): :meth:`scored_ids` without rounding, sorting or
+        mapping every match to its id, for hybrid search, which ranks them in bulk and rounds
+        only its page's."""
 
         def read() -> RawScored:
             searcher = self._searcher()
             id_of = self._ids_by_docnum(searcher)
             if not query.text:
-                return id_of, [], [], None
+                return id_of, [], [], None, [] if shares else None
             expired = self._masked(searcher, _mask_query(query))
             allowed = self._allowed(searcher, query)
-            return id_of, *bm25.raw_scored(searcher, text_query(query.text), allowed, expired)
+            parsed = text_query(query.text)
+            docs, scores, full = bm25.raw_scored(searcher, parsed, allowed, expired)
+            held = None
+            if shares:
+                by_doc = bm25.idf_shares(searcher, query.text, allowed)
+                held = list(map(by_doc.get, docs, repeat(0.0)))
+            return id_of, docs, scores, full, held
 
         return self._answer(read)
 
@@ -1031,18 +1040,6 @@ class SearchIndex(DerivedIndex[RefreshReport]):
         def read() -> tuple[int, builtins.list[int]]:
             words, held = bm25.words_held(self._searcher(), text)
             return words, list(map(held.get, docs, repeat(0)))
-
-        return self._answer(read)
-
-    def idf_shares(self, query: RecordQuery, docs: builtins.list[int]) -> builtins.list[float]:
-        """The share of the query words' idf that each of ``docs`` (document numbers, as
-        :meth:`raw_scored_docs` gives them) holds, over the documents ``query``'s filters
-        select: ``bm25.idf_shares``."""
-
-        def read() -> builtins.list[float]:
-            searcher = self._searcher()
-            shares = bm25.idf_shares(searcher, query.text or "", self._allowed(searcher, query))
-            return list(map(shares.get, docs, repeat(0.0)))
 
         return self._answer(read)
 

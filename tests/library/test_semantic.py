@@ -876,7 +876,7 @@ def test_hybrid_pages_fuse_as_the_whole_rankings_do_with_journal_rows_in_id_orde
         searched = [(h.record.id, h.score) for h in store.search(text, mode="hybrid", limit=None)]
         assert searched == whole, text
         scores = dict(keyword)
-        id_of, docs, raw, _ = store.index.raw_scored_docs(RecordQuery(text=text))
+        id_of, docs, raw, _, _ = store.index.raw_scored_docs(RecordQuery(text=text))
         rows = current.rows_of_docs(*store.index.matching_docs(RecordQuery()))
         for end in (1, 3, 10, 25, 100):
             shares = [weights[id_of[doc]] for doc in docs]
@@ -916,8 +916,8 @@ def test_hybrid_pages_under_the_idf_share_held_first_are_slices_of_its_whole_ran
     lifted_some = unlifted_some = False
     for text in ("Ana short answers", "deploy at night beta", "Bob", "Friday branch Ana note"):
         keyword = store.index.scored_ids(RecordQuery(text=text))
-        id_of, docs, raw, _ = store.index.raw_scored_docs(RecordQuery(text=text))
-        idf = store.index.idf_shares(RecordQuery(text=text), docs)
+        id_of, docs, raw, _, idf = store.index.raw_scored_docs(RecordQuery(text=text), True)
+        assert idf is not None
         shares = {id_of[doc]: share for doc, share in zip(docs, idf)}
         lifted = [ranking.held_first(share, rule) for share in idf]
         lifted_some |= any(lifted)
